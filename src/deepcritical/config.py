@@ -1,0 +1,114 @@
+"""Settings, read from the environment (prefix ``DEEPCRITICAL_``) and from the CLI.
+
+Secrets are :class:`pydantic.SecretStr`: their values never appear in ``repr``, logs, traces or
+report metadata (use :meth:`Settings.public_dict` for anything that is stored or shown).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_SOURCES = ["pubmed", "trials", "europepmc", "openalex", "web"]
+ALL_SOURCES = [*DEFAULT_SOURCES, "local"]
+
+
+def default_data_dir() -> Path:
+    """``$XDG_DATA_HOME/deepcritical`` or ``~/.local/share/deepcritical``."""
+    import os
+
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "deepcritical"
+
+
+class Settings(BaseSettings):
+    """All knobs of a research run. Units are in the field names (seconds, characters)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="DEEPCRITICAL_", env_file=".env", extra="ignore", validate_default=True
+    )
+
+    # --- model -----------------------------------------------------------------------------
+    llm: str = Field(
+        default="none",
+        description=(
+            "Model spec: 'none' (extractive, no model), 'openai:gpt-4o', "
+            "'anthropic:claude-sonnet-4-5', or 'openai-compatible:<model>@<base_url>'."
+        ),
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("DEEPCRITICAL_OPENAI_API_KEY", "OPENAI_API_KEY")
+    )
+    anthropic_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DEEPCRITICAL_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+    )
+    openai_compatible_api_key: SecretStr | None = None
+    llm_timeout_seconds: float = Field(default=120.0, gt=0)
+    llm_retries: int = Field(default=2, ge=0)
+
+    # --- run limits (stop rules are enforced in code) ---------------------------------------
+    orchestrator: Literal["iterative", "magentic"] = "iterative"
+    max_rounds: int = Field(default=3, ge=1, le=20)
+    max_sources: int = Field(default=60, ge=1, description="Evidence items that end gathering.")
+    time_budget_seconds: float = Field(default=600.0, gt=0)
+    results_per_query: int = Field(default=10, ge=1, le=100)
+    max_queries_per_round: int = Field(default=4, ge=1, le=20)
+    max_question_chars: int = Field(default=2000, ge=10)
+
+    # --- evidence store and report -----------------------------------------------------------
+    mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
+    near_duplicate_threshold: float = Field(default=0.97, gt=0.0, le=1.0)
+    checklist_assign_threshold: float = Field(default=0.35, ge=-1.0, le=1.0)
+    report_max_evidence: int = Field(default=12, ge=1, le=100)
+    embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+
+    # --- sources ---------------------------------------------------------------------------
+    sources: list[str] = Field(default_factory=lambda: list(DEFAULT_SOURCES))
+    data_dir: Path = Field(default_factory=default_data_dir)
+    corpus_dir: Path | None = Field(
+        default=None, description="Local corpus directory; defaults to <data_dir>/corpus."
+    )
+    http_timeout_seconds: float = Field(default=20.0, gt=0)
+    http_retries: int = Field(default=3, ge=1)
+    ncbi_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("DEEPCRITICAL_NCBI_API_KEY", "NCBI_API_KEY")
+    )
+    ncbi_email: str | None = None
+    ncbi_tool: str = "deepcritical"
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _split_sources(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [s.strip() for s in v.split(",") if s.strip()]
+        return v
+
+    @field_validator("sources")
+    @classmethod
+    def _known_sources(cls, v: list[str]) -> list[str]:
+        unknown = [s for s in v if s not in ALL_SOURCES]
+        if unknown:
+            raise ValueError(
+                f"unknown source(s) {', '.join(unknown)}; choose from {', '.join(ALL_SOURCES)}"
+            )
+        if not v:
+            raise ValueError(f"at least one source is needed; choose from {', '.join(ALL_SOURCES)}")
+        return list(dict.fromkeys(v))
+
+    @property
+    def resolved_corpus_dir(self) -> Path:
+        """The local corpus directory (``corpus_dir`` or ``<data_dir>/corpus``)."""
+        return self.corpus_dir if self.corpus_dir is not None else self.data_dir / "corpus"
+
+    def public_dict(self) -> dict[str, Any]:
+        """Settings safe to store or show: every secret field is dropped, paths as strings."""
+        secret = {
+            name
+            for name, field in type(self).model_fields.items()
+            if "SecretStr" in repr(field.annotation)
+        }
+        return {k: v for k, v in self.model_dump(mode="json").items() if k not in secret}

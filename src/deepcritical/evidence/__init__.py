@@ -1,0 +1,1 @@
+"""The shared evidence store: identifiers, dedup, embeddings, diverse selection."""

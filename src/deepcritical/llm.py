@@ -1,0 +1,120 @@
+"""The one place that turns the ``llm`` setting into a model object.
+
+Model specs (``Settings.llm``):
+
+- ``none``: no model; agents use their extractive implementations.
+- ``openai:<model>``: OpenAI (key from ``DEEPCRITICAL_OPENAI_API_KEY`` or ``OPENAI_API_KEY``).
+- ``anthropic:<model>``: Anthropic (key from ``DEEPCRITICAL_ANTHROPIC_API_KEY`` or
+  ``ANTHROPIC_API_KEY``).
+- ``openai-compatible:<model>@<base_url>``: any Chat Completions server (Ollama, vLLM,
+  llama.cpp server), e.g. ``openai-compatible:llama3.1@http://127.0.0.1:11434/v1``.
+
+Nothing else in the project imports a provider SDK. Every agent obtains its model through
+:func:`build_model`, so there is one provider-selection path and no silent fallback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from deepcritical.config import Settings
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+Provider = Literal["none", "openai", "anthropic", "openai-compatible"]
+
+
+class ModelSpecError(ValueError):
+    """The ``llm`` setting cannot be parsed, or the provider's API key is missing."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed model spec: provider, model name and (for OpenAI-compatible servers) base URL."""
+
+    provider: Provider
+    model: str = ""
+    base_url: str | None = None
+
+    def __str__(self) -> str:
+        if self.provider == "none":
+            return "none"
+        if self.provider == "openai-compatible":
+            return f"openai-compatible:{self.model}@{self.base_url}"
+        return f"{self.provider}:{self.model}"
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    """Parse ``none`` / ``openai:<m>`` / ``anthropic:<m>`` / ``openai-compatible:<m>@<url>``.
+
+    Raises:
+        ModelSpecError: on an unknown provider, an empty model name, or a missing base URL.
+    """
+    text = spec.strip()
+    if text.lower() in {"none", "", "extractive"}:
+        return ModelSpec("none")
+    provider, sep, rest = text.partition(":")
+    provider = provider.strip().lower()
+    if not sep or not rest.strip():
+        raise ModelSpecError(
+            f"model spec {spec!r} needs the form provider:model "
+            "(openai:gpt-4o, anthropic:claude-sonnet-4-5, openai-compatible:MODEL@BASE_URL or none)"
+        )
+    rest = rest.strip()
+    if provider == "openai-compatible":
+        model, at, base_url = rest.partition("@")
+        if not at or not base_url.startswith(("http://", "https://")) or not model:
+            raise ModelSpecError(
+                f"model spec {spec!r}: use openai-compatible:MODEL@http(s)://host:port/v1"
+            )
+        return ModelSpec("openai-compatible", model, base_url.rstrip("/"))
+    if provider in {"openai", "anthropic"}:
+        return ModelSpec(provider, rest)  # type: ignore[arg-type]
+    raise ModelSpecError(
+        f"unknown model provider {provider!r} in {spec!r}; "
+        "use openai, anthropic, openai-compatible or none"
+    )
+
+
+def build_model(settings: Settings) -> Model | None:
+    """The pydantic-ai model for ``settings.llm``, or ``None`` for the extractive mode.
+
+    Raises:
+        ModelSpecError: bad spec, or no API key for OpenAI/Anthropic.
+    """
+    spec = parse_model_spec(settings.llm)
+    if spec.provider == "none":
+        return None
+    if spec.provider == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        if settings.anthropic_api_key is None:
+            raise ModelSpecError(
+                "anthropic models need an API key: set ANTHROPIC_API_KEY "
+                "or DEEPCRITICAL_ANTHROPIC_API_KEY"
+            )
+        return AnthropicModel(
+            spec.model,
+            provider=AnthropicProvider(api_key=settings.anthropic_api_key.get_secret_value()),
+        )
+
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    if spec.provider == "openai":
+        if settings.openai_api_key is None:
+            raise ModelSpecError(
+                "openai models need an API key: set OPENAI_API_KEY or DEEPCRITICAL_OPENAI_API_KEY"
+            )
+        provider = OpenAIProvider(api_key=settings.openai_api_key.get_secret_value())
+    else:
+        key = settings.openai_compatible_api_key
+        # Local servers (Ollama, llama.cpp) accept any key; the client library needs one.
+        provider = OpenAIProvider(
+            base_url=spec.base_url,
+            api_key=key.get_secret_value() if key is not None else "not-needed",
+        )
+    return OpenAIChatModel(spec.model, provider=provider)

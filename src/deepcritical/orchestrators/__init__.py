@@ -1,0 +1,1 @@
+"""Orchestrators: the deterministic ``iterative`` loop (and, later, ``magentic``)."""

@@ -1,0 +1,43 @@
+"""The event model both orchestrators emit while a run streams.
+
+Consumers (CLI, web UI, Python callers) iterate ``async for event in research(...)``; the last
+event is ``done`` (carrying the :class:`~deepcritical.models.RunResult`) or ``error``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from deepcritical.models import RunResult, utc_now
+
+EventType = Literal[
+    "started",
+    "planning",
+    "searching",
+    "evidence_added",
+    "hypothesis",
+    "judge_assessment",
+    "report_section",
+    "warning",
+    "error",
+    "done",
+]
+
+
+class ResearchEvent(BaseModel):
+    """One progress event.
+
+    ``message`` is a short human-readable line; ``data`` holds the structured details of the
+    type (e.g. ``searching``: ``{"queries": [...], "per_source": {"pubmed": 10}}``). ``round``
+    is the 1-based search round, 0 before the first. ``result`` is set on ``done`` only.
+    """
+
+    type: EventType
+    message: str
+    round: int = 0
+    data: dict[str, Any] = Field(default_factory=dict)
+    timestamp: datetime = Field(default_factory=utc_now)
+    result: RunResult | None = None

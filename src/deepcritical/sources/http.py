@@ -1,0 +1,162 @@
+"""Polite HTTP for search sources: per-source rate limit, retries with backoff, timeouts.
+
+One :class:`httpx.AsyncClient` is shared by all sources of a run; each source wraps it in a
+:class:`SourceHttp` carrying that source's rate limit (aiolimiter) and retry policy (tenacity).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from aiolimiter import AsyncLimiter
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from deepcritical.sources.base import SourceError
+
+RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+USER_AGENT = "DeepCritical/0.1 (biomedical research agent; +https://github.com/deepcritical)"
+MAX_RETRY_AFTER_SECONDS = 30.0
+
+
+class RetryableHTTPError(Exception):
+    """A response whose status is worth retrying (429, 5xx); carries Retry-After in seconds."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        super().__init__(f"HTTP {response.status_code}")
+        self.status_code = response.status_code
+        self.retry_after = parse_retry_after(response.headers.get("Retry-After"))
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (now if now is not None else time.time()))
+
+
+def new_http_client(timeout_seconds: float = 20.0) -> httpx.AsyncClient:
+    """The run's shared client: HTTP keep-alive, redirects followed, our User-Agent."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout_seconds),
+        follow_redirects=True,
+        headers={"User-Agent": USER_AGENT},
+        limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
+    )
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    return isinstance(
+        exc, RetryableHTTPError | TimeoutError | httpx.TimeoutException | httpx.TransportError
+    )
+
+
+class _WaitRetryAfter:
+    """Exponential backoff with jitter, but never shorter than the server's Retry-After."""
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self._backoff = wait_exponential_jitter(initial=initial, max=maximum, jitter=initial)
+
+    def __call__(self, state: RetryCallState) -> float:
+        backoff: float = self._backoff(state)
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, RetryableHTTPError) and exc.retry_after is not None:
+            return min(max(backoff, exc.retry_after), MAX_RETRY_AFTER_SECONDS)
+        return backoff
+
+
+class SourceHttp:
+    """GET requests for one source, rate-limited and retried.
+
+    Args:
+        client: the run's shared :class:`httpx.AsyncClient`.
+        source: the source name, used in errors.
+        requests_per_second: the source's rate limit (NCBI: 3 without key, 10 with).
+        timeout_seconds: per-attempt timeout.
+        tries: attempts in all (first try included) for 429/5xx/timeouts/connection errors.
+        backoff_seconds: first backoff; doubles each retry (with jitter), capped at 10 s.
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        source: str,
+        *,
+        requests_per_second: float,
+        timeout_seconds: float = 20.0,
+        tries: int = 3,
+        backoff_seconds: float = 0.5,
+    ) -> None:
+        self.client = client
+        self.source = source
+        self.timeout_seconds = timeout_seconds
+        self.tries = tries
+        self.backoff_seconds = backoff_seconds
+        # aiolimiter is a leaky bucket: max_rate requests per time_period seconds. A bucket of 1
+        # per 1/rate seconds spaces requests evenly (no bursts that trip NCBI's limiter).
+        self.limiter = AsyncLimiter(1, 1.0 / requests_per_second)
+        self.requests_made = 0
+
+    async def get(self, url: str, params: Mapping[str, Any] | None = None) -> httpx.Response:
+        """GET ``url`` and return a 2xx response.
+
+        Raises:
+            SourceError: non-retryable status (e.g. 400, 404), or retries exhausted, or
+                timeouts on every try. The message names the last failure and the try count.
+        """
+        attempts = 0
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self.tries),
+                wait=_WaitRetryAfter(self.backoff_seconds, 10.0),
+                retry=retry_if_exception(_is_retryable),
+                reraise=True,
+            ):
+                with attempt:
+                    attempts += 1
+                    async with self.limiter:
+                        self.requests_made += 1
+                        response = await asyncio.wait_for(
+                            self.client.get(url, params=params), timeout=self.timeout_seconds
+                        )
+                    if response.status_code in RETRY_STATUS:
+                        raise RetryableHTTPError(response)
+                    if response.status_code >= 400:
+                        raise SourceError(
+                            self.source, f"HTTP {response.status_code} from {_host(url)}"
+                        )
+                    return response
+        except RetryableHTTPError as exc:
+            raise SourceError(self.source, f"HTTP {exc.status_code} after {attempts} tries") from exc
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            raise SourceError(
+                self.source, f"timed out after {self.timeout_seconds:g} s ({attempts} tries)"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise SourceError(
+                self.source, f"connection failed ({type(exc).__name__}) after {attempts} tries"
+            ) from exc
+        raise SourceError(self.source, "no attempt was made")  # pragma: no cover
+
+
+def _host(url: str) -> str:
+    return httpx.URL(url).host or url

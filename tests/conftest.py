@@ -1,0 +1,84 @@
+"""Shared fixtures: paths to ../shared data (skipping when absent), embedders, live marker."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+PUBMEDQA = SHARED / "data" / "pubmedqa"
+API_FIXTURES = SHARED / "fixtures" / "api"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip tests marked ``live`` unless DEEPCRITICAL_LIVE=1."""
+    if os.environ.get("DEEPCRITICAL_LIVE") == "1":
+        return
+    skip = pytest.mark.skip(reason="needs the internet; set DEEPCRITICAL_LIVE=1")
+    for item in items:
+        if "live" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def pubmedqa_dir() -> Path:
+    """../shared/data/pubmedqa, or skip."""
+    if not (PUBMEDQA / "corpus.jsonl").exists():
+        pytest.skip("../shared/data/pubmedqa is absent")
+    return PUBMEDQA
+
+
+@pytest.fixture(scope="session")
+def api_fixtures() -> Path:
+    """../shared/fixtures/api, or skip."""
+    if not API_FIXTURES.is_dir():
+        pytest.skip("../shared/fixtures/api is absent")
+    return API_FIXTURES
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-words embedder for fast hermetic tests (no model).
+
+    Each lower-cased word is hashed into one of ``dimension`` buckets; vectors are
+    L2-normalised, so texts sharing words have positive cosine similarity.
+    """
+
+    def __init__(self, dimension: int = 256) -> None:
+        self.dimension = dimension
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"[a-z0-9]+", text.lower()):
+                h = int(hashlib.md5(word.encode()).hexdigest(), 16)
+                out[i, h % self.dimension] += 1.0
+            norm = np.linalg.norm(out[i])
+            if norm > 0:
+                out[i] /= norm
+        return out
+
+
+@pytest.fixture
+def hashing_embedder() -> HashingEmbedder:
+    """A fast deterministic embedder (bag of hashed words)."""
+    return HashingEmbedder()
+
+
+@pytest.fixture(scope="session")
+def minilm_embedder():  # type: ignore[no-untyped-def]
+    """The real all-MiniLM-L6-v2 embedder, loaded once per test session (offline)."""
+    from deepcritical.evidence.embeddings import shared_embedder
+
+    return shared_embedder()
