@@ -237,6 +237,7 @@ class CitationValidation(BaseModel):
     references_added: int = 0
     markers_checked: int = 0
     markers_removed: int = 0
+    sentences_removed: int = 0
     removed_reference_ids: list[str] = Field(default_factory=list)
     removed_marker_ids: list[str] = Field(default_factory=list)
 
@@ -244,7 +245,11 @@ class CitationValidation(BaseModel):
     @property
     def valid(self) -> bool:
         """True when nothing had to be removed."""
-        return self.references_removed == 0 and self.markers_removed == 0
+        return (
+            self.references_removed == 0
+            and self.markers_removed == 0
+            and self.sentences_removed == 0
+        )
 
 
 StopReason = Literal[
@@ -378,7 +383,8 @@ class ResearchReport(BaseModel):
             f" · stopped: {md.stop_reason or 'n/a'} · model: {md.llm}*  ",
             f"*Citation check: {cv.references_checked} references and {cv.markers_checked}"
             f" inline citations checked against the evidence store; {cv.references_removed}"
-            f" references and {cv.markers_removed} citations removed.*",
+            f" references, {cv.markers_removed} citations and {cv.sentences_removed} sentences"
+            " removed.*",
         ]
         if md.source_failures:
             fails = "; ".join(
