@@ -253,8 +253,14 @@ class CitationValidation(BaseModel):
 
 
 StopReason = Literal[
-    "sufficient", "max_rounds", "max_sources", "time_budget", "no_new_evidence", "no_sources",
-    "cancelled", "error",
+    "sufficient",
+    "max_rounds",
+    "max_sources",
+    "time_budget",
+    "no_new_evidence",
+    "no_sources",
+    "cancelled",
+    "error",
 ]
 
 
@@ -338,7 +344,10 @@ class ResearchReport(BaseModel):
     def to_markdown(self) -> str:
         """The report as markdown, citations numbered ``[1]`` and references listed in order."""
         numbers = self.reference_numbers()
-        num = lambda text: self._numbered(text, numbers)  # noqa: E731
+
+        def num(text: str) -> str:
+            return self._numbered(text, numbers)
+
         md = self.metadata
         out: list[str] = [f"# {self.title}", "", f"**Research question:** {self.research_question}"]
         out += ["", "## Executive summary", "", num(self.executive_summary)]
@@ -348,7 +357,9 @@ class ResearchReport(BaseModel):
             out += ["", "## Hypotheses tested", ""]
             for h in self.hypotheses_tested:
                 chain = " → ".join(p for p in [h.drug, h.target, h.pathway, h.effect] if p)
-                sup = ", ".join(f"[{numbers[e]}]" for e in h.supporting_evidence_ids if e in numbers)
+                sup = ", ".join(
+                    f"[{numbers[e]}]" for e in h.supporting_evidence_ids if e in numbers
+                )
                 con = ", ".join(
                     f"[{numbers[e]}]" for e in h.contradicting_evidence_ids if e in numbers
                 )
@@ -373,11 +384,12 @@ class ResearchReport(BaseModel):
         if not numbers:
             out.append("No references.")
         cv = md.citation_validation
+        searched = ", ".join(SOURCE_LABELS.get(s, s) for s in md.sources_searched) or "none"
         out += [
             "",
             "---",
             "",
-            f"*Sources searched: {', '.join(SOURCE_LABELS.get(s, s) for s in md.sources_searched) or 'none'}"
+            f"*Sources searched: {searched}"
             f" · papers reviewed: {md.papers_reviewed} · iterations: {md.iterations}"
             f" · confidence: {md.confidence:.2f} · checklist coverage: {md.checklist_coverage:.0%}"
             f" · stopped: {md.stop_reason or 'n/a'} · model: {md.llm}*  ",

@@ -146,7 +146,9 @@ class SourceHttp:
                         )
                     return response
         except RetryableHTTPError as exc:
-            raise SourceError(self.source, f"HTTP {exc.status_code} after {attempts} tries") from exc
+            raise SourceError(
+                self.source, f"HTTP {exc.status_code} after {attempts} tries"
+            ) from exc
         except (TimeoutError, httpx.TimeoutException) as exc:
             raise SourceError(
                 self.source, f"timed out after {self.timeout_seconds:g} s ({attempts} tries)"
