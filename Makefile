@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
-QUESTION ?= Does metformin reduce the risk of cancer in patients with diabetes?
+QUESTION ?= Does hippocampal atrophy on MRI predict cognitive decline?
 CORPUS ?= ../shared/data/pubmedqa/corpus.jsonl
 DATA_DIR ?= .deepcritical
 
@@ -42,8 +42,10 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+## Benchmarks print figures (retrieval quality on PubMedQA; source round time vs rate limits).
 bench: install
-	$(PY) -m benchmarks.run_all
+	$(PY) -m benchmarks.bench_retrieval
+	$(PY) -m benchmarks.bench_sources
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

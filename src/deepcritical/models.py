@@ -278,6 +278,8 @@ class ReportMetadata(BaseModel):
     generated_at: datetime = Field(default_factory=utc_now)
     duration_seconds: float = 0.0
     checklist_coverage: float = Field(default=0.0, ge=0.0, le=1.0)
+    queries: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
     citation_validation: CitationValidation = Field(default_factory=CitationValidation)
 
 
@@ -313,7 +315,8 @@ class ResearchReport(BaseModel):
         return [
             self.executive_summary,
             self.methodology,
-            *[s.content for s in self.findings],
+            *[h.statement for h in self.hypotheses_tested],
+            *[t for s in self.findings for t in (s.heading, s.content)],
             *self.limitations,
             self.conclusion,
         ]
@@ -327,9 +330,12 @@ class ResearchReport(BaseModel):
         return list(seen)
 
     def reference_numbers(self) -> dict[str, int]:
-        """Evidence id -> display number: cited ids first (reading order), then the rest."""
+        """Evidence id -> display number: cited ids first (reading order), then the rest.
+
+        Only ids listed in ``references`` get a number (each once, however often listed).
+        """
         order = self.cited_ids()
-        listed = [r.evidence_id for r in self.references]
+        listed = list(dict.fromkeys(r.evidence_id for r in self.references))
         ordered = [e for e in order if e in listed] + [e for e in listed if e not in order]
         return {eid: n for n, eid in enumerate(ordered, start=1)}
 
@@ -363,7 +369,7 @@ class ResearchReport(BaseModel):
                 con = ", ".join(
                     f"[{numbers[e]}]" for e in h.contradicting_evidence_ids if e in numbers
                 )
-                line = f"- **{h.statement}** (confidence {h.confidence:.2f})"
+                line = f"- **{num(h.statement)}** (confidence {h.confidence:.2f})"
                 if chain:
                     line += f"  \n  Chain: {chain}"
                 line += f"  \n  Supporting: {sup or 'none'}; contradicting: {con or 'none'}"
@@ -371,14 +377,16 @@ class ResearchReport(BaseModel):
         if self.findings:
             out += ["", "## Findings"]
             for s in self.findings:
-                out += ["", f"### {s.heading}", "", num(s.content)]
+                out += ["", f"### {num(s.heading)}", "", num(s.content)]
         if self.limitations:
             out += ["", "## Limitations", ""]
             out += [f"- {num(lim)}" for lim in self.limitations]
         if self.conclusion:
             out += ["", "## Conclusion", "", num(self.conclusion)]
         out += ["", "## References", ""]
-        by_id = {r.evidence_id: r for r in self.references}
+        by_id: dict[str, Reference] = {}
+        for ref in self.references:
+            by_id.setdefault(ref.evidence_id, ref)
         for eid, n in sorted(numbers.items(), key=lambda kv: kv[1]):
             out.append(f"{n}. {by_id[eid].citation.format_reference()}")
         if not numbers:
@@ -396,8 +404,9 @@ class ResearchReport(BaseModel):
             f"*Citation check: {cv.references_checked} references and {cv.markers_checked}"
             f" inline citations checked against the evidence store; {cv.references_removed}"
             f" references, {cv.markers_removed} citations and {cv.sentences_removed} sentences"
-            " removed.*",
+            " removed.*  ",
         ]
+        out.extend(f"*Note: {note}*  " for note in md.notes)
         if md.source_failures:
             fails = "; ".join(
                 f"{SOURCE_LABELS.get(s, s)}: {why}" for s, why in md.source_failures.items()

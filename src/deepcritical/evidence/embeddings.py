@@ -95,6 +95,7 @@ class SentenceTransformerEmbedder:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 from sentence_transformers import SentenceTransformer
 
                 path = resolve_model_path(self.model_name)
@@ -104,7 +105,11 @@ class SentenceTransformerEmbedder:
                     raise EmbeddingModelError(
                         f"cannot load embedding model {self.model_name!r} from {path!r}: {exc}"
                     ) from exc
-                dim = self._model.get_sentence_embedding_dimension()
+                get_dim = (
+                    getattr(self._model, "get_embedding_dimension", None)
+                    or self._model.get_sentence_embedding_dimension
+                )
+                dim = get_dim()
                 if dim:
                     self.dimension = int(dim)
         return self._model

@@ -1,0 +1,89 @@
+"""Assigning evidence to the checklist items it answers, by embedding similarity.
+
+An evidence item answers a checklist item when both hold:
+
+- the cosine similarity between the evidence embedding (title + content, from the store) and
+  the embedding of the item's description reaches ``threshold``
+  (``Settings.checklist_assign_threshold``, default 0.35 for all-MiniLM-L6-v2);
+- the evidence is on the question at all: its similarity to the refined question reaches
+  ``question_threshold`` (default: half of ``threshold``).
+
+The description alone decides which item is answered; the question only gates relevance.
+(Embedding "description + question" together would let any on-topic paper satisfy every item,
+inflating coverage and stopping the search early.) An evidence item may answer several
+checklist items, or none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from deepcritical.evidence.store import EvidenceStore
+from deepcritical.models import ChecklistItem, ChecklistStatus, ResearchPlan
+
+__all__ = ["assign_to_checklist", "refresh_statuses", "status_of"]
+
+
+def status_of(item: ChecklistItem) -> ChecklistStatus:
+    """Satisfied at ``min_evidence`` items, partial with at least one, else unsatisfied."""
+    n = len(item.evidence_ids)
+    if n >= item.min_evidence:
+        return ChecklistStatus.SATISFIED
+    if n > 0:
+        return ChecklistStatus.PARTIAL
+    return ChecklistStatus.UNSATISFIED
+
+
+def refresh_statuses(plan: ResearchPlan) -> None:
+    """Set every checklist item's status from its evidence count (in place)."""
+    for item in plan.checklist:
+        item.status = status_of(item)
+
+
+def assign_to_checklist(
+    plan: ResearchPlan,
+    store: EvidenceStore,
+    new_ids: Sequence[str],
+    threshold: float,
+    question_threshold: float | None = None,
+) -> None:
+    """Assign each new evidence item to the checklist items it answers (in place).
+
+    For every checklist item and every id of ``new_ids`` that passes both tests of the module
+    docstring (cosine similarities, -1..1): the id is appended to
+    ``ChecklistItem.evidence_ids`` and the item's key to ``Evidence.checklist_keys`` (saved
+    with :meth:`EvidenceStore.update`). Then every status is recomputed (:func:`status_of`).
+    Ids already assigned are not repeated; ids not in the store are ignored. Synchronous (it
+    embeds the descriptions and the question): call it in a worker thread from async code.
+
+    Args:
+        plan: the run's plan; its checklist items are updated.
+        store: the run's evidence store.
+        new_ids: evidence ids added this round.
+        threshold: minimum similarity between evidence and item description.
+        question_threshold: minimum similarity between evidence and the refined question
+            (default ``threshold / 2``).
+    """
+    floor = threshold / 2 if question_threshold is None else question_threshold
+    ids = [i for i in dict.fromkeys(new_ids) if i in store]
+    if ids:
+        on_topic = store.similarity(plan.refined_question, ids)
+        ids = [i for i in ids if on_topic[i] >= floor]
+    changed: dict[str, list[str]] = {}
+    for item in plan.checklist:
+        if not ids:
+            break
+        similarities = store.similarity(item.description, ids)
+        for evidence_id in ids:
+            if similarities[evidence_id] < threshold:
+                continue
+            if evidence_id not in item.evidence_ids:
+                item.evidence_ids.append(evidence_id)
+            keys = changed.setdefault(evidence_id, list(store.require(evidence_id).checklist_keys))
+            if item.key not in keys:
+                keys.append(item.key)
+    for evidence_id, keys in changed.items():
+        evidence = store.require(evidence_id)
+        if keys != evidence.checklist_keys:
+            store.update(evidence.model_copy(update={"checklist_keys": keys}))
+    refresh_statuses(plan)

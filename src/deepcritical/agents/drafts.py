@@ -1,0 +1,72 @@
+"""Pieces shared by both report writers: the no-evidence report and the gap limitations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from deepcritical.models import (
+    SOURCE_LABELS,
+    ChecklistStatus,
+    Evidence,
+    Hypothesis,
+    ResearchPlan,
+    ResearchReport,
+)
+
+__all__ = ["FEW_SOURCES", "gap_limitations", "no_evidence_report"]
+
+FEW_SOURCES = 5
+"""Fewer evidence items than this in a report is stated as a limitation."""
+
+
+def no_evidence_report(plan: ResearchPlan, hypotheses: Sequence[Hypothesis]) -> ResearchReport:
+    """The report when no evidence was collected: says so, cites nothing, invents nothing."""
+    return ResearchReport(
+        title=f"No evidence found: {plan.refined_question}",
+        research_question=plan.question,
+        executive_summary=(
+            "No evidence could be collected for this question from the sources searched, so no "
+            "answer can be given."
+        ),
+        hypotheses_tested=list(hypotheses),
+        findings=[],
+        limitations=[
+            "No source returned relevant records; the question may need other terms or "
+            "other sources."
+        ],
+        conclusion="The question remains unanswered by the literature searched in this run.",
+        references=[],
+    )
+
+
+def gap_limitations(plan: ResearchPlan, evidence: Sequence[Evidence]) -> list[str]:
+    """Limitations that follow from the run's real gaps, in plain sentences (no citations):
+    unsatisfied or partial checklist items, few sources, preprints, a single source, and
+    evidence limited to abstracts or summaries."""
+    out: list[str] = []
+    for item in plan.checklist:
+        if item.status == ChecklistStatus.UNSATISFIED:
+            out.append(f"No evidence was found for the checklist item: {item.description}.")
+        elif item.status == ChecklistStatus.PARTIAL:
+            out.append(
+                f"Evidence is thin for the checklist item ({len(item.evidence_ids)} of "
+                f"{item.min_evidence} sources needed): {item.description}."
+            )
+    n = len(evidence)
+    if 0 < n < FEW_SOURCES:
+        out.append(f"Only {n} source{'s' if n != 1 else ''} could be used for this report.")
+    preprints = sum(e.is_preprint for e in evidence)
+    if preprints:
+        out.append(
+            f"{preprints} of the {n} sources are preprints that have not been peer reviewed."
+        )
+    origins = {s for e in evidence for s in e.sources}
+    if n and len(origins) == 1:
+        origin = next(iter(origins))
+        out.append(f"All evidence comes from one source ({SOURCE_LABELS.get(origin, origin)}).")
+    if n:
+        out.append(
+            "The evidence consists of abstracts or summaries returned by the search sources; "
+            "full texts were not read."
+        )
+    return out

@@ -1,0 +1,249 @@
+"""The extractive report writer: a report made only of verbatim, cited sentences.
+
+No model. For each evidence item of the slice (chosen by the orchestrator with MMR), the one or
+two sentences most similar to the refined question are picked (conclusions and results
+preferred, background and methods avoided) and quoted verbatim with the item's marker, placed
+before the final punctuation: ``Metformin use was associated with lower risk [E3].`` Items
+whose best sentence is not close enough to the question are left out (and counted in the
+limitations).
+
+- findings, grouped (``group_by``):
+
+  - ``"checklist"``: one section per checklist item (heading = its description) holding the
+    items assigned to it (an item assigned to several goes where its quotes fit best), plus
+    "Other relevant findings";
+  - ``"design"``: one section per study design (meta-analyses, randomised trials, ...);
+  - ``"auto"`` (default): by design for the extractive planner's generic checklist (its items
+    do not separate evidence well), by checklist for any other plan;
+
+- executive summary: the three best quotes, from three different items;
+- conclusion: the best conclusion-type quote(s), then a fixed statement that the report is an
+  extractive summary with no model interpretation;
+- limitations: the run's real gaps (:func:`~deepcritical.agents.drafts.gap_limitations`), the
+  items left out, and the limits of the method;
+- hypotheses: passed through; references: the cited items.
+
+Every sentence that states a finding is a quote with a marker; the only other sentences are
+the fixed statements above (they state no finding and cite nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from deepcritical.agents.citations import add_marker, references_for
+from deepcritical.agents.design import DESIGN_ORDER, classify_design
+from deepcritical.agents.drafts import gap_limitations, no_evidence_report
+from deepcritical.agents.keysentences import (
+    KeySentence,
+    rank_sentences,
+    relevant_items,
+    top_per_item,
+)
+from deepcritical.agents.planner import EXTRACTIVE_KEYS
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.models import (
+    Evidence,
+    Hypothesis,
+    JudgeAssessment,
+    ReportSection,
+    ResearchPlan,
+    ResearchReport,
+)
+
+__all__ = ["EXTRACTIVE_NOTE", "OTHER_HEADING", "ExtractiveReportWriter", "GroupBy"]
+
+GroupBy = Literal["auto", "checklist", "design"]
+
+OTHER_HEADING = "Other relevant findings"
+EXTRACTIVE_NOTE = (
+    "This report is an extractive summary: every finding above is quoted verbatim from the "
+    "cited sources, selected by similarity to the question, with no model interpretation."
+)
+METHOD_LIMITATION = (
+    "Sentences were selected automatically by their similarity to the question; relevant "
+    "findings phrased differently may have been missed, and quotes are shown without their "
+    "full context."
+)
+DESIGN_LIMITATION = (
+    "Study designs were recognised from publication types and keywords, not by appraisal."
+)
+HYPOTHESIS_LIMITATION = (
+    "Supporting and contradicting evidence for the hypothesis was classified by cue words "
+    '(such as "no significant" or "did not") in the quoted conclusions, not by expert reading.'
+)
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """The chosen quotes, by item, best item first."""
+
+    picks: dict[str, list[KeySentence]]
+    ranked: list[KeySentence]
+    left_out: int
+
+
+def _quote(sentences: Sequence[KeySentence]) -> str:
+    return " ".join(add_marker(s.text, s.evidence_id) for s in sentences)
+
+
+class ExtractiveReportWriter:
+    """Writes reports from verbatim key sentences (see the module docstring).
+
+    Args:
+        embedder: the run's sentence embedder.
+        sentences_per_item: quotes per evidence item in the findings (1 or 2 recommended).
+        summary_quotes: quotes in the executive summary.
+        conclusion_quotes: quotes in the conclusion.
+        min_similarity: an item is quoted only if its best sentence reaches this cosine
+            similarity to the refined question (default 0.3, for all-MiniLM-L6-v2)...
+        relative_to_best: ...and this share of the best item's similarity (0 disables).
+        group_by: how findings are grouped (see the module docstring).
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        sentences_per_item: int = 2,
+        summary_quotes: int = 3,
+        conclusion_quotes: int = 2,
+        min_similarity: float = 0.3,
+        relative_to_best: float = 0.5,
+        group_by: GroupBy = "auto",
+    ) -> None:
+        self.embedder = embedder
+        self.sentences_per_item = max(1, sentences_per_item)
+        self.summary_quotes = max(1, summary_quotes)
+        self.conclusion_quotes = max(1, conclusion_quotes)
+        self.min_similarity = min_similarity
+        self.relative_to_best = relative_to_best
+        self.group_by = group_by
+
+    def _select(self, plan: ResearchPlan, evidence: Sequence[Evidence]) -> _Draft:
+        ranked = rank_sentences(evidence, plan.refined_question, self.embedder)
+        relevant = relevant_items(ranked, self.min_similarity, self.relative_to_best)
+        kept = [s for s in ranked if s.evidence_id in relevant]
+        picks = top_per_item(kept, self.sentences_per_item)
+        return _Draft(picks, kept, len(evidence) - len(picks))
+
+    async def write(
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        hypotheses: Sequence[Hypothesis],
+        assessment: JudgeAssessment | None,
+    ) -> ResearchReport:
+        """A draft report of cited verbatim quotes from ``evidence``.
+
+        A fixed "no evidence found" report when ``evidence`` is empty or no item is relevant
+        enough. Never raises for valid input (the embedder's own errors propagate).
+        """
+        if not evidence:
+            return no_evidence_report(plan, hypotheses)
+        draft = await asyncio.to_thread(self._select, plan, evidence)
+        if not draft.picks:
+            report = no_evidence_report(plan, hypotheses)
+            report.limitations.append(
+                f"None of the {len(evidence)} selected sources had a sentence close enough to "
+                "the question to be quoted."
+            )
+            return report
+        group_by = self._grouping(plan)
+        if group_by == "checklist":
+            section_of = await asyncio.to_thread(self._checklist_sections, plan, evidence, draft)
+            headings = [(c.key, c.description) for c in plan.checklist] + [("", OTHER_HEADING)]
+        else:
+            by_id = {e.id: e for e in evidence}
+            section_of = {eid: classify_design(by_id[eid]).value for eid in draft.picks}
+            headings = [(d.value, d.value) for d in DESIGN_ORDER]
+        findings = self._sections(draft, section_of, headings)
+        best = {eid: max(group, key=lambda s: s.score) for eid, group in draft.picks.items()}
+        by_score = sorted(best.values(), key=lambda s: -s.score)
+        summary = _quote_each(by_score[: self.summary_quotes])
+        conclusion = " ".join([_quote_each(self._conclusion_sentences(draft)), EXTRACTIVE_NOTE])
+        limitations = [*gap_limitations(plan, evidence)]
+        if draft.left_out:
+            limitations.append(
+                f"{draft.left_out} of the {len(evidence)} selected sources were left out because "
+                "none of their sentences was close enough to the question."
+            )
+        limitations.append(METHOD_LIMITATION)
+        if group_by == "design":
+            limitations.append(DESIGN_LIMITATION)
+        if hypotheses:
+            limitations.append(HYPOTHESIS_LIMITATION)
+        report = ResearchReport(
+            title=f"Evidence summary: {plan.refined_question}",
+            research_question=plan.question,
+            executive_summary=summary,
+            hypotheses_tested=list(hypotheses),
+            findings=findings,
+            limitations=limitations,
+            conclusion=conclusion,
+        )
+        report.references = references_for(report.texts(), evidence)
+        return report
+
+    def _grouping(self, plan: ResearchPlan) -> Literal["checklist", "design"]:
+        if self.group_by != "auto":
+            return self.group_by
+        generic = {c.key for c in plan.checklist} <= set(EXTRACTIVE_KEYS)
+        return "design" if generic else "checklist"
+
+    def _conclusion_sentences(self, draft: _Draft) -> list[KeySentence]:
+        """Best conclusion-type sentences of distinct quoted items (best quote if none)."""
+        chosen: list[KeySentence] = []
+        seen: set[str] = set()
+        for s in draft.ranked:
+            if s.evidence_id in draft.picks and s.is_conclusion and s.evidence_id not in seen:
+                chosen.append(s)
+                seen.add(s.evidence_id)
+                if len(chosen) >= self.conclusion_quotes:
+                    break
+        return chosen or [draft.ranked[0]]
+
+    def _checklist_sections(
+        self, plan: ResearchPlan, evidence: Sequence[Evidence], draft: _Draft
+    ) -> dict[str, str]:
+        """Evidence id -> checklist key ("" for none): among the keys an item was assigned to,
+        the one whose description is most similar to the item's quotes."""
+        keys = {c.key for c in plan.checklist}
+        options = {e.id: [k for k in e.checklist_keys if k in keys] for e in evidence}
+        section_of = {
+            eid: (options[eid][0] if len(options[eid]) == 1 else "") for eid in draft.picks
+        }
+        ambiguous = [eid for eid in draft.picks if len(options[eid]) > 1]
+        if ambiguous:
+            descriptions = [c.description for c in plan.checklist]
+            texts = [" ".join(s.text for s in draft.picks[eid]) for eid in ambiguous]
+            vectors = np.asarray(self.embedder.embed([*descriptions, *texts]), dtype=np.float32)
+            desc, items = vectors[: len(descriptions)], vectors[len(descriptions) :]
+            index = {c.key: i for i, c in enumerate(plan.checklist)}
+            for eid, vector in zip(ambiguous, items, strict=True):
+                sims = [float(desc[index[k]] @ vector) for k in options[eid]]
+                section_of[eid] = options[eid][int(np.argmax(sims))]
+        return section_of
+
+    @staticmethod
+    def _sections(
+        draft: _Draft, section_of: dict[str, str], headings: Sequence[tuple[str, str]]
+    ) -> list[ReportSection]:
+        """Sections in ``headings`` order (key, heading), items by their best quote's score."""
+        order = sorted(draft.picks, key=lambda eid: -max(s.score for s in draft.picks[eid]))
+        sections: list[ReportSection] = []
+        for key, heading in headings:
+            members = [eid for eid in order if section_of.get(eid) == key]
+            if members:
+                content = "\n\n".join(_quote(draft.picks[eid]) for eid in members)
+                sections.append(ReportSection(heading=heading, content=content))
+        return sections
+
+
+def _quote_each(sentences: Sequence[KeySentence]) -> str:
+    return " ".join(add_marker(s.text, s.evidence_id) for s in sentences)

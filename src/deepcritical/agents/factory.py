@@ -1,0 +1,96 @@
+"""Choosing the implementation of every role: LLM agents when a model is given, extractive
+agents otherwise (one selection path; no silent fallback here: the orchestrator decides, and
+says so, when it falls back from an LLM agent to the extractive one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic_ai.models import Model
+
+from deepcritical.agents.base import (
+    HypothesisGenerator,
+    Judge,
+    Planner,
+    QueryGenerator,
+    ReportWriter,
+)
+from deepcritical.agents.extractive_writer import ExtractiveReportWriter
+from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator, LLMHypothesisGenerator
+from deepcritical.agents.judge import ExtractiveJudge, LLMJudge
+from deepcritical.agents.llmconfig import LLMConfig
+from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
+from deepcritical.agents.queries import ExtractiveQueryGenerator, LLMQueryGenerator
+from deepcritical.agents.usage import UsageTracker
+from deepcritical.agents.writer import LLMReportWriter
+from deepcritical.config import Settings
+from deepcritical.evidence.embeddings import Embedder
+
+__all__ = ["AgentSet", "build_agents", "build_extractive_agents", "build_llm_agents"]
+
+
+@dataclass
+class AgentSet:
+    """The implementations of every role used by one run.
+
+    Attributes:
+        planner, queries, hypotheses, judge, writer: the role implementations.
+        usage: per-role LLM usage of this set (empty for extractive agents).
+        mode: ``"llm"`` or ``"extractive"`` (``"custom"`` when built by hand).
+    """
+
+    planner: Planner
+    queries: QueryGenerator
+    hypotheses: HypothesisGenerator
+    judge: Judge
+    writer: ReportWriter
+    usage: UsageTracker = field(default_factory=UsageTracker)
+    mode: str = "custom"
+
+
+def build_extractive_agents(settings: Settings, embedder: Embedder) -> AgentSet:
+    """Agents that need no model (``--llm none``); ``embedder`` ranks sentences."""
+    return AgentSet(
+        planner=ExtractivePlanner(),
+        queries=ExtractiveQueryGenerator(),
+        hypotheses=ExtractiveHypothesisGenerator(embedder),
+        judge=ExtractiveJudge(min_total_evidence=_min_total_evidence(settings)),
+        writer=ExtractiveReportWriter(embedder),
+        mode="extractive",
+    )
+
+
+def build_llm_agents(
+    settings: Settings, model: Model, usage: UsageTracker | None = None
+) -> AgentSet:
+    """LLM agents sharing ``model``, ``settings.llm_retries`` and
+    ``settings.llm_timeout_seconds`` (per call), recording usage into one tracker."""
+    config = LLMConfig(
+        model=model,
+        retries=settings.llm_retries,
+        timeout_seconds=settings.llm_timeout_seconds,
+        usage=usage or UsageTracker(),
+    )
+    return AgentSet(
+        planner=LLMPlanner(config),
+        queries=LLMQueryGenerator(config),
+        hypotheses=LLMHypothesisGenerator(config),
+        judge=LLMJudge(config),
+        writer=LLMReportWriter(config),
+        usage=config.usage,
+        mode="llm",
+    )
+
+
+def build_agents(settings: Settings, model: Model | None, embedder: Embedder) -> AgentSet:
+    """LLM agents when ``model`` is given (from :func:`deepcritical.llm.build_model`),
+    extractive agents when it is ``None``."""
+    if model is None:
+        return build_extractive_agents(settings, embedder)
+    return build_llm_agents(settings, model)
+
+
+def _min_total_evidence(settings: Settings) -> int:
+    """Evidence items the extractive judge wants at partial coverage: the report's slice size,
+    but never more than the evidence limit of the run."""
+    return max(1, min(settings.report_max_evidence, settings.max_sources))

@@ -1,0 +1,318 @@
+"""Hypothesis generators: mechanistic hypotheses from a slice of the evidence.
+
+- :class:`LLMHypothesisGenerator`: the model reads the fenced slice and proposes hypotheses
+  (drug -> target -> pathway -> effect) with supporting and contradicting evidence ids; ids
+  outside the slice are dropped.
+- :class:`ExtractiveHypothesisGenerator`: one hypothesis, the question phrased as a claim;
+  supporting/contradicting items by cue words in their most relevant finding sentences.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from deepcritical.agents.claims import question_to_claim
+from deepcritical.agents.fencing import fence_evidence, new_fence
+from deepcritical.agents.keysentences import (
+    KeySentence,
+    has_negation,
+    rank_sentences,
+    relevant_items,
+)
+from deepcritical.agents.lenient import EvidenceIdList, LenientFraction, LenientStr
+from deepcritical.agents.llmconfig import LLMConfig
+from deepcritical.agents.runner import StructuredAgent
+from deepcritical.agents.templates import render_prompt
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.models import Evidence, Hypothesis, ResearchPlan
+
+__all__ = [
+    "ExtractiveHypothesisGenerator",
+    "HypothesisDraft",
+    "HypothesisOutput",
+    "LLMHypothesisGenerator",
+    "extractive_confidence",
+    "hypotheses_from_output",
+]
+
+NO_SUPPORT_MAX_CONFIDENCE = 0.2
+_HYPOTHESIS_ID = re.compile(r"^H\d+$")
+
+
+class HypothesisDraft(BaseModel):
+    """One hypothesis as the model writes it (links it cannot name stay empty)."""
+
+    id: LenientStr = Field(default="", description="id of a previous hypothesis revised, or ''")
+    statement: str
+    drug: LenientStr = ""
+    target: LenientStr = ""
+    pathway: LenientStr = ""
+    effect: LenientStr = ""
+    confidence: LenientFraction = 0.5
+    supporting_evidence_ids: EvidenceIdList = Field(default_factory=list)
+    contradicting_evidence_ids: EvidenceIdList = Field(default_factory=list)
+
+
+class HypothesisOutput(BaseModel):
+    """The LLM hypothesis generator's output."""
+
+    hypotheses: list[HypothesisDraft] = Field(default_factory=list)
+
+
+def _next_id(used: set[str]) -> str:
+    n = 1
+    while f"H{n}" in used:
+        n += 1
+    return f"H{n}"
+
+
+def hypotheses_from_output(
+    output: HypothesisOutput,
+    allowed_ids: Sequence[str],
+    previous: Sequence[Hypothesis],
+    max_hypotheses: int,
+) -> list[Hypothesis]:
+    """Model drafts -> :class:`Hypothesis` objects citing only ``allowed_ids``.
+
+    - evidence ids not in ``allowed_ids`` are dropped; an id listed as both supporting and
+      contradicting is dropped from both (the model contradicted itself);
+    - a hypothesis with no supporting evidence left has its confidence capped at 0.2;
+    - drafts with an empty statement are dropped, at most ``max_hypotheses`` are kept;
+    - ids: a draft keeps the id of the previous hypothesis it names (``H2``); the others get
+      the next free ``H<n>``.
+    """
+    allowed = set(allowed_ids)
+    previous_ids = {h.id for h in previous if h.id}
+    used: set[str] = set()
+    out: list[Hypothesis] = []
+    for draft in output.hypotheses:
+        statement = " ".join(draft.statement.split())
+        if not statement:
+            continue
+        supporting = [e for e in draft.supporting_evidence_ids if e in allowed]
+        contradicting = [e for e in draft.contradicting_evidence_ids if e in allowed]
+        both = set(supporting) & set(contradicting)
+        supporting = [e for e in supporting if e not in both]
+        contradicting = [e for e in contradicting if e not in both]
+        confidence = draft.confidence
+        if not supporting:
+            confidence = min(confidence, NO_SUPPORT_MAX_CONFIDENCE)
+        hid = draft.id.strip().upper()
+        if not (_HYPOTHESIS_ID.match(hid) and hid in previous_ids and hid not in used):
+            hid = _next_id(used | previous_ids)
+        used.add(hid)
+        out.append(
+            Hypothesis(
+                id=hid,
+                statement=statement,
+                drug=draft.drug,
+                target=draft.target,
+                pathway=draft.pathway,
+                effect=draft.effect,
+                confidence=confidence,
+                supporting_evidence_ids=supporting,
+                contradicting_evidence_ids=contradicting,
+            )
+        )
+        if len(out) >= max_hypotheses:
+            break
+    return out
+
+
+def _format_previous(previous: Sequence[Hypothesis]) -> str:
+    if not previous:
+        return "(none yet)"
+    lines = []
+    for h in previous:
+        chain = " -> ".join(p for p in [h.drug, h.target, h.pathway, h.effect] if p)
+        lines.append(
+            f"- {h.id or '(no id)'}: {h.statement}"
+            + (f" [chain: {chain}]" if chain else "")
+            + f" (confidence {h.confidence:.2f})"
+        )
+    return "\n".join(lines)
+
+
+class LLMHypothesisGenerator:
+    """Hypotheses written by a model (see ``prompts/hypothesis.md``).
+
+    Args:
+        config: model, retries, timeout, usage tracker.
+        max_hypotheses: hypotheses kept (1..10).
+        snippet_chars: characters of each source's content shown to the model.
+    """
+
+    role = "hypothesis"
+
+    def __init__(
+        self, config: LLMConfig, max_hypotheses: int = 4, snippet_chars: int = 1200
+    ) -> None:
+        self.max_hypotheses = max(1, min(10, max_hypotheses))
+        self.snippet_chars = snippet_chars
+        self._agent: StructuredAgent[None, HypothesisOutput] = StructuredAgent(
+            self.role,
+            config.model,
+            HypothesisOutput,
+            type(None),
+            retries=config.retries,
+            timeout_seconds=config.timeout_seconds,
+            usage=config.usage,
+        )
+
+    async def hypothesize(
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        previous: Sequence[Hypothesis],
+    ) -> list[Hypothesis]:
+        """Hypotheses citing only ids of ``evidence`` (previous ones may be revised).
+
+        Raises:
+            AgentOutputError: invalid output after the retries.
+            AgentModelError: the model call failed or timed out.
+        """
+        if not evidence:
+            return []
+        fence = new_fence()
+        instructions = render_prompt(
+            "hypothesis", max_hypotheses=self.max_hypotheses, untrusted=fence.note()
+        )
+        prompt = "\n".join(
+            [
+                f"Research question: {plan.refined_question}",
+                "",
+                "Previous hypotheses:",
+                _format_previous(previous),
+                "",
+                f"Sources ({len(evidence)}; cite them only by id, "
+                f"{', '.join(e.id for e in evidence)}):",
+                "",
+                fence_evidence(evidence, fence, self.snippet_chars),
+            ]
+        )
+        output = await self._agent.run(instructions, prompt, None)
+        return hypotheses_from_output(
+            output, [e.id for e in evidence], previous, self.max_hypotheses
+        )
+
+
+def extractive_confidence(supporting: int, contradicting: int, prior: float = 2.0) -> float:
+    """Supporting share tempered by count: ``s / (s + c) * n / (n + prior)``, n = s + c.
+
+    0 with no evidence; e.g. 3 supporting, 0 contradicting -> 0.6; 6 and 1 -> 0.67.
+    """
+    n = supporting + contradicting
+    if n == 0:
+        return 0.0
+    return round(supporting / n * n / (n + prior), 3)
+
+
+@dataclass(frozen=True)
+class Stance:
+    """How one evidence item bears on the question (extractive reading)."""
+
+    evidence_id: str
+    relevance: float
+    contradicts: bool
+    sentences: tuple[KeySentence, ...]
+
+
+def read_stances(
+    evidence: Sequence[Evidence],
+    question: str,
+    embedder: Embedder,
+    threshold: float,
+    relative_to_best: float = 0.6,
+) -> list[Stance]:
+    """The stance of each relevant item of ``evidence`` towards ``question``.
+
+    An item is relevant when its best candidate sentence has similarity >= ``threshold`` and
+    >= ``relative_to_best`` times the best similarity of all items. Its
+    conclusion-type sentences (or, without any, its two best finding sentences) are read: a
+    negation cue ("no significant", "did not", "not associated", "no difference",
+    "failed to", ...) in any of them makes it contradicting, otherwise supporting.
+    """
+    ranked = rank_sentences(evidence, question, embedder)
+    relevant = relevant_items(ranked, threshold, relative_to_best)
+    by_item: dict[str, list[KeySentence]] = {}
+    for s in ranked:
+        by_item.setdefault(s.evidence_id, []).append(s)
+    stances: list[Stance] = []
+    for item in evidence:
+        sentences = by_item.get(item.id, [])
+        if not sentences or item.id not in relevant:
+            continue
+        relevance = relevant[item.id]
+        concluding = (
+            [s for s in sentences if s.is_conclusion]
+            or [s for s in sentences if s.is_finding][:2]
+            or sentences[:2]
+        )
+        contradicts = any(has_negation(s.text) for s in concluding)
+        stances.append(Stance(item.id, relevance, contradicts, tuple(concluding)))
+    return stances
+
+
+class ExtractiveHypothesisGenerator:
+    """One hypothesis built from the question, with no model.
+
+    statement: the refined question phrased as a claim (:func:`question_to_claim`); drug: the
+    claim's subject when the question names one, else empty; target/pathway/effect: empty.
+    Supporting/contradicting: see :func:`read_stances`. Confidence:
+    :func:`extractive_confidence`.
+
+    Args:
+        embedder: sentence embedder (the run's).
+        relevance_threshold: minimum cosine similarity between an item's best sentence and the
+            question (default 0.3, for all-MiniLM-L6-v2).
+        relative_to_best: an item must also reach this share of the best item's similarity.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        relevance_threshold: float = 0.3,
+        relative_to_best: float = 0.6,
+    ) -> None:
+        self.embedder = embedder
+        self.relevance_threshold = relevance_threshold
+        self.relative_to_best = relative_to_best
+
+    async def hypothesize(
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        previous: Sequence[Hypothesis],
+    ) -> list[Hypothesis]:
+        """``[hypothesis]``, or ``[]`` when no item of ``evidence`` is relevant."""
+        if not evidence:
+            return []
+        stances = await asyncio.to_thread(
+            read_stances,
+            evidence,
+            plan.refined_question,
+            self.embedder,
+            self.relevance_threshold,
+            self.relative_to_best,
+        )
+        if not stances:
+            return []
+        supporting = [s.evidence_id for s in stances if not s.contradicts]
+        contradicting = [s.evidence_id for s in stances if s.contradicts]
+        claim = question_to_claim(plan.refined_question)
+        hid = previous[0].id if previous and previous[0].id else "H1"
+        return [
+            Hypothesis(
+                id=hid,
+                statement=claim.statement,
+                drug=claim.subject,
+                confidence=extractive_confidence(len(supporting), len(contradicting)),
+                supporting_evidence_ids=supporting,
+                contradicting_evidence_ids=contradicting,
+            )
+        ]

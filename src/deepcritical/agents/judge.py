@@ -1,0 +1,241 @@
+"""Judges: is the evidence enough? (Advice only: the stop rules live in the orchestrator.)
+
+- :class:`LLMJudge`: the model scores the fenced evidence slice against the checklist; its
+  output model coerces string booleans ("false" is False) and "7/10" scores. ``coverage`` is
+  always computed in code (:meth:`ResearchPlan.coverage`), never taken from the model.
+- :class:`ExtractiveJudge`: coverage and counts, with a reasoning text that shows the numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from deepcritical.agents.design import is_clinical, is_mechanistic
+from deepcritical.agents.fencing import fence_evidence, new_fence
+from deepcritical.agents.lenient import (
+    LenientBool,
+    LenientRecommendation,
+    LenientScore,
+    LenientStrList,
+)
+from deepcritical.agents.llmconfig import LLMConfig
+from deepcritical.agents.queries import fresh_queries, item_queries
+from deepcritical.agents.runner import StructuredAgent
+from deepcritical.agents.templates import render_prompt
+from deepcritical.models import (
+    ChecklistStatus,
+    Evidence,
+    Hypothesis,
+    JudgeAssessment,
+    ResearchPlan,
+)
+
+__all__ = [
+    "ExtractiveJudge",
+    "JudgeOutput",
+    "LLMJudge",
+]
+
+MAX_NEXT_QUERIES = 4
+
+
+class JudgeOutput(BaseModel):
+    """The LLM judge's output (lenient: "false" -> False, "7/10" -> 7, one string -> list)."""
+
+    mechanism_score: LenientScore = Field(default=0, description="0 to 10")
+    clinical_evidence_score: LenientScore = Field(default=0, description="0 to 10")
+    sufficient: LenientBool = Field(default=False, description="JSON boolean")
+    recommendation: LenientRecommendation = "continue"
+    next_queries: LenientStrList = Field(default_factory=list)
+    reasoning: str = ""
+
+
+def _checklist_lines(plan: ResearchPlan) -> list[str]:
+    return [
+        f"- {c.key} [{c.status.value}, {len(c.evidence_ids)}/{c.min_evidence} sources"
+        + (f": {', '.join(c.evidence_ids[:8])}" if c.evidence_ids else "")
+        + f"]: {c.description}"
+        for c in plan.checklist
+    ]
+
+
+class LLMJudge:
+    """Assessment written by a model (see ``prompts/judge.md``).
+
+    The model's ``sufficient`` is overruled (set to ``False``, recommendation "continue", the
+    reason appended to ``reasoning``) while checklist coverage is below
+    ``min_coverage_for_sufficient``: a model must not end the search on a checklist that the
+    collected evidence does not cover.
+
+    Args:
+        config: model, retries, timeout, usage tracker.
+        snippet_chars: characters of each source's content shown to the model.
+        min_coverage_for_sufficient: coverage (0..1) below which "sufficient" is overruled.
+    """
+
+    role = "judge"
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        snippet_chars: int = 700,
+        min_coverage_for_sufficient: float = 0.5,
+    ) -> None:
+        self.snippet_chars = snippet_chars
+        self.min_coverage_for_sufficient = min_coverage_for_sufficient
+        self._agent: StructuredAgent[None, JudgeOutput] = StructuredAgent(
+            self.role,
+            config.model,
+            JudgeOutput,
+            type(None),
+            retries=config.retries,
+            timeout_seconds=config.timeout_seconds,
+            usage=config.usage,
+        )
+
+    async def assess(
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        hypotheses: Sequence[Hypothesis],
+        round_no: int,
+        total_evidence: int,
+    ) -> JudgeAssessment:
+        """Assessment after round ``round_no`` from the slice ``evidence``.
+
+        Raises:
+            AgentOutputError: invalid output after the retries.
+            AgentModelError: the model call failed or timed out.
+        """
+        fence = new_fence()
+        instructions = render_prompt("judge", untrusted=fence.note())
+        lines = [
+            f"Research question: {plan.refined_question}",
+            f"Search round: {round_no}; evidence items collected: {total_evidence}; "
+            f"checklist coverage: {plan.coverage():.0%}",
+            "",
+            "Checklist:",
+            *_checklist_lines(plan),
+            "",
+            "Current hypotheses:",
+        ]
+        lines.extend(
+            f"- {h.id or '-'}: {h.statement} (confidence {h.confidence:.2f}; supporting "
+            f"{', '.join(h.supporting_evidence_ids) or 'none'}; contradicting "
+            f"{', '.join(h.contradicting_evidence_ids) or 'none'})"
+            for h in hypotheses
+        )
+        if not hypotheses:
+            lines.append("- (none)")
+        lines += [
+            "",
+            f"A selection of {len(evidence)} of the {total_evidence} sources:",
+            "",
+            fence_evidence(evidence, fence, self.snippet_chars) if evidence else "(none)",
+        ]
+        output = await self._agent.run(instructions, "\n".join(lines), None)
+        coverage = plan.coverage()
+        sufficient = output.sufficient
+        recommendation = output.recommendation
+        reasoning = " ".join(output.reasoning.split())
+        if sufficient and coverage < self.min_coverage_for_sufficient:
+            sufficient, recommendation = False, "continue"
+            reasoning += (
+                f" (Overruled: the model judged the evidence sufficient, but checklist coverage "
+                f"is {coverage:.0%}, below {self.min_coverage_for_sufficient:.0%}.)"
+            )
+        return JudgeAssessment(
+            mechanism_score=output.mechanism_score,
+            clinical_evidence_score=output.clinical_evidence_score,
+            coverage=round(coverage, 4),
+            sufficient=sufficient,
+            recommendation=recommendation,
+            next_queries=fresh_queries(output.next_queries, [], MAX_NEXT_QUERIES),
+            reasoning=reasoning.strip(),
+        )
+
+
+class ExtractiveJudge:
+    """Assessment from counts, with no model.
+
+    - ``coverage`` = :meth:`ResearchPlan.coverage`;
+    - ``sufficient`` when coverage >= 0.99, or coverage >= 0.66 with at least
+      ``min_total_evidence`` items collected;
+    - ``clinical_evidence_score`` / ``mechanism_score`` = 2 points per item of the slice that
+      reads as clinical / mechanistic (:func:`is_clinical`, :func:`is_mechanistic`), at most 10;
+    - ``next_queries``: keyword queries for the unsatisfied checklist items (empty when
+      sufficient); ``reasoning`` states every number used.
+
+    Args:
+        min_total_evidence: evidence items needed for "sufficient" at partial coverage.
+    """
+
+    FULL_COVERAGE = 0.99
+    PARTIAL_COVERAGE = 0.66
+
+    def __init__(self, min_total_evidence: int = 10) -> None:
+        self.min_total_evidence = min_total_evidence
+
+    async def assess(
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        hypotheses: Sequence[Hypothesis],
+        round_no: int,
+        total_evidence: int,
+    ) -> JudgeAssessment:
+        """Assessment after round ``round_no`` (never raises)."""
+        coverage = plan.coverage()
+        full = coverage >= self.FULL_COVERAGE
+        enough = coverage >= self.PARTIAL_COVERAGE and total_evidence >= self.min_total_evidence
+        sufficient = full or enough
+        clinical = sum(is_clinical(e) for e in evidence)
+        mechanistic = sum(is_mechanistic(e) for e in evidence)
+        unsatisfied = plan.unsatisfied()
+        next_queries: list[str] = []
+        if not sufficient:
+            groups = [item_queries(plan, item) for item in unsatisfied]
+            firsts = [g[0] for g in groups if g]
+            rest = [q for g in groups for q in g[1:]]
+            next_queries = fresh_queries([*firsts, *rest], [], MAX_NEXT_QUERIES)
+        n_sat = sum(c.status == ChecklistStatus.SATISFIED for c in plan.checklist)
+        n_part = sum(c.status == ChecklistStatus.PARTIAL for c in plan.checklist)
+        if full:
+            why = "every checklist item is satisfied"
+        elif enough:
+            why = (
+                f"coverage is at least {self.PARTIAL_COVERAGE:.0%} and {total_evidence} items "
+                f"reach the minimum of {self.min_total_evidence}"
+            )
+        else:
+            why = (
+                f"coverage is below {self.FULL_COVERAGE:.0%} and either below "
+                f"{self.PARTIAL_COVERAGE:.0%} or with fewer than {self.min_total_evidence} items"
+            )
+        reasoning = (
+            f"Round {round_no}: {n_sat} of {len(plan.checklist)} checklist items satisfied and "
+            f"{n_part} partial (coverage {coverage:.0%}); {total_evidence} evidence items "
+            f"collected. Of the {len(evidence)} items assessed, {clinical} read as clinical "
+            f"studies (clinical score {min(10, 2 * clinical)}/10) and {mechanistic} mention "
+            f"mechanisms (mechanism score {min(10, 2 * mechanistic)}/10), judged by keywords. "
+            f"{'Sufficient' if sufficient else 'Not sufficient'}: {why}."
+        )
+        if unsatisfied and not full:
+            reasoning += (
+                " Missing: "
+                + "; ".join(
+                    f"{c.key} ({len(c.evidence_ids)}/{c.min_evidence})" for c in unsatisfied
+                )
+                + "."
+            )
+        return JudgeAssessment(
+            mechanism_score=min(10, 2 * mechanistic),
+            clinical_evidence_score=min(10, 2 * clinical),
+            coverage=round(coverage, 4),
+            sufficient=sufficient,
+            recommendation="synthesize" if sufficient else "continue",
+            next_queries=next_queries,
+            reasoning=reasoning,
+        )

@@ -1,0 +1,313 @@
+"""Extractive helpers: verbatim sentences of abstracts, their section labels, cue words, and
+ranking by similarity to a question.
+
+Every :class:`KeySentence` text is an exact substring of its evidence item's ``content`` (it is
+cut out by character offsets, never re-assembled), so a quote built from it is verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+import numpy as np
+
+from deepcritical.agents.segment import sentence_spans
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.models import Evidence
+
+__all__ = [
+    "KeySentence",
+    "SectionKind",
+    "candidate_sentences",
+    "has_conclusion_cue",
+    "has_negation",
+    "rank_sentences",
+    "relevant_items",
+    "section_kind",
+    "sentences_of",
+    "top_per_item",
+]
+
+MIN_SENTENCE_CHARS = 30
+MAX_SENTENCE_CHARS = 600
+
+
+class SectionKind(StrEnum):
+    """What a structured-abstract section holds."""
+
+    CONCLUSION = "conclusion"
+    RESULTS = "results"
+    SETUP = "setup"  # background, objective, methods, design, setting, participants
+    OTHER = "other"
+
+
+_CONCLUSION_LABELS = ("CONCLUSION", "INTERPRETATION", "IMPLICATION", "SIGNIFICANCE", "DISCUSSION")
+_RESULTS_LABELS = ("RESULT", "FINDING")
+_SETUP_LABELS = (
+    "BACKGROUND",
+    "INTRODUCTION",
+    "CONTEXT",
+    "OBJECTIVE",
+    "AIM",
+    "PURPOSE",
+    "GOAL",
+    "IMPORTANCE",
+    "RATIONALE",
+    "HYPOTHES",
+    "METHOD",
+    "DESIGN",
+    "SETTING",
+    "PARTICIPANT",
+    "PATIENT",
+    "SUBJECT",
+    "POPULATION",
+    "INTERVENTION",
+    "MEASURE",
+    "END POINT",
+    "ENDPOINT",
+    "MATERIAL",
+    "STUDY SELECTION",
+    "DATA SOURCE",
+    "DATA EXTRACTION",
+    "SEARCH",
+    "ELIGIBILITY",
+    "TRIAL REGISTRATION",
+    "REGISTRATION",
+    "FUNDING",
+)
+_KNOWN_LABEL_WORDS = tuple(
+    w.lower() for w in (*_CONCLUSION_LABELS, *_RESULTS_LABELS, *_SETUP_LABELS, "OUTCOME")
+)
+
+# "CONCLUSIONS: ..." or "Conclusions: ..." at the start of a paragraph.
+_LABEL_RE = re.compile(r"^[ \t]*([A-Za-z][A-Za-z /&,()-]{1,60}?)[ \t]*:[ \t]+")
+_PARAGRAPH_RE = re.compile(r"[^\n]+")
+
+NEGATION_CUES = re.compile(
+    r"\b(?:no\s+(?:statistically\s+)?significant|not\s+(?:statistically\s+)?significant"
+    r"|non-?significant|did\s+not|does\s+not|do\s+not|was\s+not|were\s+not|is\s+not|are\s+not"
+    r"|may\s+not|might\s+not|could\s+not|cannot|can\s+not|not\s+necessar(?:y|ily)"
+    r"|not\s+associated|no\s+association|no\s+differences?|no\s+effect|no\s+benefit"
+    r"|no\s+evidence|failed\s+to|neither|not\s+improve|not\s+reduce|not\s+support|unrelated)\b",
+    re.IGNORECASE,
+)
+"""Cues of a negative or null finding ("no significant", "did not", "failed to", ...)."""
+
+CONCLUSION_CUES = re.compile(
+    r"\b(?:in\s+conclusion|we\s+conclude|conclude[sd]?\s+that|in\s+summary|taken\s+together"
+    r"|(?:these|our|the)\s+(?:results|findings|data|observations)\s+"
+    r"(?:suggest|indicate|show|demonstrate|support|confirm|provide)"
+    r"|(?:suggest|indicate|demonstrate|show|reveal|confirm)(?:s|ed)?\s+that"
+    r"|(?:is|are|was|were)\s+(?:significantly\s+)?associated\s+with)\b",
+    re.IGNORECASE,
+)
+"""Cues of a conclusion-type sentence in an unlabelled abstract."""
+
+_OBJECTIVE_CUES = re.compile(
+    r"^(?:to\s+(?:assess|determine|evaluate|investigate|examine|compare|describe|explore|test)"
+    r"|we\s+(?:aimed|sought|investigated|examined|evaluated|assessed|hypothesi[sz]ed)"
+    r"|the\s+(?:aim|purpose|objective|goal)\s+of|this\s+study\s+(?:aimed|aims|was\s+designed))",
+    re.IGNORECASE,
+)
+
+
+def section_kind(label: str | None) -> SectionKind:
+    """The kind of a structured-abstract label (``None``: unlabelled text)."""
+    if not label:
+        return SectionKind.OTHER
+    upper = label.upper()
+    if any(word in upper for word in _CONCLUSION_LABELS):
+        return SectionKind.CONCLUSION
+    if any(word in upper for word in _RESULTS_LABELS):
+        return SectionKind.RESULTS
+    if any(word in upper for word in _SETUP_LABELS):
+        return SectionKind.SETUP
+    if "OUTCOME" in upper:  # "OUTCOMES" (results); "MAIN OUTCOME MEASURES" is setup, above
+        return SectionKind.RESULTS
+    return SectionKind.OTHER
+
+
+def has_negation(text: str) -> bool:
+    """True when ``text`` holds a negative/null-finding cue (see :data:`NEGATION_CUES`)."""
+    return NEGATION_CUES.search(text) is not None
+
+
+def has_conclusion_cue(text: str) -> bool:
+    """True when ``text`` reads like a conclusion (see :data:`CONCLUSION_CUES`)."""
+    return CONCLUSION_CUES.search(text) is not None
+
+
+@dataclass(frozen=True)
+class KeySentence:
+    """One sentence of an evidence item.
+
+    Attributes:
+        evidence_id: the item's store id (``E3``).
+        text: the sentence, an exact substring of the item's content (stripped).
+        start: character offset of ``text`` in the content.
+        label: the structured-abstract label of its paragraph (``"CONCLUSIONS"``) or ``None``.
+        position: 0-based index of the sentence within the item.
+        similarity: cosine similarity to the ranking query (set by :func:`rank_sentences`).
+        score: ranking score = similarity + section bonus (set by :func:`rank_sentences`).
+    """
+
+    evidence_id: str
+    text: str
+    start: int
+    label: str | None
+    position: int
+    similarity: float = 0.0
+    score: float = 0.0
+
+    @property
+    def kind(self) -> SectionKind:
+        """Section kind of the label (:class:`SectionKind`)."""
+        return section_kind(self.label)
+
+    @property
+    def is_conclusion(self) -> bool:
+        """In a CONCLUSIONS-type section, or unlabelled with a conclusion cue."""
+        return self.kind == SectionKind.CONCLUSION or (
+            self.label is None and has_conclusion_cue(self.text)
+        )
+
+    @property
+    def is_finding(self) -> bool:
+        """In a results or conclusions section, or an unlabelled conclusion-like sentence."""
+        return self.kind in {SectionKind.CONCLUSION, SectionKind.RESULTS} or self.is_conclusion
+
+
+def _label_of(paragraph: str) -> tuple[str | None, int]:
+    """(label, length of the ``LABEL: `` prefix) of a paragraph; ``(None, 0)`` if none."""
+    m = _LABEL_RE.match(paragraph)
+    if not m:
+        return None, 0
+    label = m.group(1).strip()
+    letters = [c for c in label if c.isalpha()]
+    all_caps = bool(letters) and all(c.isupper() for c in letters)
+    known = any(label.lower().startswith(w) for w in _KNOWN_LABEL_WORDS)
+    if not (all_caps or known) or len(label.split()) > 6:
+        return None, 0
+    return label, m.end()
+
+
+def sentences_of(evidence: Evidence) -> list[KeySentence]:
+    """Every sentence of ``evidence.content`` with its section label, in reading order."""
+    content = evidence.content
+    out: list[KeySentence] = []
+    for para in _PARAGRAPH_RE.finditer(content):
+        label, skip = _label_of(para.group(0))
+        body_start = para.start() + skip
+        body = content[body_start : para.end()]
+        if not body.strip():
+            continue
+        for span_start, span_end in sentence_spans(body):
+            raw = body[span_start:span_end]
+            text = raw.strip()
+            if not text:
+                continue
+            start = body_start + span_start + (len(raw) - len(raw.lstrip()))
+            out.append(KeySentence(evidence.id, text, start, label, len(out)))
+    return out
+
+
+def _usable(sentence: KeySentence) -> bool:
+    n = len(sentence.text)
+    return (
+        MIN_SENTENCE_CHARS <= n <= MAX_SENTENCE_CHARS
+        and sum(c.isalpha() for c in sentence.text) >= n // 2
+    )
+
+
+def candidate_sentences(evidence: Evidence) -> list[KeySentence]:
+    """Sentences of ``evidence`` that may be quoted as findings.
+
+    Sentences of setup sections (background, objective, methods...) and objective-like
+    sentences ("To assess...", "We aimed...") are left out when the item has other usable
+    sentences; sentences shorter than 30 or longer than 600 characters are left out.
+    """
+    usable = [s for s in sentences_of(evidence) if _usable(s)]
+    findings = [
+        s for s in usable if s.kind != SectionKind.SETUP and not _OBJECTIVE_CUES.match(s.text)
+    ]
+    return findings or usable
+
+
+def _bonus(sentence: KeySentence, n_sentences: int) -> float:
+    bonus = 0.0
+    kind = sentence.kind
+    if kind == SectionKind.CONCLUSION:
+        bonus += 0.15
+    elif kind == SectionKind.RESULTS:
+        bonus += 0.08
+    elif kind == SectionKind.SETUP:
+        bonus -= 0.15
+    elif sentence.label is None and has_conclusion_cue(sentence.text):
+        bonus += 0.1
+    if _OBJECTIVE_CUES.match(sentence.text):
+        bonus -= 0.15
+    if n_sentences > 1:  # findings come late in abstracts
+        bonus += 0.05 * sentence.position / (n_sentences - 1)
+    return bonus
+
+
+def rank_sentences(
+    evidence: Sequence[Evidence], query: str, embedder: Embedder
+) -> list[KeySentence]:
+    """Candidate sentences of all items, scored against ``query``, best first.
+
+    ``similarity`` is the cosine similarity between sentence and query embeddings; ``score``
+    adds a section bonus (conclusions +0.15, results +0.08, setup -0.15, objective-like
+    -0.15, up to +0.05 for late position). One embedding batch for all sentences.
+    """
+    per_item = [candidate_sentences(e) for e in evidence]
+    sentences = [s for group in per_item for s in group]
+    if not sentences:
+        return []
+    vectors = np.asarray(embedder.embed([query, *[s.text for s in sentences]]), dtype=np.float32)
+    sims = vectors[1:] @ vectors[0]
+    totals = {e.id: len(group) for e, group in zip(evidence, per_item, strict=True)}
+    scored = [
+        replace(
+            s,
+            similarity=float(sim),
+            score=float(sim) + _bonus(s, max(totals[s.evidence_id], 1)),
+        )
+        for s, sim in zip(sentences, sims, strict=True)
+    ]
+    return sorted(scored, key=lambda s: (-s.score, s.evidence_id, s.position))
+
+
+def top_per_item(ranked: Sequence[KeySentence], per_item: int = 2) -> dict[str, list[KeySentence]]:
+    """The best ``per_item`` sentences of each item (from :func:`rank_sentences` output), in
+    reading order within the item; items ordered by their best sentence."""
+    picked: dict[str, list[KeySentence]] = {}
+    for s in ranked:
+        chosen = picked.setdefault(s.evidence_id, [])
+        if len(chosen) < per_item:
+            chosen.append(s)
+    return {eid: sorted(group, key=lambda s: s.position) for eid, group in picked.items()}
+
+
+def relevant_items(
+    ranked: Sequence[KeySentence], min_similarity: float, relative_to_best: float
+) -> dict[str, float]:
+    """Items whose best sentence is close enough to the query: id -> best similarity.
+
+    An item is kept when its best sentence similarity is at least ``min_similarity`` and at
+    least ``relative_to_best`` times the best similarity of all items (0 disables the relative
+    rule). Ordered by similarity, best first.
+    """
+    best: dict[str, float] = {}
+    for s in ranked:
+        if s.similarity > best.get(s.evidence_id, float("-inf")):
+            best[s.evidence_id] = s.similarity
+    if not best:
+        return {}
+    top = max(best.values())
+    floor = max(min_similarity, relative_to_best * top if top > 0 else min_similarity)
+    kept = {eid: sim for eid, sim in best.items() if sim >= floor}
+    return dict(sorted(kept.items(), key=lambda kv: -kv[1]))

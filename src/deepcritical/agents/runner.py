@@ -1,0 +1,121 @@
+"""One pydantic-ai structured-output call, with retries, a timeout, usage accounting and our
+error types. Every LLM agent of this package runs its model through :class:`StructuredAgent`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import structlog
+from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai.exceptions import (
+    AgentRunError,
+    ModelAPIError,
+    RunCancelled,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+)
+from pydantic_ai.models import Model
+from pydantic_ai.usage import RunUsage
+
+from deepcritical.agents.errors import AgentModelError, AgentOutputError
+from deepcritical.agents.usage import UsageTracker
+
+__all__ = ["ModelRetry", "StructuredAgent"]
+
+log = structlog.get_logger(__name__)
+
+DepsT = TypeVar("DepsT")
+OutputT = TypeVar("OutputT")
+
+
+class StructuredAgent(Generic[DepsT, OutputT]):
+    """A pydantic-ai agent returning ``output_type``, validated, retried, accounted.
+
+    Args:
+        role: name used in errors, logs and usage records (``"planner"``, ``"judge"``, ...).
+        model: the pydantic-ai model (from :func:`deepcritical.llm.build_model`, or a test model).
+        output_type: pydantic model the output must validate against.
+        deps_type: type of the per-call context handed to ``validator``.
+        retries: how many times an invalid output is sent back to the model (with the
+            validation error) before giving up; at least 1.
+        timeout_seconds: wall-clock limit of one call (all retries included); ``None``: none.
+        usage: tracker receiving the usage of every call, failed calls included.
+        validator: extra check ``(deps, output) -> output`` run after pydantic validation; it
+            may fix the output or raise :class:`pydantic_ai.ModelRetry` to ask the model again
+            (the message is shown to the model).
+    """
+
+    def __init__(
+        self,
+        role: str,
+        model: Model,
+        output_type: type[OutputT],
+        deps_type: type[DepsT],
+        *,
+        retries: int = 2,
+        timeout_seconds: float | None = None,
+        usage: UsageTracker | None = None,
+        validator: Callable[[DepsT, OutputT], OutputT] | None = None,
+    ) -> None:
+        self.role = role
+        self.model = model
+        self.timeout_seconds = timeout_seconds
+        self.usage = usage
+        self._agent: Agent[DepsT, OutputT] = Agent(
+            model,
+            output_type=output_type,
+            deps_type=deps_type,
+            retries=max(1, retries),
+            name=role,
+        )
+        if validator is not None:
+            check = validator
+
+            @self._agent.output_validator
+            def _validate(ctx: RunContext[DepsT], output: OutputT) -> OutputT:
+                return check(ctx.deps, output)
+
+    async def run(self, instructions: str, prompt: str, deps: DepsT) -> OutputT:
+        """Ask the model; return its validated output.
+
+        Args:
+            instructions: the system instructions of this call (the role's prompt template,
+                rendered: date, fence nonce, ...).
+            prompt: the user message (question, checklist, fenced evidence...).
+            deps: context for the validator.
+
+        Raises:
+            AgentOutputError: the output stayed invalid after all retries.
+            AgentModelError: provider error, timeout, cancellation by pydantic-ai or usage limit.
+        """
+        usage = RunUsage()
+        try:
+            result = await self._agent.run(
+                prompt,
+                instructions=instructions,
+                deps=deps,
+                usage=usage,
+                timeout=self.timeout_seconds,
+            )
+        except UnexpectedModelBehavior as exc:
+            self._record(usage, failed=True)
+            log.warning("agent output invalid", role=self.role, error=str(exc))
+            raise AgentOutputError(self.role, f"invalid model output: {exc.message}") from exc
+        except RunCancelled as exc:  # RunTimedOut included
+            self._record(usage, failed=True)
+            what = "timed out" if isinstance(exc, TimeoutError) else "was cancelled"
+            raise AgentModelError(
+                self.role, f"model call {what} after {self.timeout_seconds} s"
+            ) from exc
+        except (ModelAPIError, UsageLimitExceeded, AgentRunError) as exc:
+            self._record(usage, failed=True)
+            log.warning("agent model call failed", role=self.role, error=str(exc))
+            raise AgentModelError(self.role, f"{type(exc).__name__}: {exc}") from exc
+        self._record(result.usage, failed=False)
+        return result.output
+
+    def _record(self, usage: RunUsage, *, failed: bool) -> None:
+        if self.usage is not None:
+            self.usage.record(self.role, usage, failed=failed)

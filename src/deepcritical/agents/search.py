@@ -1,0 +1,218 @@
+"""The search agent: one round of queries against every source, in parallel, into the store.
+
+Shared by the LLM and the extractive modes. A failing source is recorded and the round goes
+on (DESIGN trap 12); whatever a source raises (a :class:`SourceError`, or any other exception
+from a buggy source) never ends the run. Per-call timeouts and rate limits are the sources'
+business (``SourceHttp``); cancelling :meth:`SearchAgent.run` cancels every pending call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import structlog
+
+from deepcritical.evidence.identifiers import identifier_keys
+from deepcritical.evidence.store import EvidenceStore
+from deepcritical.models import Evidence
+from deepcritical.sources.base import SearchSource, SourceError
+
+__all__ = ["RRF_K", "SearchAgent", "SearchRound", "fuse_ranked"]
+
+log = structlog.get_logger(__name__)
+
+RRF_K = 60
+"""Reciprocal-rank-fusion constant: an item at rank r of a result list scores 1 / (60 + r)."""
+
+MAX_REASON_CHARS = 300
+_SECRET_PARAM = re.compile(
+    r"(?i)\b(api[_-]?key|apikey|access[_-]?token|token|key|secret|password)=([^&\s'\"]+)"
+)
+
+
+@dataclass
+class SearchRound:
+    """What one search round did.
+
+    Attributes:
+        queries: the queries run, in order.
+        hits_per_source: source name -> items the source returned over all queries.
+        hits_per_query: query -> source name -> items returned (failed calls are absent).
+        failures: source name -> reason, for sources that failed on every query of the round
+            (``SourceError`` reason text, or ``"<ExceptionType>: <message>"`` for other errors).
+        partial_failures: source name -> reason, for sources that failed on some queries but
+            answered others (the reason says how many failed).
+        added_ids: ids of the new evidence items, in store order (fused rank order).
+        merged: ids of stored items that absorbed an identifier duplicate.
+        near_duplicates: ids of stored items that absorbed a near duplicate (embedding).
+        duration_seconds: wall-clock time of the round.
+    """
+
+    queries: list[str] = field(default_factory=list)
+    hits_per_source: dict[str, int] = field(default_factory=dict)
+    hits_per_query: dict[str, dict[str, int]] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    partial_failures: dict[str, str] = field(default_factory=dict)
+    added_ids: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    near_duplicates: list[str] = field(default_factory=list)
+    duration_seconds: float = 0.0
+
+    @property
+    def returned(self) -> int:
+        """Items returned by all sources (before deduplication)."""
+        return sum(self.hits_per_source.values())
+
+    def summary(self) -> str:
+        """One line (< 500 characters) for events and LLM tools."""
+        text = (
+            f"{len(self.queries)} queries: {self.returned} hits, {len(self.added_ids)} new items, "
+            f"{len(self.merged)} merged, {len(self.near_duplicates)} near duplicates"
+        )
+        if self.failures:
+            text += "; unavailable: " + ", ".join(f"{s} ({r})" for s, r in self.failures.items())
+        return text[:500]
+
+
+@dataclass
+class _Call:
+    source: str
+    query: str
+    items: list[Evidence] = field(default_factory=list)
+    error: str | None = None
+
+
+def _scrub(text: str) -> str:
+    """``text`` with ``key=value`` secrets masked, on one line, at most 300 characters."""
+    one_line = " ".join(_SECRET_PARAM.sub(r"\1=***", text).split())
+    return one_line[:MAX_REASON_CHARS]
+
+
+def _group_keys(evidence: Evidence) -> list[str]:
+    keys = identifier_keys(evidence.citation)
+    if keys:
+        return keys
+    citation = evidence.citation
+    return [f"native:{citation.source}:{citation.id}"]
+
+
+def fuse_ranked(lists: Sequence[Sequence[Evidence]], k: int = RRF_K) -> list[Evidence]:
+    """Every item of ``lists`` (ranked result lists), ordered by reciprocal-rank fusion.
+
+    Items sharing any identifier (PMID, DOI, PMCID, NCT ID, URL) count as one document: its
+    score is the sum of ``1 / (k + rank)`` over the lists it appears in (rank from 1). All
+    copies are kept (so the store can merge them), grouped under the document, documents best
+    first; ties keep first-seen order.
+    """
+    group_of_key: dict[str, int] = {}
+    groups: list[list[Evidence]] = []
+    scores: list[float] = []
+    for ranked in lists:
+        for rank, item in enumerate(ranked, start=1):
+            keys = _group_keys(item)
+            gid = next((group_of_key[key] for key in keys if key in group_of_key), None)
+            if gid is None:
+                gid = len(groups)
+                groups.append([])
+                scores.append(0.0)
+            for key in keys:
+                group_of_key.setdefault(key, gid)
+            groups[gid].append(item)
+            scores[gid] += 1.0 / (k + rank)
+    order = sorted(range(len(groups)), key=lambda g: (-scores[g], g))
+    return [item for g in order for item in groups[g]]
+
+
+class SearchAgent:
+    """Runs every (query, source) pair of a round in parallel and stores the results.
+
+    Args:
+        sources: the run's search sources.
+        store: the run's evidence store.
+        results_per_query: ``limit`` passed to each ``source.search`` call.
+    """
+
+    def __init__(
+        self, sources: Sequence[SearchSource], store: EvidenceStore, results_per_query: int
+    ) -> None:
+        if results_per_query < 1:
+            raise ValueError(f"results_per_query must be >= 1, got {results_per_query}")
+        self.sources = list(sources)
+        self.store = store
+        self.results_per_query = results_per_query
+
+    async def _call(self, source: SearchSource, query: str) -> _Call:
+        call = _Call(source.name, query)
+        try:
+            items = list(await source.search(query, self.results_per_query))
+        except SourceError as exc:
+            call.error = _scrub(exc.reason or str(exc)) or "source error"
+            log.warning("source failed", source=source.name, query=query, reason=call.error)
+            return call
+        except Exception as exc:  # a buggy source must not end the run
+            call.error = _scrub(f"{type(exc).__name__}: {exc}")
+            log.exception("source raised an unexpected error", source=source.name, query=query)
+            return call
+        good = [item for item in items if isinstance(item, Evidence)]
+        if len(good) != len(items):
+            call.error = f"returned {len(items) - len(good)} malformed items"
+        call.items = [
+            item if item.query else item.model_copy(update={"query": query})
+            for item in good[: self.results_per_query]
+        ]
+        return call
+
+    async def run(self, queries: Sequence[str]) -> SearchRound:
+        """Search every query on every source, fuse the rankings, add the items in one batch.
+
+        The store is called in a worker thread (embedding is CPU-bound). Never raises for a
+        source failure; raises only if the store itself fails (e.g. the embedder cannot load).
+        """
+        started = time.monotonic()
+        queries = list(dict.fromkeys(q for q in queries if q.strip()))
+        result = SearchRound(queries=queries)
+        if not queries or not self.sources:
+            return result
+        calls = await asyncio.gather(
+            *(self._call(source, q) for q in queries for source in self.sources)
+        )
+        self._record(calls, result)
+        ranked = [c.items for c in calls if c.items]
+        if ranked:
+            added = await asyncio.to_thread(self.store.add, fuse_ranked(ranked))
+            result.added_ids = [e.id for e in added.added]
+            result.merged = list(added.merged)
+            result.near_duplicates = list(added.near_duplicates)
+        result.duration_seconds = round(time.monotonic() - started, 3)
+        return result
+
+    @staticmethod
+    def _record(calls: Sequence[_Call], result: SearchRound) -> None:
+        total: dict[str, int] = {}
+        failed: dict[str, list[str]] = {}  # calls that produced nothing
+        warned: dict[str, list[str]] = {}  # calls that answered, with a problem
+        for call in calls:
+            total[call.source] = total.get(call.source, 0) + 1
+            result.hits_per_source[call.source] = result.hits_per_source.get(call.source, 0) + len(
+                call.items
+            )
+            if call.error is not None and not call.items:
+                failed.setdefault(call.source, []).append(call.error)
+                continue
+            result.hits_per_query.setdefault(call.query, {})[call.source] = len(call.items)
+            if call.error is not None:
+                warned.setdefault(call.source, []).append(call.error)
+        for source, n_calls in total.items():
+            reasons = failed.get(source, [])
+            if len(reasons) == n_calls:
+                result.failures[source] = reasons[0]
+            elif reasons:
+                result.partial_failures[source] = (
+                    f"{reasons[0]} ({len(reasons)} of {n_calls} queries failed)"
+                )
+            elif source in warned:
+                result.partial_failures[source] = warned[source][0]

@@ -1,0 +1,301 @@
+"""The ``deepcritical`` command line (typer + rich).
+
+``deepcritical corpus add FILE`` imports abstracts into the local corpus; ``deepcritical
+research "QUESTION"`` runs a research question and writes the markdown report plus a JSON file
+of the report, the plan and every evidence item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from deepcritical.config import Settings
+from deepcritical.models import RunResult
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+app = typer.Typer(
+    name="deepcritical",
+    help="Biomedical deep research with validated citations.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+corpus_app = typer.Typer(help="Manage the local corpus of abstracts.", no_args_is_help=True)
+app.add_typer(corpus_app, name="corpus")
+
+console = Console(stderr=True)
+out_console = Console()
+
+
+class _Globals:
+    data_dir: Path | None = None
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Library warnings go to stderr only with --verbose (run events already report them)."""
+    import logging
+
+    import structlog
+
+    level = logging.DEBUG if verbose else logging.ERROR
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
+
+
+def _settings(**overrides: Any) -> Settings:
+    values = {k: v for k, v in overrides.items() if v is not None}
+    if _Globals.data_dir is not None:
+        values.setdefault("data_dir", _Globals.data_dir)
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        msgs = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
+        )
+        console.print(f"[red]Invalid settings:[/red] {msgs}")
+        raise typer.Exit(2) from exc
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    console.print(f"[red]Error:[/red] {message}")
+    return typer.Exit(code)
+
+
+@app.callback()
+def _main(
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            help="Where the local corpus and run data live "
+            "(default: $DEEPCRITICAL_DATA_DIR or ~/.local/share/deepcritical).",
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show library log messages.")
+    ] = False,
+) -> None:
+    _Globals.data_dir = data_dir
+    _configure_logging(verbose)
+
+
+@corpus_app.command("add")
+def corpus_add(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="JSONL (PubMedQA format) or PubMed XML (.xml / .xml.gz) files.",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ],
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="Corpus directory (default <data-dir>/corpus).")
+    ] = None,
+) -> None:
+    """Import abstracts into the local corpus; records already there are skipped."""
+    from deepcritical.corpus.index import LocalCorpus
+    from deepcritical.corpus.readers import CorpusFormatError
+    from deepcritical.evidence.embeddings import EmbeddingModelError, shared_embedder
+
+    settings = _settings(corpus_dir=corpus)
+    directory = settings.resolved_corpus_dir
+    try:
+        local = LocalCorpus(directory, shared_embedder(settings.embedding_model))
+        for path in files:
+            with console.status(f"Importing {path} (embedding abstracts)…"):
+                result = local.add_file(path)
+            console.print(
+                f"[green]✓[/green] {path}: {result.read} records read, {result.added} added, "
+                f"{result.skipped_existing} already in the corpus"
+            )
+        console.print(f"Corpus {directory}: {local.count()} documents")
+    except (CorpusFormatError, EmbeddingModelError, OSError) as exc:
+        raise _fail(str(exc)) from exc
+
+
+@corpus_app.command("info")
+def corpus_info(
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="Corpus directory (default <data-dir>/corpus).")
+    ] = None,
+) -> None:
+    """Show how many documents the local corpus holds."""
+    from deepcritical.corpus.index import LocalCorpus
+    from deepcritical.evidence.embeddings import shared_embedder
+
+    settings = _settings(corpus_dir=corpus)
+    directory = settings.resolved_corpus_dir
+    if not LocalCorpus.exists(directory):
+        raise _fail(f"no corpus in {directory}: run `deepcritical corpus add FILE` first")
+    local = LocalCorpus(directory, shared_embedder(settings.embedding_model))
+    out_console.print(f"{directory}: {local.count()} documents")
+
+
+@app.command()
+def research(
+    question: Annotated[str, typer.Argument(help="The research question.")],
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus",
+            help="Search this local corpus directory (alone, unless --sources adds others).",
+        ),
+    ] = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="none | openai:MODEL | anthropic:MODEL | openai-compatible:MODEL@BASE_URL.",
+        ),
+    ] = None,
+    sources: Annotated[
+        str | None,
+        typer.Option(
+            "--sources",
+            help="Comma list of pubmed,trials,europepmc,openalex,web,local "
+            "(default: local when a corpus exists, plus the live sources).",
+        ),
+    ] = None,
+    max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1, max=20)] = None,
+    max_sources: Annotated[
+        int | None, typer.Option("--max-sources", min=1, help="Stop gathering at this many items.")
+    ] = None,
+    time_budget: Annotated[
+        float | None, typer.Option("--time-budget", help="Seconds for gathering evidence.")
+    ] = None,
+    context: Annotated[
+        str | None, typer.Option("--context", help="Background for the planner.")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Markdown report path; JSON goes next to it (.json).")
+    ] = Path("report.md"),
+) -> None:
+    """Research QUESTION and write a validated report (markdown + JSON)."""
+    from deepcritical.corpus.index import LocalCorpus
+
+    source_list: list[str] | None = None
+    if sources is not None:
+        source_list = [s.strip() for s in sources.split(",") if s.strip()]
+    settings = _settings(
+        llm=llm,
+        max_rounds=max_rounds,
+        max_sources=max_sources,
+        time_budget_seconds=time_budget,
+        corpus_dir=corpus,
+        sources=source_list,
+    )
+    if source_list is None:
+        if corpus is not None:
+            chosen = ["local"]
+        else:
+            has_corpus = LocalCorpus.exists(settings.resolved_corpus_dir)
+            chosen = (["local"] if has_corpus else []) + [
+                s for s in settings.sources if s != "local"
+            ]
+        settings = settings.model_copy(update={"sources": chosen})
+    if "local" in settings.sources and not LocalCorpus.exists(settings.resolved_corpus_dir):
+        raise _fail(
+            f"no local corpus in {settings.resolved_corpus_dir}: "
+            "run `deepcritical corpus add FILE` first",
+            2,
+        )
+    try:
+        code, result = asyncio.run(_run_research(question, settings, context))
+    except KeyboardInterrupt:
+        console.print("[yellow]Interrupted.[/yellow]")
+        raise typer.Exit(130) from None
+    if result is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(result.report.to_markdown(), encoding="utf-8")
+        json_path = out.with_suffix(".json")
+        json_path.write_text(result.to_json(), encoding="utf-8")
+        _print_summary(result, out, json_path)
+    raise typer.Exit(code)
+
+
+async def _run_research(
+    question: str, settings: Settings, context: str | None
+) -> tuple[int, RunResult | None]:
+    from deepcritical.api import research as run_research
+    from deepcritical.llm import ModelSpecError
+    from deepcritical.orchestrators.iterative import QuestionError
+
+    result: RunResult | None = None
+    try:
+        with console.status("Starting…") as status:
+            async for event in run_research(question, settings, context=context):
+                status.update(f"[bold]{event.type}[/bold]: {event.message[:100]}")
+                _print_event(event)
+                if event.type == "done":
+                    result = event.result
+                elif event.type == "error":
+                    return 1, None
+    except (QuestionError, ModelSpecError) as exc:
+        console.print(f"[red]Error:[/red] {exc}")
+        return 2, None
+    if result is None:
+        console.print("[red]Error:[/red] the run ended without a report")
+        return 1, None
+    return 0, result
+
+
+_STYLE = {"warning": "yellow", "error": "red", "done": "green"}
+
+
+def _print_event(event: Any) -> None:
+    if event.type in {"report_section"}:
+        return
+    style = _STYLE.get(event.type, "cyan")
+    prefix = f"[round {event.round}] " if event.round else ""
+    console.print(f"[{style}]{event.type:>16}[/{style}] {prefix}{event.message}")
+    if event.type == "searching":
+        for q in event.data.get("queries", []):
+            console.print(f"{'':>17} · {q}")
+
+
+def _print_summary(result: RunResult, md_path: Path, json_path: Path) -> None:
+    report = result.report
+    meta = report.metadata
+    table = Table(title="Run summary", show_header=False)
+    table.add_row("Report", str(md_path))
+    table.add_row("JSON (report + evidence)", str(json_path))
+    table.add_row("Evidence items", str(meta.papers_reviewed))
+    table.add_row("References", str(len(report.references)))
+    table.add_row("Rounds", str(meta.iterations))
+    table.add_row("Checklist coverage", f"{meta.checklist_coverage:.0%}")
+    table.add_row("Stopped because", str(meta.stop_reason))
+    cv = meta.citation_validation
+    table.add_row(
+        "Citation check",
+        f"{cv.references_checked} refs / {cv.markers_checked} citations checked; "
+        f"removed {cv.references_removed} refs, {cv.markers_removed} citations, "
+        f"{cv.sentences_removed} sentences",
+    )
+    table.add_row("Time", f"{meta.duration_seconds:.1f} s")
+    console.print(table)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,28 @@
+"""The persistent local corpus of PubMed abstracts: import (JSONL, PubMed XML) and hybrid search.
+
+``LocalCorpus(directory, embedder).add_file(path)`` imports a file; ``.search(query, limit)``
+returns :class:`ScoredDocument` hits fused from BM25 and dense retrieval. See
+:mod:`deepcritical.corpus.index` for the on-disk layout.
+"""
+
+from deepcritical.corpus.errors import (
+    CorpusError,
+    CorpusFormatError,
+    CorpusMismatchError,
+    CorpusNotFoundError,
+    EmptyCorpusError,
+)
+from deepcritical.corpus.index import ImportResult, LocalCorpus, ScoredDocument
+from deepcritical.corpus.readers import read_corpus_file
+
+__all__ = [
+    "CorpusError",
+    "CorpusFormatError",
+    "CorpusMismatchError",
+    "CorpusNotFoundError",
+    "EmptyCorpusError",
+    "ImportResult",
+    "LocalCorpus",
+    "ScoredDocument",
+    "read_corpus_file",
+]

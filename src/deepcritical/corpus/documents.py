@@ -1,0 +1,216 @@
+"""The corpus database: records by PMID, imported-file manifest, and corpus metadata (SQLite).
+
+One file, ``<corpus dir>/corpus.sqlite3``, in WAL mode (readers in other processes are not
+blocked by an import). Tables:
+
+- ``documents(pmid PRIMARY KEY, record, text, source_sha256, added_at)``: ``record`` is the
+  :class:`PubmedArticle` as JSON, ``text`` the indexed text (:func:`index_text`), insertion
+  order = ``rowid`` order (the order of the BM25 index).
+- ``imported_files(sha256 PRIMARY KEY, path, size_bytes, first_imported_at, last_imported_at,
+  records_read, records_added)``: one row per distinct file content.
+- ``meta(key PRIMARY KEY, value)``: ``embedding_model``, ``embedding_dimension``,
+  ``generation`` (incremented by every insert; the BM25 index records the generation it was
+  built from) and ``schema_version``.
+
+Not thread-safe by itself: :class:`~deepcritical.corpus.index.LocalCorpus` serialises calls.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from deepcritical.sources.pubmed_xml import PubmedArticle
+
+SCHEMA_VERSION = "1"
+_CHUNK = 500  # host parameters per IN (...) query, well under SQLite's limit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    pmid TEXT PRIMARY KEY,
+    record TEXT NOT NULL,
+    text TEXT NOT NULL,
+    source_sha256 TEXT,
+    added_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS imported_files (
+    sha256 TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    first_imported_at TEXT NOT NULL,
+    last_imported_at TEXT NOT NULL,
+    records_read INTEGER NOT NULL,
+    records_added INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class ImportedFile(BaseModel):
+    """A row of the imported-file manifest (times are ISO-8601 UTC).
+
+    ``records_read`` is from the last import; ``records_added`` is summed over imports.
+    """
+
+    sha256: str
+    path: str
+    size_bytes: int
+    first_imported_at: str
+    last_imported_at: str
+    records_read: int
+    records_added: int
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def count_documents(db_path: Path) -> int | None:
+    """Documents in the database at ``db_path``, opened read-only; ``None`` when there is no
+    such file or it holds no corpus table (so a wrong directory is never written to)."""
+    if not db_path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute("SELECT COUNT(*) FROM documents").fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    return int(row[0])
+
+
+class DocumentStore:
+    """Records, manifest and metadata in one SQLite file (created when missing).
+
+    Raises:
+        sqlite3.Error: the file is not a SQLite database or cannot be written.
+    """
+
+    def __init__(self, db_path: Path) -> None:
+        self.path = db_path
+        self._conn = sqlite3.connect(db_path, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        with self._conn:
+            self._conn.executescript(_SCHEMA)
+            self._conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                (SCHEMA_VERSION,),
+            )
+
+    def close(self) -> None:
+        """Close the connection (further calls raise ``sqlite3.ProgrammingError``)."""
+        self._conn.close()
+
+    # ----------------------------------------------------------------------- metadata
+
+    def meta(self, key: str) -> str | None:
+        """The metadata value for ``key``, or ``None``."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a metadata value (committed at once)."""
+        with self._conn:
+            self._conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def generation(self) -> int:
+        """Number of insert batches ever committed (changes whenever documents change)."""
+        return int(self.meta("generation") or 0)
+
+    # ----------------------------------------------------------------------- documents
+
+    def count(self) -> int:
+        """Number of documents."""
+        return int(self._conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
+
+    def existing(self, pmids: Sequence[str]) -> set[str]:
+        """The subset of ``pmids`` already stored."""
+        found: set[str] = set()
+        for start in range(0, len(pmids), _CHUNK):
+            chunk = list(pmids[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn.execute(f"SELECT pmid FROM documents WHERE pmid IN ({marks})", chunk)
+            found.update(str(r[0]) for r in rows)
+        return found
+
+    def insert(self, rows: Sequence[tuple[PubmedArticle, str]], source_sha256: str | None) -> None:
+        """Store ``(article, indexed text)`` pairs in one transaction and bump the generation.
+
+        Rows whose PMID is already stored are left unchanged (first version wins).
+        """
+        now = _now()
+        with self._conn:
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO documents(pmid, record, text, source_sha256, added_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(a.pmid, a.model_dump_json(), text, source_sha256, now) for a, text in rows],
+            )
+            self._conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('generation', '1') "
+                "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
+
+    def get(self, pmid: str) -> PubmedArticle | None:
+        """The record with this PMID, or ``None``."""
+        row = self._conn.execute("SELECT record FROM documents WHERE pmid = ?", (pmid,)).fetchone()
+        return None if row is None else PubmedArticle.model_validate_json(row[0])
+
+    def get_many(self, pmids: Iterable[str]) -> dict[str, PubmedArticle]:
+        """PMID -> record for those of ``pmids`` that are stored."""
+        wanted = list(dict.fromkeys(pmids))
+        out: dict[str, PubmedArticle] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn.execute(
+                f"SELECT pmid, record FROM documents WHERE pmid IN ({marks})", chunk
+            )
+            for pmid, record in rows:
+                out[str(pmid)] = PubmedArticle.model_validate_json(record)
+        return out
+
+    def iter_texts(self) -> Iterator[tuple[str, str]]:
+        """``(pmid, indexed text)`` for every document, in insertion order."""
+        cursor = self._conn.execute("SELECT pmid, text FROM documents ORDER BY rowid")
+        for pmid, text in cursor:
+            yield str(pmid), str(text)
+
+    # ----------------------------------------------------------------------- manifest
+
+    def record_import(
+        self, sha256: str, path: Path, size_bytes: int, read: int, added: int
+    ) -> None:
+        """Add or update the manifest row of an imported file."""
+        now = _now()
+        with self._conn:
+            self._conn.execute(
+                "INSERT INTO imported_files(sha256, path, size_bytes, first_imported_at, "
+                "last_imported_at, records_read, records_added) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(sha256) DO UPDATE SET path = excluded.path, "
+                "last_imported_at = excluded.last_imported_at, "
+                "records_read = excluded.records_read, "
+                "records_added = records_added + excluded.records_added",
+                (sha256, str(path), size_bytes, now, now, read, added),
+            )
+
+    def imported_files(self) -> list[ImportedFile]:
+        """The manifest, oldest import first."""
+        rows = self._conn.execute(
+            "SELECT sha256, path, size_bytes, first_imported_at, last_imported_at, "
+            "records_read, records_added FROM imported_files ORDER BY first_imported_at, rowid"
+        )
+        keys = list(ImportedFile.model_fields)
+        return [ImportedFile.model_validate(dict(zip(keys, r, strict=True))) for r in rows]

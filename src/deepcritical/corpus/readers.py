@@ -1,0 +1,181 @@
+"""Readers for the files ``deepcritical corpus add`` imports, yielding :class:`PubmedArticle`.
+
+Supported formats, chosen by file suffix (case-insensitive):
+
+- ``.jsonl`` / ``.jsonl.gz``: one JSON object per line in the PubMedQA corpus format
+  (``../shared/data/pubmedqa/corpus.jsonl``, from PubMedQA, Jin et al. 2019, MIT licence)::
+
+      {"pmid": "1571683", "year": 1992, "mesh_terms": ["Humans", ...],
+       "abstract_sections": [{"label": "OBJECTIVE", "text": "..."}, ...]}
+
+  Optional keys: ``title`` (PubMedQA records have none), ``authors`` (list of names),
+  ``journal``, ``doi``, ``pmcid``, ``date``, ``keywords``, ``publication_types``, and
+  ``abstract`` (a plain string, used when ``abstract_sections`` is absent). Other keys are
+  ignored. Blank lines are skipped.
+- ``.xml`` / ``.xml.gz``: PubMed efetch responses or annual baseline / update files
+  (``<PubmedArticleSet>``), parsed by :func:`deepcritical.sources.pubmed_xml.iter_pubmed_xml`.
+
+Readers stream (constant memory per record) and raise :class:`CorpusFormatError`, naming the
+file and the line, on the first bad record. They never write anything: the caller
+(:meth:`deepcritical.corpus.index.LocalCorpus.add_file`) reads a whole file once to validate it
+before importing, so a bad line aborts the import with nothing written.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import ValidationError
+
+from deepcritical.corpus.errors import CorpusFormatError
+from deepcritical.sources.pubmed_xml import (
+    AbstractSection,
+    PubmedArticle,
+    PubmedXMLError,
+    iter_pubmed_xml,
+)
+
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "CorpusFormatError",
+    "corpus_file_kind",
+    "read_corpus_file",
+    "read_jsonl",
+    "read_pubmed_xml",
+]
+
+SUPPORTED_SUFFIXES = (".jsonl", ".jsonl.gz", ".xml", ".xml.gz")
+"""File name endings :func:`read_corpus_file` accepts."""
+
+_PMID = re.compile(r"^\d+$")
+_LIST_FIELDS = ("mesh_terms", "authors", "keywords", "publication_types")
+_OPTIONAL_STR_FIELDS = ("journal", "doi", "pmcid", "date")
+
+
+def corpus_file_kind(path: Path) -> str:
+    """``"jsonl"`` or ``"xml"`` for a supported file name.
+
+    Raises:
+        CorpusFormatError: the name ends with none of :data:`SUPPORTED_SUFFIXES`.
+    """
+    name = path.name.lower()
+    if name.endswith((".jsonl", ".jsonl.gz")):
+        return "jsonl"
+    if name.endswith((".xml", ".xml.gz")):
+        return "xml"
+    raise CorpusFormatError(
+        path, f"unsupported file type; expected one of {', '.join(SUPPORTED_SUFFIXES)}"
+    )
+
+
+def read_corpus_file(path: Path) -> Iterator[PubmedArticle]:
+    """Stream the records of a corpus file, dispatching on its suffix (see module docs).
+
+    Raises:
+        CorpusFormatError: unknown suffix, a bad record (the message names file and line), or a
+            corrupt gzip stream.
+        OSError: the file cannot be opened or read.
+    """
+    kind = corpus_file_kind(path)
+    if kind == "jsonl":
+        return read_jsonl(path)
+    return read_pubmed_xml(path)
+
+
+def read_pubmed_xml(path: Path) -> Iterator[PubmedArticle]:
+    """Stream the ``<PubmedArticle>`` records of a PubMed XML file (``.gz`` read transparently).
+
+    Raises:
+        CorpusFormatError: malformed XML (wraps :class:`PubmedXMLError`, keeping its line
+            number when the parser gives one).
+    """
+    try:
+        yield from iter_pubmed_xml(path)
+    except PubmedXMLError as exc:
+        line = getattr(exc.__cause__, "lineno", None)  # lxml's XMLSyntaxError has one
+        raise CorpusFormatError(path, str(exc), line if isinstance(line, int) else None) from exc
+
+
+def read_jsonl(path: Path) -> Iterator[PubmedArticle]:
+    """Stream the records of a PubMedQA-format JSONL file (``.gz`` when the name says so).
+
+    Raises:
+        CorpusFormatError: a line that is not JSON, not an object, has no usable ``pmid``
+            (digits, as a string or an integer) or has fields of the wrong type; a file that
+            is not UTF-8; a corrupt or truncated gzip stream.
+        OSError: the file cannot be opened.
+    """
+    with _open_text(path) as handle:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                yield _jsonl_record(path, lineno, line)
+        except UnicodeDecodeError as exc:
+            raise CorpusFormatError(path, f"not UTF-8 text ({exc.reason})", lineno + 1) from exc
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            raise CorpusFormatError(path, f"corrupt gzip file: {exc}", lineno + 1) from exc
+
+
+def _open_text(path: Path) -> TextIO:
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
+def _jsonl_record(path: Path, lineno: int, line: str) -> PubmedArticle:
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise CorpusFormatError(path, f"invalid JSON: {exc.msg}", lineno) from exc
+    if not isinstance(raw, dict):
+        raise CorpusFormatError(path, f"expected a JSON object, found {type(raw).__name__}", lineno)
+    pmid = raw.get("pmid")
+    if isinstance(pmid, int) and not isinstance(pmid, bool):
+        pmid = str(pmid)
+    if not isinstance(pmid, str) or not _PMID.match(pmid.strip()):
+        what = "missing" if pmid in (None, "") else f"not a PMID (digits): {pmid!r}"
+        raise CorpusFormatError(path, f"'pmid' is {what}", lineno)
+    try:
+        return PubmedArticle.model_validate(_article_fields(raw, pmid.strip()))
+    except (ValidationError, TypeError, ValueError) as exc:
+        raise CorpusFormatError(path, f"bad record for PMID {pmid}: {_short(exc)}", lineno) from exc
+
+
+def _article_fields(raw: dict[str, Any], pmid: str) -> dict[str, Any]:
+    sections = raw.get("abstract_sections")
+    if sections is None:
+        abstract = raw.get("abstract")
+        if isinstance(abstract, str) and abstract.strip():
+            sections = [{"label": None, "text": abstract}]
+        else:
+            sections = []
+    if not isinstance(sections, list):
+        raise ValueError("'abstract_sections' must be a list")
+    fields: dict[str, Any] = {
+        "pmid": pmid,
+        "title": raw.get("title") or "",
+        "abstract_sections": [AbstractSection.model_validate(s) for s in sections],
+        "year": raw.get("year"),
+    }
+    for key in _LIST_FIELDS:
+        fields[key] = raw.get(key) or []
+    for key in _OPTIONAL_STR_FIELDS:
+        fields[key] = raw.get(key)
+    return fields
+
+
+def _short(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        errs = exc.errors()
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in errs[:3]
+        )
+    return str(exc)

@@ -1,0 +1,16 @@
+"""The text of a corpus record that search indexes (both BM25 and the dense embeddings)."""
+
+from __future__ import annotations
+
+from deepcritical.sources.pubmed_xml import PubmedArticle
+
+
+def index_text(article: PubmedArticle) -> str:
+    """Title, then the abstract sections' texts, joined by single spaces.
+
+    Section labels (``OBJECTIVE``, ``RESULTS``...) are left out: they carry no topic and would
+    spend the embedding model's 256 word-piece window. ``""`` when the record has neither a
+    title nor an abstract.
+    """
+    parts = [article.title.strip(), *(s.text.strip() for s in article.abstract_sections)]
+    return " ".join(p for p in parts if p)

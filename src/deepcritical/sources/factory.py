@@ -1,0 +1,68 @@
+"""Builds the search sources a run uses from its settings (one shared HTTP client)."""
+
+from __future__ import annotations
+
+import httpx
+
+from deepcritical.config import Settings
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.sources.base import SearchSource
+
+
+def build_sources(
+    settings: Settings, client: httpx.AsyncClient, embedder: Embedder
+) -> list[SearchSource]:
+    """One source object per name in ``settings.sources``, in that order.
+
+    Raises:
+        deepcritical.corpus.index.CorpusNotFoundError: ``local`` is asked for and the corpus
+            directory holds no corpus.
+    """
+    timeout = settings.http_timeout_seconds
+    tries = settings.http_retries
+    built: list[SearchSource] = []
+    for name in settings.sources:
+        if name == "local":
+            from deepcritical.corpus.index import LocalCorpus
+            from deepcritical.sources.local import LocalCorpusSource
+
+            built.append(
+                LocalCorpusSource(LocalCorpus.open(settings.resolved_corpus_dir, embedder))
+            )
+        elif name == "pubmed":
+            from deepcritical.sources.pubmed import PubMedSource
+
+            key = settings.ncbi_api_key.get_secret_value() if settings.ncbi_api_key else None
+            built.append(
+                PubMedSource(
+                    client,
+                    api_key=key,
+                    email=settings.ncbi_email,
+                    tool=settings.ncbi_tool,
+                    timeout_seconds=timeout,
+                    tries=tries,
+                )
+            )
+        elif name == "trials":
+            from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
+
+            built.append(ClinicalTrialsSource(client, timeout_seconds=timeout, tries=tries))
+        elif name == "europepmc":
+            from deepcritical.sources.europepmc import EuropePMCSource
+
+            built.append(EuropePMCSource(client, timeout_seconds=timeout, tries=tries))
+        elif name == "openalex":
+            from deepcritical.sources.openalex import OpenAlexSource
+
+            built.append(
+                OpenAlexSource(
+                    client, timeout_seconds=timeout, tries=tries, mailto=settings.ncbi_email
+                )
+            )
+        elif name == "web":
+            from deepcritical.sources.web import WebSearchSource
+
+            built.append(WebSearchSource(client, timeout_seconds=timeout, tries=tries))
+        else:  # Settings validates names; this guards programmatic misuse
+            raise ValueError(f"unknown source {name!r}")
+    return built

@@ -1,0 +1,60 @@
+"""The local corpus as a search source (``--sources local``), offline.
+
+Wraps a :class:`~deepcritical.corpus.index.LocalCorpus` (records imported with
+``deepcritical corpus add FILE``) behind the :class:`~deepcritical.sources.base.SearchSource`
+protocol. The corpus search is synchronous (SQLite, BM25, Chroma, the embedding model) and runs
+in a worker thread so the event loop keeps serving other sources.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from deepcritical.corpus.index import LocalCorpus, ScoredDocument
+from deepcritical.models import Evidence, SourceName
+from deepcritical.sources.base import SourceError
+from deepcritical.sources.pubmed_xml import article_to_evidence
+
+
+def hits_to_evidence(hits: list[ScoredDocument], query: str) -> list[Evidence]:
+    """Evidence items in hit order; ``relevance`` = RRF score / best RRF score (best = 1.0)."""
+    if not hits:
+        return []
+    best = max(h.score for h in hits)
+    return [
+        article_to_evidence(
+            h.article,
+            source=SourceName.LOCAL.value,
+            query=query,
+            relevance=min(1.0, max(0.0, h.score / best)) if best > 0 else 0.0,
+        )
+        for h in hits
+    ]
+
+
+class LocalCorpusSource:
+    """Hybrid (BM25 + dense, RRF) search over a local corpus, returning PubMed evidence.
+
+    Citations have ``source="local"``, ``id`` = ``pmid`` = the PMID and the PubMed URL.
+    Queries to one source run one at a time (the corpus serialises them).
+    """
+
+    name = SourceName.LOCAL.value
+
+    def __init__(self, corpus: LocalCorpus) -> None:
+        self.corpus = corpus
+
+    async def search(self, query: str, limit: int) -> list[Evidence]:
+        """Up to ``limit`` evidence items for ``query``, best first; ``[]`` for an empty query.
+
+        Raises:
+            SourceError: the corpus is empty or cannot be searched (database, index or
+                embedding model failure); the message says why.
+        """
+        if limit <= 0 or not query.strip():
+            return []
+        try:
+            hits = await asyncio.to_thread(self.corpus.search, query, limit)
+        except Exception as exc:  # the protocol allows only SourceError out of a source
+            raise SourceError(self.name, str(exc) or type(exc).__name__) from exc
+        return hits_to_evidence(hits, query)

@@ -1,0 +1,393 @@
+"""OpenAlex works search (https://api.openalex.org, CC0 data).
+
+``GET {base_url}/works?search=<query>&per_page=<n>&page=<p>&select=<fields>`` returns works in
+relevance order; each becomes one :class:`~deepcritical.models.Evidence` whose content is the
+abstract rebuilt from ``abstract_inverted_index`` (or the title when OpenAlex has no abstract).
+
+Paging is basic ``page`` paging, not ``cursor``: OpenAlex documents ``per_page`` up to 100 on
+its current API and has started refusing cursor paging to clients without an API key; a
+search never needs more than the first 10,000 hits (``page * per_page <= 10000``).
+
+The parse functions (:func:`rebuild_abstract`, :func:`parse_work`, :func:`parse_works_page`)
+are pure and take the decoded JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import httpx
+
+from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
+from deepcritical.models import Citation, Evidence, SourceName
+from deepcritical.sources.base import SourceError
+from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.text import html_to_text, strip_tags
+
+SOURCE = SourceName.OPENALEX.value
+DEFAULT_BASE_URL = "https://api.openalex.org"
+DEFAULT_REQUESTS_PER_SECOND = 10.0
+"""OpenAlex allows 10 requests per second (polite pool or not)."""
+MAX_PER_PAGE = 100
+MAX_RESULTS = 10_000
+SELECT_FIELDS = (
+    "id",
+    "doi",
+    "title",
+    "display_name",
+    "publication_year",
+    "publication_date",
+    "ids",
+    "primary_location",
+    "best_oa_location",
+    "open_access",
+    "authorships",
+    "type",
+    "type_crossref",
+    "cited_by_count",
+    "is_retracted",
+    "mesh",
+    "abstract_inverted_index",
+)
+"""Root-level fields asked for with ``select`` (OpenAlex only selects root-level fields)."""
+
+PREPRINT_TYPES = frozenset({"preprint", "posted-content"})
+_ABSTRACT_LABEL = re.compile(r"^(?i:abstract)\s*[:.]?\s+(?=[A-Z0-9(\[])")
+_OPENALEX_ID = re.compile(r"(W\d+)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class OpenAlexWork:
+    """One parsed OpenAlex work.
+
+    ``evidence`` is what the source returns (``relevance`` still 0, ``query`` unset: the search
+    fills both). ``cited_by_count`` (API field ``cited_by_count``; None when absent) and
+    ``openalex_id`` (``W`` + digits, from ``id``) have no place in :class:`Evidence` and are
+    kept here for callers that rank or display by citations.
+    """
+
+    evidence: Evidence
+    openalex_id: str | None
+    cited_by_count: int | None
+    has_abstract: bool
+
+
+@dataclass(frozen=True)
+class OpenAlexPage:
+    """One ``/works`` response: parsed works (unparsable ones skipped) and ``meta.count``."""
+
+    works: list[OpenAlexWork]
+    total: int | None
+    raw_count: int
+
+
+def rebuild_abstract(index: Mapping[str, Any] | None) -> str:
+    """The abstract text from an ``abstract_inverted_index`` (word -> list of positions).
+
+    Words are placed at their positions and joined with single spaces; positions that no word
+    claims are skipped. Returns ``""`` for None, an empty index, or an index of the wrong
+    shape (non-list positions and non-integer positions are ignored).
+    """
+    if not isinstance(index, Mapping):
+        return ""
+    placed: dict[int, str] = {}
+    for word, positions in index.items():
+        if not isinstance(word, str) or not isinstance(positions, list):
+            continue
+        for pos in positions:
+            if isinstance(pos, int) and not isinstance(pos, bool) and pos >= 0:
+                placed[pos] = word
+    return " ".join(placed[p] for p in sorted(placed))
+
+
+def clean_abstract(text: str) -> str:
+    """Tidy a rebuilt abstract: markup and entities resolved (:func:`html_to_text`), a leading
+    ``Abstract`` label dropped.
+
+    The label is dropped only when a capitalised word follows (``"Abstract Large language
+    models..."``), so an abstract opening with ``"Abstract reasoning..."`` is kept whole.
+    """
+    text = html_to_text(text)
+    stripped = _ABSTRACT_LABEL.sub("", text, count=1)
+    return stripped if stripped else text
+
+
+def openalex_short_id(value: object) -> str | None:
+    """``https://openalex.org/W2033425827`` -> ``W2033425827``, or None."""
+    if not isinstance(value, str):
+        return None
+    m = _OPENALEX_ID.search(value.strip())
+    return m.group(1).upper() if m else None
+
+
+def _dict(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _str(value: object) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def _best_url(work: Mapping[str, Any], doi: str | None, openalex_id: str | None) -> str | None:
+    oa = _dict(work.get("open_access"))
+    best = _dict(work.get("best_oa_location"))
+    for candidate in (
+        oa.get("oa_url"),
+        best.get("landing_page_url"),
+        best.get("pdf_url"),
+    ):
+        url = _str(candidate)
+        if url:
+            return url
+    if doi:
+        return f"https://doi.org/{doi}"
+    if openalex_id:
+        return f"https://openalex.org/{openalex_id}"
+    return None
+
+
+def _publication_types(work: Mapping[str, Any]) -> list[str]:
+    types: list[str] = []
+    kind = _str(work.get("type"))
+    if kind:
+        types.append(kind.replace("-", " ").title())
+    if work.get("is_retracted") is True:
+        types.append("Retracted Publication")
+    return types
+
+
+def _mesh_terms(work: Mapping[str, Any]) -> list[str]:
+    mesh = work.get("mesh")
+    if not isinstance(mesh, list):
+        return []
+    names = (_str(_dict(m).get("descriptor_name")) for m in mesh)
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _authors(work: Mapping[str, Any]) -> list[str]:
+    authorships = work.get("authorships")
+    if not isinstance(authorships, list):
+        return []
+    names: list[str] = []
+    for authorship in authorships:
+        a = _dict(authorship)
+        name = _str(_dict(a.get("author")).get("display_name")) or _str(a.get("raw_author_name"))
+        if name:
+            names.append(name)
+    return names
+
+
+def parse_work(work: Mapping[str, Any]) -> OpenAlexWork | None:
+    """Map one OpenAlex work object to :class:`OpenAlexWork`; None if it has no text at all.
+
+    Field mapping (API field -> model):
+
+    * content: ``abstract_inverted_index`` rebuilt (:func:`rebuild_abstract`, then
+      :func:`clean_abstract`); the title when there is no abstract;
+    * ``Citation.id``: the OpenAlex id (``W...``, from ``id``), else the DOI;
+    * ``title``: ``title``, else ``display_name``; ``authors``:
+      ``authorships[].author.display_name``; ``journal``:
+      ``primary_location.source.display_name``; ``year``: ``publication_year``; ``date``:
+      ``publication_date``;
+    * ``doi``: ``doi`` (else ``ids.doi``) lower-cased without ``https://doi.org/``; ``pmid``:
+      ``ids.pmid``; ``pmcid``: ``ids.pmcid``;
+    * ``url``: ``open_access.oa_url``, else ``best_oa_location.landing_page_url`` / ``pdf_url``,
+      else the DOI URL, else ``https://openalex.org/W...``;
+    * ``is_preprint``: ``type`` or ``type_crossref`` is ``preprint``/``posted-content``;
+    * ``publication_types``: ``type`` title-cased (``"Review"``), plus
+      ``"Retracted Publication"`` when ``is_retracted``; ``mesh_terms``:
+      ``mesh[].descriptor_name``.
+    """
+    ids = _dict(work.get("ids"))
+    openalex_id = openalex_short_id(work.get("id")) or openalex_short_id(ids.get("openalex"))
+    doi = normalize_doi(_str(work.get("doi"))) or normalize_doi(_str(ids.get("doi")))
+    title = _str(work.get("title")) or _str(work.get("display_name")) or ""
+    title = strip_tags(title)
+    abstract = clean_abstract(rebuild_abstract(work.get("abstract_inverted_index")))
+    content = abstract or title
+    native_id = openalex_id or doi
+    if not content or not native_id:
+        return None
+    source = _dict(_dict(work.get("primary_location")).get("source"))
+    kinds = {_str(work.get("type")), _str(work.get("type_crossref"))}
+    citation = Citation(
+        source=SOURCE,
+        id=native_id,
+        title=title,
+        authors=_authors(work),
+        journal=_str(source.get("display_name")),
+        year=_int(work.get("publication_year")),
+        date=_str(work.get("publication_date")),
+        url=_best_url(work, doi, openalex_id),
+        doi=doi,
+        pmid=normalize_pmid(_str(ids.get("pmid")) or _int(ids.get("pmid"))),
+        pmcid=normalize_pmcid(_str(ids.get("pmcid"))),
+    )
+    evidence = Evidence(
+        content=content,
+        citation=citation,
+        mesh_terms=_mesh_terms(work),
+        publication_types=_publication_types(work),
+        is_preprint=bool(kinds & PREPRINT_TYPES),
+    )
+    return OpenAlexWork(
+        evidence=evidence,
+        openalex_id=openalex_id,
+        cited_by_count=_int(work.get("cited_by_count")),
+        has_abstract=bool(abstract),
+    )
+
+
+def parse_works_page(payload: object) -> OpenAlexPage:
+    """Parse a decoded ``/works`` list response (``{"meta": {...}, "results": [...]}``).
+
+    Works without any text or id are skipped (``raw_count`` still counts them).
+
+    Raises:
+        SourceError: the payload is not an object with a ``results`` list (an OpenAlex error
+            object's ``error``/``message`` is quoted in the reason).
+    """
+    if not isinstance(payload, Mapping):
+        raise SourceError(SOURCE, f"unexpected response: a JSON {type(payload).__name__}")
+    results = payload.get("results")
+    if not isinstance(results, list):
+        message = _str(payload.get("message")) or _str(payload.get("error"))
+        detail = f": {message[:200]}" if message else ""
+        raise SourceError(SOURCE, f"unexpected response: no 'results' list{detail}")
+    works = [w for w in (parse_work(r) for r in results if isinstance(r, Mapping)) if w]
+    total = _int(_dict(payload.get("meta")).get("count"))
+    return OpenAlexPage(works=works, total=total, raw_count=len(results))
+
+
+def decode_json(response: httpx.Response) -> object:
+    """The response body as JSON.
+
+    Raises:
+        SourceError: the body is not JSON (e.g. an HTML error page); the reason names the
+            content type and the start of the body.
+    """
+    try:
+        return json.loads(response.content)
+    except (ValueError, UnicodeDecodeError) as exc:
+        ctype = response.headers.get("content-type", "no content-type").split(";")[0]
+        start = " ".join(response.text[:80].split())
+        raise SourceError(
+            SOURCE, f"response is not JSON ({ctype}, HTTP {response.status_code}): {start!r}"
+        ) from exc
+
+
+class OpenAlexSource:
+    """OpenAlex works search behind the :class:`~deepcritical.sources.base.SearchSource` protocol.
+
+    Args:
+        client: the run's shared :class:`httpx.AsyncClient`.
+        base_url: API root (default ``https://api.openalex.org``); tests and stub servers
+            point it elsewhere.
+        mailto: e-mail address sent as ``mailto`` (OpenAlex's "polite pool").
+        api_key: OpenAlex API key sent as ``api_key`` (optional; never appears in errors).
+        timeout_seconds: per-request timeout.
+        tries: attempts per request (429/5xx/timeouts are retried, honouring Retry-After).
+        requests_per_second: rate limit, default 10 (OpenAlex's documented limit).
+        backoff_seconds: first retry backoff.
+    """
+
+    name: str = SOURCE
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        mailto: str | None = None,
+        api_key: str | None = None,
+        timeout_seconds: float = 20.0,
+        tries: int = 3,
+        requests_per_second: float = DEFAULT_REQUESTS_PER_SECOND,
+        backoff_seconds: float = 0.5,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.mailto = mailto
+        self._api_key = api_key
+        self.http = SourceHttp(
+            client,
+            SOURCE,
+            requests_per_second=requests_per_second,
+            timeout_seconds=timeout_seconds,
+            tries=tries,
+            backoff_seconds=backoff_seconds,
+        )
+
+    def _params(self, query: str, per_page: int, page: int) -> dict[str, str | int]:
+        params: dict[str, str | int] = {
+            "search": query,
+            "per_page": per_page,
+            "page": page,
+            "select": ",".join(SELECT_FIELDS),
+        }
+        if self.mailto:
+            params["mailto"] = self.mailto
+        if self._api_key:
+            params["api_key"] = self._api_key
+        return params
+
+    async def search_works(self, query: str, limit: int) -> list[OpenAlexWork]:
+        """Up to ``limit`` parsed works for ``query``, in OpenAlex relevance order.
+
+        Pages of ``min(limit, 100)`` are fetched until ``limit`` works are collected, a page
+        comes back short, ``meta.count`` is reached, or 10,000 results have been read.
+        Duplicate works (same ``W`` id across pages) are dropped. ``relevance`` is the rank
+        mapped onto 0..1 (first = 1.0, falling linearly to ``1/n`` for the n-th of n).
+
+        Raises:
+            SourceError: HTTP failure after retries, a timeout, a non-JSON body (an HTML 404
+                page) or JSON without a ``results`` list.
+        """
+        query = query.strip()
+        if limit <= 0 or not query:
+            return []
+        per_page = min(limit, MAX_PER_PAGE)
+        collected: dict[str, OpenAlexWork] = {}
+        page = 1
+        while len(collected) < limit and page * per_page <= MAX_RESULTS:
+            response = await self.http.get(
+                f"{self.base_url}/works", params=self._params(query, per_page, page)
+            )
+            parsed = parse_works_page(decode_json(response))
+            for work in parsed.works:
+                collected.setdefault(work.evidence.citation.id, work)
+            if parsed.raw_count < per_page:
+                break
+            if parsed.total is not None and page * per_page >= parsed.total:
+                break
+            page += 1
+        works = list(collected.values())[:limit]
+        n = len(works)
+        return [
+            replace(
+                work,
+                evidence=work.evidence.model_copy(
+                    update={"relevance": 1.0 - rank / n, "query": query}
+                ),
+            )
+            for rank, work in enumerate(works)
+        ]
+
+    async def search(self, query: str, limit: int) -> list[Evidence]:
+        """Search OpenAlex works; at most ``limit`` evidence items, best first.
+
+        See :meth:`search_works` for paging, relevance and the errors raised
+        (:class:`SourceError` only).
+        """
+        return [w.evidence for w in await self.search_works(query, limit)]

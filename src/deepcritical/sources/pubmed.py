@@ -1,0 +1,272 @@
+"""PubMed through NCBI E-utilities: ``esearch`` (PMIDs by relevance) then ``efetch`` (records).
+
+Every request goes through :class:`~deepcritical.sources.http.SourceHttp` (rate limit, retries
+on 429/5xx with Retry-After, timeouts). NCBI allows 3 requests/s without an API key and 10 with
+one. NCBI sometimes answers a throttled request with HTTP 200 and the JSON body
+``{"error":"API rate limit exceeded", ...}`` instead of a 429; that body is retried here with
+the same backoff. The API key is sent as a query parameter and never appears in errors or logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from deepcritical.models import Evidence
+from deepcritical.sources.base import SourceError
+from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.pubmed_xml import (
+    PubmedArticle,
+    PubmedXMLError,
+    article_to_evidence,
+    parse_pubmed_xml,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
+EFETCH_BATCH_SIZE = 200
+"""Most PMIDs per ``efetch`` request (NCBI asks for POST above 200 ids; we split instead)."""
+ESEARCH_MAX_RETMAX = 10_000
+"""``esearch`` refuses ``retmax`` above 10,000."""
+RATE_WITHOUT_KEY = 3.0
+RATE_WITH_KEY = 10.0
+
+
+class PubMedSource:
+    """The PubMed search source (:class:`~deepcritical.sources.base.SearchSource`).
+
+    Args:
+        client: the run's shared :class:`httpx.AsyncClient`.
+        api_key: NCBI API key (raises the rate limit to 10 requests/s); sent as ``api_key``.
+        email: contact address sent as ``email`` (NCBI's etiquette).
+        tool: tool name sent as ``tool``.
+        base_url: E-utilities base URL (no trailing ``/``), overridable for tests and mirrors.
+        timeout_seconds: per-request timeout.
+        tries: attempts per request (first included), for 429/5xx/timeouts/connection errors
+            and for rate-limit bodies delivered with HTTP 200.
+        requests_per_second: rate limit; default 3 without ``api_key`` and 10 with one.
+        backoff_seconds: first retry delay in seconds (doubles per retry).
+    """
+
+    name = "pubmed"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        api_key: str | None = None,
+        email: str | None = None,
+        tool: str = "deepcritical",
+        base_url: str = DEFAULT_BASE_URL,
+        timeout_seconds: float = 20.0,
+        tries: int = 3,
+        requests_per_second: float | None = None,
+        backoff_seconds: float = 0.5,
+    ) -> None:
+        if tries < 1:
+            raise ValueError("tries must be at least 1")
+        self._api_key = api_key or None
+        self.email = email
+        self.tool = tool
+        self.base_url = base_url.rstrip("/")
+        self.tries = tries
+        self.backoff_seconds = backoff_seconds
+        if requests_per_second is None:
+            requests_per_second = RATE_WITH_KEY if self._api_key else RATE_WITHOUT_KEY
+        if requests_per_second <= 0:
+            raise ValueError("requests_per_second must be positive")
+        self.requests_per_second = requests_per_second
+        self.http = SourceHttp(
+            client,
+            self.name,
+            requests_per_second=requests_per_second,
+            timeout_seconds=timeout_seconds,
+            tries=tries,
+            backoff_seconds=backoff_seconds,
+        )
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "none"
+        return (
+            f"PubMedSource(base_url={self.base_url!r}, api_key={key}, "
+            f"requests_per_second={self.requests_per_second:g})"
+        )
+
+    # ------------------------------------------------------------------ public
+
+    async def search(self, query: str, limit: int) -> list[Evidence]:
+        """Search PubMed for ``query``; return up to ``limit`` items in relevance order.
+
+        ``esearch.fcgi`` (``sort=relevance``, ``retmax=limit``) gives the PMIDs; ``efetch.fcgi``
+        (XML, batches of at most 200 ids) gives the records, parsed by
+        :func:`~deepcritical.sources.pubmed_xml.parse_pubmed_xml`. Items keep the esearch order;
+        ``relevance`` is ``1 - rank / n`` (1.0 for the first of ``n`` PMIDs), ``query`` is set.
+        PMIDs that efetch does not return are left out.
+
+        Returns:
+            ``[]`` when ``limit <= 0``, the query is blank, or PubMed finds nothing (efetch is
+            then not called).
+
+        Raises:
+            SourceError: HTTP failure after retries, NCBI rate limit still exceeded after
+                ``tries`` attempts, an NCBI error message, or malformed JSON/XML (the reason
+                says which, e.g. ``"malformed efetch XML: ..."``). Never contains the API key.
+        """
+        if limit <= 0 or not query.strip():
+            return []
+        pmids = await self.esearch(query, min(limit, ESEARCH_MAX_RETMAX))
+        if not pmids:
+            return []
+        pmids = pmids[:limit]
+        articles = await self.efetch(pmids)
+        by_pmid = {a.pmid: a for a in articles}
+        n = len(pmids)
+        out: list[Evidence] = []
+        for rank, pmid in enumerate(pmids):
+            article = by_pmid.get(pmid)
+            if article is None:
+                logger.debug("pubmed: efetch returned no record for PMID %s", pmid)
+                continue
+            out.append(article_to_evidence(article, query=query, relevance=1.0 - rank / n))
+        return out
+
+    async def esearch(self, term: str, retmax: int) -> list[str]:
+        """PMIDs for ``term`` from ``esearch.fcgi`` (JSON), best first; at most ``retmax``.
+
+        Reads ``esearchresult.idlist``. ``esearchresult.errorlist`` (``phrasesnotfound``,
+        ``fieldsnotfound``) and ``warninglist`` are logged at debug level and otherwise ignored:
+        PubMed still searches the remaining terms (``[]`` if nothing is left).
+
+        Raises:
+            SourceError: see :meth:`search`; ``esearchresult.ERROR`` becomes
+                ``"esearch error: <message>"``.
+        """
+        params = self._params(
+            db="pubmed", term=term, retmode="json", sort="relevance", retmax=str(retmax)
+        )
+        response = await self._get("esearch.fcgi", params, "esearch")
+        payload = _json_body(response)
+        if payload is None:
+            raise SourceError(
+                self.name, f"malformed esearch JSON: {self._scrub(_excerpt(response))}"
+            )
+        if not isinstance(payload, dict):
+            raise SourceError(self.name, "malformed esearch JSON: top level is not an object")
+        if "error" in payload:
+            raise SourceError(self.name, f"esearch error: {self._scrub(str(payload.get('error')))}")
+        result = payload.get("esearchresult")
+        if not isinstance(result, dict):
+            raise SourceError(self.name, "malformed esearch JSON: no esearchresult object")
+        idlist = result.get("idlist", [])
+        if not isinstance(idlist, list):
+            raise SourceError(self.name, "malformed esearch JSON: idlist is not a list")
+        pmids = [str(i).strip() for i in idlist if str(i).strip().isdigit()]
+        error = result.get("ERROR")
+        if error and not pmids:
+            raise SourceError(self.name, f"esearch error: {self._scrub(str(error))}")
+        for key in ("errorlist", "warninglist"):
+            notes = result.get(key)
+            if isinstance(notes, dict) and any(notes.values()):
+                logger.debug("pubmed esearch %s: %s", key, self._scrub(json.dumps(notes)))
+        return pmids
+
+    async def efetch(self, pmids: Sequence[str]) -> list[PubmedArticle]:
+        """Records for ``pmids`` from ``efetch.fcgi`` (``retmode=xml``, ``rettype=abstract``).
+
+        Sends batches of at most :data:`EFETCH_BATCH_SIZE` ids, one after another (the rate
+        limiter spaces them). Returns the records in the order NCBI sends them.
+
+        Raises:
+            SourceError: see :meth:`search`; unparsable XML gives
+                ``"malformed efetch XML: <parser message>"``.
+        """
+        articles: list[PubmedArticle] = []
+        for start in range(0, len(pmids), EFETCH_BATCH_SIZE):
+            batch = pmids[start : start + EFETCH_BATCH_SIZE]
+            params = self._params(
+                db="pubmed", id=",".join(batch), retmode="xml", rettype="abstract"
+            )
+            response = await self._get("efetch.fcgi", params, "efetch")
+            payload = _json_body(response)
+            if isinstance(payload, dict) and "error" in payload:
+                raise SourceError(
+                    self.name, f"efetch error: {self._scrub(str(payload.get('error')))}"
+                )
+            try:
+                articles.extend(parse_pubmed_xml(response.content))
+            except PubmedXMLError as exc:
+                raise SourceError(
+                    self.name, f"malformed efetch XML: {self._scrub(str(exc))}"
+                ) from exc
+        return articles
+
+    # ------------------------------------------------------------------ internals
+
+    def _params(self, **params: str) -> dict[str, str]:
+        if self.tool:
+            params["tool"] = self.tool
+        if self.email:
+            params["email"] = self.email
+        if self._api_key:
+            params["api_key"] = self._api_key
+        return params
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the API key (if any) masked, for error messages and logs."""
+        if self._api_key:
+            text = text.replace(self._api_key, "***")
+        return text
+
+    async def _get(self, endpoint: str, params: dict[str, str], what: str) -> httpx.Response:
+        """GET ``base_url/endpoint`` through SourceHttp, retrying NCBI rate-limit bodies.
+
+        A 2xx response whose body is NCBI's ``{"error": "API rate limit exceeded"}`` is retried
+        up to ``tries`` attempts in all, with exponential backoff from ``backoff_seconds``.
+        """
+        url = f"{self.base_url}/{endpoint}"
+        for attempt in range(1, self.tries + 1):
+            try:
+                response = await self.http.get(url, params=params)
+            except SourceError as exc:
+                raise SourceError(self.name, f"{what}: {self._scrub(exc.reason)}") from exc
+            except httpx.HTTPError as exc:  # e.g. a body that cannot be decoded
+                # str(exc) may quote the URL, hence the key: give the type only.
+                raise SourceError(self.name, f"{what}: {type(exc).__name__}") from exc
+            if not _is_rate_limit_body(response):
+                return response
+            logger.debug("pubmed %s: NCBI rate limit body (attempt %d)", what, attempt)
+            if attempt < self.tries:
+                await asyncio.sleep(self.backoff_seconds * 2 ** (attempt - 1))
+        raise SourceError(
+            self.name, f"{what}: NCBI API rate limit exceeded after {self.tries} tries"
+        )
+
+
+def _json_body(response: httpx.Response) -> Any:
+    """The response body as JSON, or None when it is not JSON."""
+    body = response.content.lstrip()
+    if not body.startswith((b"{", b"[")):
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _is_rate_limit_body(response: httpx.Response) -> bool:
+    payload = _json_body(response)
+    if not isinstance(payload, dict):
+        return False
+    error = payload.get("error")
+    return isinstance(error, str) and "rate limit" in error.lower()
+
+
+def _excerpt(response: httpx.Response, limit: int = 80) -> str:
+    text = " ".join(response.content[:limit].decode("utf-8", "replace").split())
+    return repr(text) if text else "empty body"

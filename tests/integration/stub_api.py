@@ -1,0 +1,1024 @@
+"""A local HTTP stub of the literature search APIs, serving recorded responses.
+
+:class:`StubAPI` is a real HTTP/1.1 server (:class:`http.server.ThreadingHTTPServer`, one
+thread per connection, keep-alive) on ``127.0.0.1`` and an ephemeral port. The real source
+clients are pointed at it through their ``base_url``:
+
+=====================  ===========================================  ============================
+route name             path                                         client ``base_url``
+=====================  ===========================================  ============================
+``esearch``            ``/entrez/eutils/esearch.fcgi`` (JSON)       :attr:`StubAPI.eutils_url`
+``efetch``             ``/entrez/eutils/efetch.fcgi`` (XML)         :attr:`StubAPI.eutils_url`
+``trials``             ``/api/v2/studies`` (``pageToken`` paging)   :attr:`StubAPI.trials_url`
+``europepmc``          ``/europepmc/webservices/rest/search``       :attr:`StubAPI.europepmc_url`
+                       (``cursorMark`` paging)
+``openalex``           ``/works`` (``page``/``per_page``)           :attr:`StubAPI.openalex_url`
+``websearch``          ``/ddgs/search/text`` (a ``ddgs api``        :attr:`StubAPI.ddgs_url`
+                       server's JSON)
+``webpage``            ``/web/...`` (HTML pages, a redirect and a   (result URLs)
+                       404 page)
+=====================  ===========================================  ============================
+
+Every response is built from the real API responses recorded in ``../shared/fixtures/api``
+(see :class:`StubData`); the fixtures are read when :class:`StubData` is built and are never
+copied into the repository. Where the recordings do not line up (they come from unrelated
+queries), ids are adjusted so that the same paper reaches a run through several sources, as it
+does live; each adjustment is described where it is made.
+
+Faults are programmable per route (:meth:`StubAPI.add_fault`): ``N`` x 429 with
+``Retry-After`` and NCBI's JSON rate-limit body then success, persistent 5xx, hangs longer
+than the client timeout, malformed XML/JSON bodies (the normal body cut in half), an HTML 404
+page; a fault may be limited to a number of requests and to requests whose parameters contain
+some text (one query of several). A fixed per-request latency (``latency_seconds``) simulates
+a distant server. Every request is logged (:attr:`StubAPI.requests`) with its arrival time,
+for tests that measure retry waits and rate limits.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import copy
+import html
+import json
+import re
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+from lxml import etree
+
+from deepcritical.sources.base import SearchSource
+from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
+from deepcritical.sources.europepmc import EuropePMCSource
+from deepcritical.sources.netguard import UnsafeURLError
+from deepcritical.sources.openalex import OpenAlexSource
+from deepcritical.sources.pubmed import PubMedSource
+from deepcritical.sources.pubmed_xml import PubmedArticle, parse_pubmed_xml
+from deepcritical.sources.web import UrlGuard, WebSearchSource
+
+__all__ = [
+    "NO_HITS",
+    "PMID_ALL_SOURCES",
+    "PMID_BY_DOI",
+    "ROUTES",
+    "Fault",
+    "RequestRecord",
+    "Route",
+    "StubAPI",
+    "StubData",
+    "build_stub_sources",
+    "stub_only_guard",
+]
+
+Route = Literal["esearch", "efetch", "trials", "europepmc", "openalex", "websearch", "webpage"]
+
+ROUTES: dict[str, Route] = {
+    "/entrez/eutils/esearch.fcgi": "esearch",
+    "/entrez/eutils/efetch.fcgi": "efetch",
+    "/api/v2/studies": "trials",
+    "/europepmc/webservices/rest/search": "europepmc",
+    "/works": "openalex",
+    "/ddgs/search/text": "websearch",
+}
+"""Exact path -> route name; any path under ``/web/`` is the ``webpage`` route."""
+
+_DOCTYPE = re.compile(rb"<!DOCTYPE[^>]*>")
+
+NO_HITS = "zzznohits"
+"""A query containing this word finds nothing on every search route (empty result shapes)."""
+
+JSON = "application/json;charset=UTF-8"
+XML = "text/xml; charset=UTF-8"
+HTML = "text/html; charset=utf-8"
+
+# Page sizes of the recordings. The real APIs allow larger pages (ClinicalTrials.gov and Europe
+# PMC 1000, OpenAlex 100); capping at the recorded size makes the clients page with the
+# recorded tokens and cursors.
+TRIALS_PAGE_CAP = 5
+EUROPEPMC_PAGE_CAP = 25
+OPENALEX_PAGE_CAP = 100
+
+# PubMed records of the efetch fixtures that other sources are made to return too.
+PMID_ALL_SOURCES = "22663011"
+"""NEJM MEK-inhibition trial: in PubMed, in Europe PMC (by PMID and DOI) and in OpenAlex (by DOI
+only, no PMID): three records of one paper."""
+PMID_BY_DOI = "30108519"
+"""Front Physiol 2018: in PubMed and in Europe PMC as a PMC-only record (PMCID and DOI, no PMID):
+the PubMed/DOI case of DESIGN trap 11."""
+
+
+# --------------------------------------------------------------------------- faults
+
+
+BodyKind = Literal["given", "normal", "truncated", "ncbi_rate_limit", "html_404"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A programmed misbehaviour of one route.
+
+    Attributes:
+        status: HTTP status to answer with (``None``: the normal status).
+        body_kind: what body to send: ``"normal"`` (the route's normal body), ``"truncated"``
+            (the normal body cut to half its length: malformed XML or JSON), ``"ncbi_rate_limit"``
+            (NCBI's recorded JSON rate-limit reply), ``"html_404"`` (the recorded OpenAlex HTML
+            404 page) or ``"given"`` (``body``).
+        body: the body for ``body_kind="given"``.
+        content_type: ``Content-Type`` to send (``None``: the normal one).
+        headers: extra response headers (``Retry-After``...).
+        delay_seconds: wait this long before answering (a hang when longer than the client's
+            timeout); the wait ends early when the stub stops.
+        times: how many requests the fault applies to; ``None`` for every request.
+        match: apply only to requests with a query parameter whose value contains this text
+            (case-insensitive), e.g. one search query among several; others pass untouched and
+            do not use up ``times``.
+    """
+
+    status: int | None = None
+    body_kind: BodyKind = "normal"
+    body: bytes = b""
+    content_type: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_seconds: float = 0.0
+    times: int | None = None
+    match: str | None = None
+
+    def applies_to(self, params: Mapping[str, str]) -> bool:
+        """Whether a request with these query parameters is hit by the fault."""
+        if self.match is None:
+            return True
+        needle = self.match.lower()
+        return any(needle in value.lower() for value in params.values())
+
+    @classmethod
+    def rate_limited(cls, times: int, retry_after: str = "1", match: str | None = None) -> Fault:
+        """``times`` x HTTP 429 with ``Retry-After`` (seconds or an HTTP date) and NCBI's JSON
+        rate-limit body, then the normal answer."""
+        return cls(
+            status=429, body_kind="ncbi_rate_limit", content_type=JSON,
+            headers={"Retry-After": retry_after}, times=times, match=match,
+        )  # fmt: skip
+
+    @classmethod
+    def rate_limit_body(cls, times: int, match: str | None = None) -> Fault:
+        """``times`` x HTTP 200 carrying NCBI's rate-limit JSON (how NCBI sometimes throttles)."""
+        return cls(
+            status=200, body_kind="ncbi_rate_limit", content_type=JSON, times=times, match=match
+        )
+
+    @classmethod
+    def server_error(
+        cls, status: int = 500, times: int | None = None, match: str | None = None
+    ) -> Fault:
+        """HTTP ``status`` with a short plain-text body; persistent unless ``times`` is set."""
+        return cls(
+            status=status, body_kind="given", body=b"Internal Server Error\n",
+            content_type="text/plain; charset=utf-8", times=times, match=match,
+        )  # fmt: skip
+
+    @classmethod
+    def hang(
+        cls, seconds: float = 30.0, times: int | None = None, match: str | None = None
+    ) -> Fault:
+        """Wait ``seconds`` before answering normally (longer than any test's timeout)."""
+        return cls(delay_seconds=seconds, times=times, match=match)
+
+    @classmethod
+    def malformed(cls, times: int | None = None, match: str | None = None) -> Fault:
+        """The normal body cut in half (unterminated XML or JSON), status 200."""
+        return cls(body_kind="truncated", times=times, match=match)
+
+    @classmethod
+    def html_404(cls, times: int | None = None, match: str | None = None) -> Fault:
+        """HTTP 404 with an HTML error page (the recorded OpenAlex 404 body)."""
+        return cls(status=404, body_kind="html_404", content_type=HTML, times=times, match=match)
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request the stub received: route, path, query parameters (last value of each),
+    arrival time (:func:`time.monotonic`) and the status it is answered with (0 until the
+    answer is ready, e.g. while a hang fault waits)."""
+
+    route: str
+    path: str
+    params: dict[str, str]
+    arrived: float
+    status: int = 0
+
+
+@dataclass
+class _Reply:
+    status: int
+    body: bytes
+    content_type: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- data
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_bytes())
+
+
+def _b64_token(prefix: str, offset: int) -> str:
+    """An opaque paging token in the style of the real ones (base64 text)."""
+    return base64.urlsafe_b64encode(f"{prefix}:{offset}".encode()).decode().rstrip("=")
+
+
+def _abstract_html(article: PubmedArticle) -> str:
+    """A PubMed abstract as Europe PMC writes ``abstractText`` (``<h4>`` section labels)."""
+    parts = []
+    for section in article.abstract_sections:
+        label = f"<h4>{html.escape(section.label)}</h4>" if section.label else ""
+        parts.append(f"{label}{html.escape(section.text)}")
+    return "".join(parts)
+
+
+class StubData:
+    """The records the stub serves, built from ``../shared/fixtures/api`` once (treat as
+    read-only after construction).
+
+    Args:
+        fixtures_dir: the ``fixtures/api`` directory (``ncbi_eutils/``, ``clinicaltrials_v2/``,
+            ``europepmc/``, ``openalex/``).
+
+    Attributes:
+        pubmed_order: the PMIDs esearch lists, in its (relevance) order: every record of the
+            efetch fixtures.
+        efetch_records: PMID -> the ``<PubmedArticle>`` element of the recording, serialised.
+        pubmed_articles: PMID -> the parsed record (for building the other sources' copies).
+        studies: ClinicalTrials.gov study objects, in page order.
+        trial_tokens: offset -> ``nextPageToken`` (the recorded tokens first).
+        europepmc_records: Europe PMC results, in page order.
+        europepmc_cursors: offset -> ``cursorMark`` (``*`` for 0, recorded mark for 25).
+        openalex_works: OpenAlex work objects, in relevance order.
+        web_pages: path under ``/web/`` -> (title, HTML) of the stub-served web pages.
+        web_results: the ``ddgs`` text results (``title``, ``href`` path, ``body``).
+    """
+
+    def __init__(self, fixtures_dir: Path) -> None:
+        self.dir = fixtures_dir
+        self._load_pubmed()
+        self._load_trials()
+        self._load_europepmc()
+        self._load_openalex()
+        self._build_web()
+        ncbi = fixtures_dir / "ncbi_eutils"
+        # Recorded NCBI throttle reply (an esummary call, HTTP 429); the body is the same JSON
+        # for every E-utility.
+        self.rate_limit_body = (ncbi / "esummary_pubmed_json_rate_limit_error.json").read_bytes()
+        self.html_404_body = (
+            fixtures_dir / "openalex" / "work_by_doi_not_found_404.html"
+        ).read_bytes()
+
+    # ---------------------------------------------------------------- PubMed
+    def _load_pubmed(self) -> None:
+        ncbi = self.dir / "ncbi_eutils"
+        parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+        self.efetch_records: dict[str, bytes] = {}
+        self.pubmed_articles: dict[str, PubmedArticle] = {}
+        self.efetch_doctype = b""
+        for path in sorted(ncbi.glob("efetch_pubmed_*.xml")):
+            data = path.read_bytes()
+            root = etree.fromstring(data, parser=parser)
+            doctype = _DOCTYPE.search(data)
+            if not self.efetch_doctype and doctype:
+                self.efetch_doctype = doctype.group(0)
+            for el in root:
+                pmid = el.findtext("MedlineCitation/PMID")
+                if pmid:
+                    self.efetch_records[pmid.strip()] = etree.tostring(el)
+            for article in parse_pubmed_xml(data):
+                self.pubmed_articles[article.pmid] = article
+        # The recorded esearch replies list PMIDs (PTEN D326N, APC p.E1317Q) whose records were
+        # never fetched; the stub's esearch lists the PMIDs the efetch recordings hold instead,
+        # the two that other sources share first. Shape and header are the recorded ones.
+        shared = [PMID_ALL_SOURCES, PMID_BY_DOI]
+        self.pubmed_order = shared + [p for p in self.efetch_records if p not in shared]
+        self.esearch_template = _read_json(ncbi / "esearch_pubmed_json_3_hits.json")
+        # The 40362-hit recording carries the errorlist shape NCBI sends for unknown phrases.
+        self.esearch_no_hits_template = _read_json(
+            ncbi / "esearch_pubmed_json_40362_hits_phrasesnotfound.json"
+        )
+
+    def esearch(self, term: str, retmax: int, retstart: int) -> bytes:
+        """The esearch JSON reply for ``term`` (every query finds the same records)."""
+        if NO_HITS in term.lower():
+            reply = copy.deepcopy(self.esearch_no_hits_template)
+            result = reply["esearchresult"]
+            result.update(count="0", retmax="0", retstart="0", idlist=[], translationset=[])
+            result["querytranslation"] = ""
+            result["errorlist"] = {"phrasesnotfound": [term], "fieldsnotfound": []}
+            result["warninglist"] = {
+                "phrasesignored": [], "quotedphrasesnotfound": [],
+                "outputmessages": ["No items found."],
+            }  # fmt: skip
+            return json.dumps(reply).encode()
+        ids = self.pubmed_order[retstart : retstart + retmax]
+        reply = copy.deepcopy(self.esearch_template)
+        result = reply["esearchresult"]
+        result.update(
+            count=str(len(self.pubmed_order)),
+            retmax=str(len(ids)),
+            retstart=str(retstart),
+            idlist=ids,
+            querytranslation=f"{term}[All Fields]",
+        )
+        return json.dumps(reply).encode()
+
+    def efetch(self, ids: Sequence[str]) -> bytes:
+        """The efetch XML reply: the recorded records of ``ids`` that exist, in ``ids`` order."""
+        records = [self.efetch_records[i] for i in ids if i in self.efetch_records]
+        head = b'<?xml version="1.0" ?>\n' + self.efetch_doctype + b"\n<PubmedArticleSet>\n"
+        return head + b"\n".join(records) + b"\n</PubmedArticleSet>\n"
+
+    # ---------------------------------------------------------------- ClinicalTrials.gov
+    def _load_trials(self) -> None:
+        ct = self.dir / "clinicaltrials_v2"
+        page1 = _read_json(ct / "studies_search_phelan_page1_pageSize5.json")
+        page2 = _read_json(ct / "studies_search_phelan_page2_pageToken.json")
+        # Pages 1 and 2 are the recorded search pages, with their recorded nextPageTokens. The
+        # recording stops there (page 2 still has a token); the stub's last page holds the three
+        # single-study recordings, reduced to what a search with `fields=` sends (protocol
+        # section and hasResults; no resultsSection/derivedSection), and has no token.
+        singles = []
+        for name in (
+            "study_NCT00763412_with_results.json",
+            "study_NCT00973089_withdrawn.json",
+            "study_NCT03475563_full_protocol_unknown_status.json",
+        ):
+            study = _read_json(ct / name)
+            singles.append(
+                {k: v for k, v in study.items() if k in ("protocolSection", "hasResults")}
+            )
+        self.studies: list[dict[str, Any]] = [*page1["studies"], *page2["studies"], *singles]
+        self.trial_tokens: dict[int, str] = {
+            len(page1["studies"]): page1["nextPageToken"],
+            len(page1["studies"]) + len(page2["studies"]): page2["nextPageToken"],
+        }
+
+    def trial_token(self, offset: int) -> str:
+        """The ``pageToken`` that asks for the page starting at ``offset``."""
+        return self.trial_tokens.get(offset) or _b64_token("ctgov", offset)
+
+    def trials(self, term: str, page_size: int, token: str | None, count_total: bool) -> _Reply:
+        """One ``/studies`` page; an unknown ``pageToken`` gets HTTP 400 as on the real API."""
+        if token:
+            offset = next(
+                (o for o in range(len(self.studies) + 1) if self.trial_token(o) == token), None
+            )
+            if offset is None:
+                msg = {"message": f"invalid pageToken {token!r}"}
+                return _Reply(400, json.dumps(msg).encode(), JSON)
+        else:
+            offset = 0
+        pool = [] if NO_HITS in term.lower() else self.studies
+        size = max(1, min(page_size, TRIALS_PAGE_CAP))
+        page = pool[offset : offset + size]
+        reply: dict[str, Any] = {"studies": page}
+        if offset + size < len(pool):
+            reply["nextPageToken"] = self.trial_token(offset + size)
+        if count_total and offset == 0:
+            reply["totalCount"] = len(pool)
+        return _Reply(200, json.dumps(reply).encode(), JSON)
+
+    # ---------------------------------------------------------------- Europe PMC
+    def _load_europepmc(self) -> None:
+        ep = self.dir / "europepmc"
+        core = _read_json(ep / "search_cancer_core_25.json")
+        lite = _read_json(ep / "search_cancer_lite_cursor_page10_with_PPR.json")
+        self.europepmc_template = {k: v for k, v in core.items() if k != "resultList"}
+        records: list[dict[str, Any]] = list(core["resultList"]["result"])
+        # Two records of the recorded core page are re-identified as PubMed papers of the efetch
+        # recordings (the recordings share no paper). Record 1 ("Department of Error", no
+        # abstract) becomes the NEJM trial: same PMID and DOI as PubMed, bibliographic fields
+        # copied from the PubMed record as Europe PMC would send them, core shape kept. Record 3
+        # becomes the Front Physiol paper as a PMC-only record in the lite shape (PMCID and DOI,
+        # no PMID), built on the recorded lite PMC record.
+        lite_pmc = next(r for r in lite["resultList"]["result"] if r.get("source") == "PMC")
+        records[1] = self._epmc_core_copy(records[1], self.pubmed_articles[PMID_ALL_SOURCES])
+        records[3] = self._epmc_pmc_copy(lite_pmc, self.pubmed_articles[PMID_BY_DOI])
+        # Then the recorded lite page (100 records, 8 preprints), as later pages.
+        records += lite["resultList"]["result"]
+        self.europepmc_records = records
+        self.europepmc_cursors: dict[int, str] = {
+            0: "*",
+            len(core["resultList"]["result"]): core["nextCursorMark"],
+        }
+
+    @staticmethod
+    def _epmc_core_copy(template: dict[str, Any], article: PubmedArticle) -> dict[str, Any]:
+        record = copy.deepcopy(template)
+        record.update(
+            id=article.pmid,
+            source="MED",
+            pmid=article.pmid,
+            doi=article.doi,
+            title=article.title,
+            authorString=", ".join(article.authors) + ".",
+            authorList={"author": [{"fullName": a} for a in article.authors]},
+            abstractText=_abstract_html(article),
+            pubYear=str(article.year),
+            pubTypeList={"pubType": list(article.publication_types)},
+        )
+        record.pop("pmcid", None)
+        record["fullTextIdList"] = {"fullTextId": []}
+        record["journalInfo"] = {
+            **record.get("journalInfo", {}),
+            "journal": {"title": article.journal},
+        }
+        if article.date:
+            record["firstPublicationDate"] = article.date
+        return record
+
+    @staticmethod
+    def _epmc_pmc_copy(template: dict[str, Any], article: PubmedArticle) -> dict[str, Any]:
+        assert article.pmcid, "the PMC-only copy needs a PMCID"
+        assert article.doi, "the PMC-only copy needs a DOI"
+        record = copy.deepcopy(template)
+        record.update(
+            id=article.pmcid,
+            source="PMC",
+            pmcid=article.pmcid,
+            doi=article.doi.upper(),  # spelt differently from PubMed: dedup must normalise
+            title=article.title,
+            authorString=", ".join(article.authors) + ".",
+            journalTitle=article.journal,
+            pubYear=str(article.year),
+            fullTextIdList={"fullTextId": [article.pmcid]},
+        )
+        record.pop("pmid", None)
+        if article.date:
+            record["firstPublicationDate"] = article.date
+        return record
+
+    def europepmc_cursor(self, offset: int) -> str:
+        """The ``cursorMark`` that asks for the page starting at ``offset``."""
+        return self.europepmc_cursors.get(offset) or _b64_token("epmc", offset)
+
+    def europepmc(self, query: str, page_size: int, cursor: str, result_type: str) -> _Reply:
+        """One search page. At the end ``nextCursorMark`` repeats the cursor asked with (Europe
+        PMC's end-of-results signal); an unknown cursor gets Europe PMC's error object."""
+        pool = [] if NO_HITS in query.lower() else self.europepmc_records
+        offset = next(
+            (
+                o
+                for o in range(len(self.europepmc_records) + 1)
+                if self.europepmc_cursor(o) == cursor
+            ),
+            None,
+        )
+        if offset is None:
+            err = {"errCode": 400, "errMsg": f"invalid cursorMark {cursor!r}"}
+            return _Reply(400, json.dumps(err).encode(), JSON)
+        size = max(1, min(page_size, EUROPEPMC_PAGE_CAP))
+        page = pool[offset : offset + size]
+        end = offset + size >= len(pool)
+        reply: dict[str, Any] = copy.deepcopy(self.europepmc_template)
+        reply.pop("nextPageUrl", None)
+        reply["hitCount"] = len(pool)
+        reply["nextCursorMark"] = cursor if end else self.europepmc_cursor(offset + size)
+        reply["request"] = {
+            **reply.get("request", {}),
+            "queryString": query,
+            "resultType": result_type,
+            "cursorMark": cursor,
+            "pageSize": size,
+        }
+        reply["resultList"] = {"result": page}
+        return _Reply(200, json.dumps(reply, ensure_ascii=False).encode(), JSON)
+
+    # ---------------------------------------------------------------- OpenAlex
+    def _load_openalex(self) -> None:
+        oa = self.dir / "openalex"
+        search = _read_json(oa / "works_filter_title_search_2_results.json")
+        addr = _read_json(oa / "work_by_doi_10.1016_j.addr.2015.01.008.json")
+        xgen = _read_json(oa / "work_by_doi_10.1016_j.xgen.2025.100814_no_abstract.json")
+        self.openalex_meta = dict(search["meta"])
+        # The recorded works, plus one copy of the no-abstract work re-identified as the NEJM
+        # trial of the PubMed recordings: its DOI (in upper case, as a resolver URL), title,
+        # authors, venue and year, no PMID (so it can only be matched by DOI) and a synthetic
+        # OpenAlex id, W9 + the PMID (real W ids are 10 digits and start W1-W4).
+        nejm = self._openalex_copy(xgen, self.pubmed_articles[PMID_ALL_SOURCES])
+        self.openalex_works: list[dict[str, Any]] = [nejm, *search["results"], addr, xgen]
+
+    @staticmethod
+    def _openalex_copy(template: dict[str, Any], article: PubmedArticle) -> dict[str, Any]:
+        assert article.doi, "the OpenAlex copy needs a DOI"
+        work = copy.deepcopy(template)
+        work_id = f"https://openalex.org/W9{article.pmid}"
+        doi_url = f"https://doi.org/{article.doi.upper()}"
+        work.update(
+            id=work_id,
+            doi=doi_url,
+            title=article.title,
+            display_name=article.title,
+            publication_year=article.year,
+            publication_date=article.date,
+            ids={"openalex": work_id, "doi": doi_url},
+            authorships=[
+                {"author_position": "middle", "author": {"display_name": a}, "raw_author_name": a}
+                for a in article.authors
+            ],
+            abstract_inverted_index=None,
+            open_access={"is_oa": False, "oa_status": "closed", "oa_url": None},
+            best_oa_location=None,
+            mesh=[],
+        )
+        work["primary_location"] = {
+            "is_oa": False,
+            "landing_page_url": doi_url,
+            "source": {"display_name": article.journal, "type": "journal"},
+        }
+        return work
+
+    def openalex(self, search: str, per_page: int, page: int, select: str | None) -> _Reply:
+        """One ``/works`` page (``select`` honoured: only those root fields are sent)."""
+        pool = [] if NO_HITS in search.lower() else self.openalex_works
+        size = max(1, min(per_page, OPENALEX_PAGE_CAP))
+        start = (max(page, 1) - 1) * size
+        works = pool[start : start + size]
+        if select:
+            wanted = {f.strip() for f in select.split(",") if f.strip()}
+            works = [{k: v for k, v in w.items() if k in wanted} for w in works]
+        meta = {**self.openalex_meta, "count": len(pool), "page": page, "per_page": size}
+        body = {"meta": meta, "results": works, "group_by": []}
+        return _Reply(200, json.dumps(body, ensure_ascii=False).encode(), JSON)
+
+    # ---------------------------------------------------------------- web
+    def _build_web(self) -> None:
+        # Pages built from Europe PMC core records 20 and 22 (real abstracts; not among the
+        # first ten Europe PMC results, so they do not meet the same text from Europe PMC).
+        self.web_pages: dict[str, tuple[str, str]] = {}
+        for index in (20, 22):
+            record = self.europepmc_records[index]
+            title = record["title"]
+            body = record.get("abstractText", "")
+            page = (
+                "<!doctype html><html lang=en><head><meta charset=utf-8>"
+                f"<title>{html.escape(title)}</title></head><body>"
+                "<nav><a href='/'>Home</a> | <a href='/news'>News</a></nav>"
+                f"<main><article><h1>{html.escape(title)}</h1><p>{body}</p></article></main>"
+                "<footer>Cookie settings · Privacy</footer></body></html>"
+            )
+            self.web_pages[f"/web/articles/{record['id']}.html"] = (title, page)
+        paths = list(self.web_pages)
+        self.web_results: list[dict[str, str]] = [
+            {
+                "title": self.web_pages[paths[0]][0],
+                "href": paths[0],
+                "body": self.web_pages[paths[0]][0] + " ...",
+            },
+            {  # a redirect to the second page: the source follows it through its URL guard
+                "title": self.web_pages[paths[1]][0],
+                "href": "/web/redirect/second",
+                "body": self.web_pages[paths[1]][0] + " ...",
+            },
+            {  # a dead link: HTML 404 page, the source keeps the snippet
+                "title": "Removed page about MEK inhibitors",
+                "href": "/web/missing.html",
+                "body": "Snippet of a page that is gone: MEK inhibition in melanoma.",
+            },
+        ]
+        self.web_redirects = {"/web/redirect/second": paths[1]}
+
+
+# --------------------------------------------------------------------------- server
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, stub: StubAPI) -> None:
+        self.stub = stub
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__((stub.host, 0), _Handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, addr = super().get_request()
+        with self.connections_lock:
+            self.connections.add(conn)
+        return conn, addr
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Keep connection resets quiet (clients that time out or close keep-alive
+        connections); record anything else in :attr:`StubAPI.errors` instead of printing it."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError | TimeoutError):
+            return
+        self.stub.record_error(f"{type(exc).__name__}: {exc}")
+
+    def close_connections(self) -> None:
+        """Shut every open connection so keep-alive handler threads end now."""
+        with self.connections_lock:
+            conns = list(self.connections)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+    timeout = 30  # idle keep-alive connections are dropped after this
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the per-request stderr log."""
+
+    def do_GET(self) -> None:
+        """Answer one GET through :meth:`StubAPI.handle`."""
+        try:
+            reply, record_index = self.server.stub.handle(self.path)
+            # Logged before sending: a client may act on the answer before we return.
+            self.server.stub.set_status(record_index, reply.status)
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(reply.body)))
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(reply.body)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            self.close_connection = True  # the client gave up (e.g. a hang timed out)
+
+
+class StubAPI:
+    """The stub server; start with :meth:`start` (or ``with StubAPI(...)``), stop with
+    :meth:`stop`.
+
+    Args:
+        fixtures: ``../shared/fixtures/api``, or a :class:`StubData` already built from it
+            (read-only, so several stubs can share one).
+        latency_seconds: fixed delay before every answer (simulates a distant server).
+        host: loopback address to bind (an ephemeral port is chosen).
+    """
+
+    def __init__(
+        self,
+        fixtures: Path | StubData,
+        *,
+        latency_seconds: float = 0.0,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.data = fixtures if isinstance(fixtures, StubData) else StubData(fixtures)
+        self.latency_seconds = latency_seconds
+        self.host = host
+        self._faults: dict[str, list[list[Any]]] = {}  # route -> [[fault, remaining], ...]
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._records: list[RequestRecord] = []
+        self.errors: list[str] = []
+        """Unexpected exceptions raised while answering (a bug in the stub); tests check it."""
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> Self:
+        """Bind and serve in a background thread; returns ``self``."""
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        self._server = _Server(self)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+            name="stub-api", daemon=True,
+        )  # fmt: skip
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: hanging answers are released, open connections closed."""
+        if self._server is None:
+            return
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.close_connections()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------ addresses
+    @property
+    def port(self) -> int:
+        """The ephemeral port (the stub must be started)."""
+        if self._server is None:
+            raise RuntimeError("the stub is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def root(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def eutils_url(self) -> str:
+        """``base_url`` for :class:`PubMedSource`."""
+        return f"{self.root}/entrez/eutils"
+
+    @property
+    def trials_url(self) -> str:
+        """``base_url`` for :class:`ClinicalTrialsSource`."""
+        return f"{self.root}/api/v2"
+
+    @property
+    def europepmc_url(self) -> str:
+        """``base_url`` for :class:`EuropePMCSource`."""
+        return f"{self.root}/europepmc/webservices/rest"
+
+    @property
+    def openalex_url(self) -> str:
+        """``base_url`` for :class:`OpenAlexSource`."""
+        return self.root
+
+    @property
+    def ddgs_url(self) -> str:
+        """``base_url`` for :class:`WebSearchSource` (a ``ddgs api`` server)."""
+        return f"{self.root}/ddgs"
+
+    def url(self, path: str) -> str:
+        """Absolute URL of a stub path."""
+        return f"{self.root}{path}"
+
+    # ------------------------------------------------------------ faults and log
+    def add_fault(self, route: Route, fault: Fault) -> None:
+        """Program ``fault`` on ``route``; of a route's faults, the first one added that
+        applies to a request (see :attr:`Fault.match`) is used."""
+        if route not in (*ROUTES.values(), "webpage"):
+            raise ValueError(f"unknown route {route!r}")
+        if fault.times is not None and fault.times < 1:
+            raise ValueError("Fault.times must be at least 1 (or None for every request)")
+        with self._lock:
+            self._faults.setdefault(route, []).append([fault, fault.times])
+
+    def record_error(self, message: str) -> None:
+        """Note an unexpected error of a handler thread (see :attr:`errors`)."""
+        with self._lock:
+            self.errors.append(message)
+
+    def clear_faults(self) -> None:
+        """Remove every programmed fault."""
+        with self._lock:
+            self._faults.clear()
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        """Every request received so far, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._records)
+
+    def requests_for(self, route: str) -> list[RequestRecord]:
+        """The requests of one route, in arrival order."""
+        return [r for r in self.requests if r.route == route]
+
+    def reset_log(self) -> None:
+        """Forget the requests received so far."""
+        with self._lock:
+            self._records.clear()
+
+    def set_status(self, index: int, status: int) -> None:
+        """Record the status request ``index`` was answered with."""
+        with self._lock:
+            if 0 <= index < len(self._records):
+                old = self._records[index]
+                self._records[index] = RequestRecord(
+                    old.route, old.path, old.params, old.arrived, status
+                )
+
+    def _take_fault(self, route: str, params: Mapping[str, str]) -> Fault | None:
+        with self._lock:
+            queue = self._faults.get(route, [])
+            for position, entry in enumerate(queue):
+                fault: Fault = entry[0]
+                if not fault.applies_to(params):
+                    continue
+                if entry[1] is not None:
+                    entry[1] -= 1
+                    if entry[1] <= 0:
+                        queue.pop(position)
+                return fault
+            return None
+
+    # ------------------------------------------------------------ answering
+    def handle(self, raw_path: str) -> tuple[_Reply, int]:
+        """The reply to ``GET raw_path`` and the index of its log record (called by the
+        handler threads)."""
+        arrived = time.monotonic()
+        parts = urlsplit(raw_path)
+        params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        route = ROUTES.get(parts.path) or ("webpage" if parts.path.startswith("/web/") else "")
+        with self._lock:
+            self._records.append(RequestRecord(route or "unknown", parts.path, params, arrived))
+            index = len(self._records) - 1
+        if self.latency_seconds > 0:
+            self._stopping.wait(self.latency_seconds)
+        fault = self._take_fault(route, params) if route else None
+        if fault is not None and fault.delay_seconds > 0:
+            self._stopping.wait(fault.delay_seconds)
+        reply = self._normal_reply(route, parts.path, params)
+        if fault is not None:
+            reply = self._apply(fault, reply)
+        return reply, index
+
+    def _apply(self, fault: Fault, reply: _Reply) -> _Reply:
+        bodies = {
+            "given": fault.body,
+            "normal": reply.body,
+            "truncated": reply.body[: len(reply.body) // 2],
+            "ncbi_rate_limit": self.data.rate_limit_body,
+            "html_404": self.data.html_404_body,
+        }
+        return _Reply(
+            status=fault.status or reply.status,
+            body=bodies[fault.body_kind],
+            content_type=fault.content_type or reply.content_type,
+            headers={**reply.headers, **fault.headers},
+        )
+
+    def _normal_reply(self, route: str, path: str, params: dict[str, str]) -> _Reply:
+        handler = self._dispatch().get(route)
+        if handler is None:
+            return _Reply(404, self.data.html_404_body, HTML)
+        return handler(path, params)
+
+    def _dispatch(self) -> dict[str, Callable[[str, dict[str, str]], _Reply]]:
+        return {
+            "esearch": self._esearch,
+            "efetch": self._efetch,
+            "trials": self._trials,
+            "europepmc": self._europepmc,
+            "openalex": self._openalex,
+            "websearch": self._websearch,
+            "webpage": self._webpage,
+        }
+
+    def _esearch(self, _path: str, params: dict[str, str]) -> _Reply:
+        if params.get("retmode") != "json":  # the stub has recordings of the JSON form only
+            return _Reply(400, b"stub: esearch is served as retmode=json only\n", "text/plain")
+        retmax = _int(params.get("retmax"), 20)
+        retstart = _int(params.get("retstart"), 0)
+        return _Reply(200, self.data.esearch(params.get("term", ""), retmax, retstart), JSON)
+
+    def _efetch(self, _path: str, params: dict[str, str]) -> _Reply:
+        ids = [i.strip() for i in params.get("id", "").split(",") if i.strip()]
+        if not ids:  # NCBI's answer to an efetch without ids
+            body = (
+                b'<?xml version="1.0" ?>\n<eFetchResult>\n'
+                b"\t<ERROR>Empty id list - nothing todo</ERROR>\n</eFetchResult>\n"
+            )
+            return _Reply(200, body, XML)
+        return _Reply(200, self.data.efetch(ids), XML)
+
+    def _trials(self, _path: str, params: dict[str, str]) -> _Reply:
+        term = params.get("query.term", "") or params.get("query.cond", "")
+        return self.data.trials(
+            term,
+            _int(params.get("pageSize"), 10),
+            params.get("pageToken") or None,
+            params.get("countTotal") == "true",
+        )
+
+    def _europepmc(self, _path: str, params: dict[str, str]) -> _Reply:
+        return self.data.europepmc(
+            params.get("query", ""),
+            _int(params.get("pageSize"), 25),
+            params.get("cursorMark", "*"),
+            params.get("resultType", "lite"),
+        )
+
+    def _openalex(self, _path: str, params: dict[str, str]) -> _Reply:
+        return self.data.openalex(
+            params.get("search", ""),
+            _int(params.get("per_page") or params.get("per-page"), 25),
+            _int(params.get("page"), 1),
+            params.get("select"),
+        )
+
+    def _websearch(self, _path: str, params: dict[str, str]) -> _Reply:
+        query = params.get("query", "")
+        limit = _int(params.get("max_results"), 10)
+        if NO_HITS in query.lower():
+            # What `ddgs api` (ddgs 9.16, api_server/api.py) answers when DDGS raises "No results
+            # found.": FastAPI's HTTPException(500, detail=f"Search failed: {e!s}").
+            body = json.dumps({"detail": "Search failed: No results found."}).encode()
+            return _Reply(500, body, JSON)
+        results = [{**r, "href": self.url(r["href"])} for r in self.data.web_results[:limit]]
+        return _Reply(200, json.dumps({"results": results}).encode(), JSON)
+
+    def _webpage(self, path: str, _params: dict[str, str]) -> _Reply:
+        if path in self.data.web_redirects:
+            target = self.url(self.data.web_redirects[path])
+            return _Reply(302, b"", HTML, {"Location": target})
+        page = self.data.web_pages.get(path)
+        if page is None:
+            return _Reply(404, self.data.html_404_body, HTML)
+        return _Reply(200, page[1].encode("utf-8"), HTML)
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
+
+
+# --------------------------------------------------------------------------- wiring
+
+
+def stub_only_guard(stub: StubAPI) -> UrlGuard:
+    """A web ``url_guard`` allowing only the stub's own ``host:port`` (tests only: the default
+    SSRF guard refuses 127.0.0.1, rightly)."""
+
+    async def guard(url: str) -> None:
+        parsed = httpx.URL(url)
+        if parsed.host != stub.host or parsed.port != stub.port:
+            raise UnsafeURLError(url, "not the stub server")
+
+    return guard
+
+
+def build_stub_sources(
+    stub: StubAPI,
+    client: httpx.AsyncClient,
+    *,
+    timeout_seconds: float,
+    tries: int,
+    backoff_seconds: float = 0.001,
+    names: Sequence[str] = ("pubmed", "trials", "europepmc", "openalex", "web"),
+    web_guard: bool = True,
+    requests_per_second: Mapping[str, float] | None = None,
+) -> list[SearchSource]:
+    """The real source clients, pointed at ``stub`` (default rate limits).
+
+    Args:
+        stub: a started stub.
+        client: the shared HTTP client.
+        timeout_seconds: per-request timeout (``Settings.http_timeout_seconds``).
+        tries: attempts per request (``Settings.http_retries``).
+        backoff_seconds: first retry backoff (tiny in tests).
+        names: which sources, in order.
+        web_guard: give the web source :func:`stub_only_guard`; ``False`` keeps the default
+            SSRF guard (which refuses the stub's loopback address).
+        requests_per_second: source name -> rate limit replacing that source's default
+            (e.g. a faster web page rate where a test is not about the web source).
+    """
+    rates = dict(requests_per_second or {})
+
+    def opts(name: str) -> dict[str, Any]:
+        common: dict[str, Any] = {
+            "timeout_seconds": timeout_seconds, "tries": tries, "backoff_seconds": backoff_seconds,
+        }  # fmt: skip
+        if name in rates:
+            common["requests_per_second"] = rates[name]
+        return common
+
+    built: dict[str, Callable[[], SearchSource]] = {
+        "pubmed": lambda: PubMedSource(client, base_url=stub.eutils_url, **opts("pubmed")),
+        "trials": lambda: ClinicalTrialsSource(client, base_url=stub.trials_url, **opts("trials")),
+        "europepmc": lambda: EuropePMCSource(
+            client, base_url=stub.europepmc_url, **opts("europepmc")
+        ),
+        "openalex": lambda: OpenAlexSource(client, base_url=stub.openalex_url, **opts("openalex")),
+        "web": lambda: WebSearchSource(
+            client,
+            base_url=stub.ddgs_url,
+            url_guard=stub_only_guard(stub) if web_guard else None,
+            **opts("web"),
+        ),
+    }
+    unknown = [n for n in names if n not in built]
+    if unknown:
+        raise ValueError(f"unknown source(s) {unknown}")
+    return [built[n]() for n in names]

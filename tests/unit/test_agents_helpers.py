@@ -1,0 +1,191 @@
+"""Extractive helpers: sentences and labels, cue words, claims, terms, query filtering,
+study designs, prompt templates."""
+
+from __future__ import annotations
+
+import pytest
+from tests.conftest import HashingEmbedder
+
+from deepcritical.agents.claims import question_to_claim
+from deepcritical.agents.design import StudyDesign, classify_design
+from deepcritical.agents.keysentences import (
+    SectionKind,
+    candidate_sentences,
+    has_conclusion_cue,
+    has_negation,
+    rank_sentences,
+    relevant_items,
+    section_kind,
+    sentences_of,
+    top_per_item,
+)
+from deepcritical.agents.queries import fresh_queries, query_key
+from deepcritical.agents.templates import PromptTemplateError, load_prompt, render_prompt
+from deepcritical.agents.terms import slugify
+from deepcritical.models import Citation, Evidence
+
+ABSTRACT = (
+    "BACKGROUND: Statins have pleiotropic effects. It is unknown whether they help in stroke.\n"
+    "OBJECTIVE: To assess whether statin pretreatment improves stroke outcome.\n"
+    "METHODS: We studied 1,000 patients (mean age 71 yrs.) in Sweden, i.e. a cohort.\n"
+    "RESULTS: Statin users had an odds ratio of 1.41 (95% CI 0.91 to 2.17) for early discharge."
+    " Mortality did not differ between groups (p = 0.4).\n"
+    "CONCLUSIONS: Statin pretreatment was not associated with better outcome after stroke."
+)
+
+
+def item(content: str = ABSTRACT, eid: str = "E1", **kw: object) -> Evidence:
+    return Evidence(
+        id=eid, content=content, citation=Citation(source="pubmed", id="1", pmid="1"), **kw
+    )
+
+
+def test_sentences_are_verbatim_with_labels() -> None:
+    e = item()
+    sentences = sentences_of(e)
+    assert all(e.content[s.start : s.start + len(s.text)] == s.text for s in sentences)
+    assert [s.label for s in sentences][:2] == ["BACKGROUND", "BACKGROUND"]
+    assert any(
+        s.text == "We studied 1,000 patients (mean age 71 yrs.) in Sweden, i.e. a cohort."
+        for s in sentences
+    )
+    assert sentences[-1].kind == SectionKind.CONCLUSION
+    assert sentences[-1].is_conclusion
+    assert not any(s.text.startswith("CONCLUSIONS") for s in sentences)
+
+
+def test_candidates_skip_setup_sections() -> None:
+    kinds = {s.kind for s in candidate_sentences(item())}
+    assert kinds == {SectionKind.RESULTS, SectionKind.CONCLUSION}
+
+
+def test_unlabelled_abstract_candidates_skip_objective_sentences() -> None:
+    text = (
+        "To determine whether aspirin lowers risk, we followed 500 adults for ten years. "
+        "Aspirin users had fewer colorectal adenomas than non-users in this cohort. "
+        "These results suggest that aspirin prevents colorectal adenoma."
+    )
+    candidates = candidate_sentences(item(text))
+    assert [c.text[:10] for c in candidates] == ["Aspirin us", "These resu"]
+    assert candidates[-1].is_conclusion
+    assert not candidates[0].is_conclusion
+
+
+@pytest.mark.parametrize(
+    ("label", "kind"),
+    [
+        ("CONCLUSIONS", SectionKind.CONCLUSION),
+        ("Conclusions and relevance", SectionKind.CONCLUSION),
+        ("MEASUREMENTS AND MAIN RESULTS", SectionKind.RESULTS),
+        ("MAIN OUTCOME MEASURES", SectionKind.SETUP),
+        ("OUTCOMES", SectionKind.RESULTS),
+        ("PATIENTS AND METHODS", SectionKind.SETUP),
+        (None, SectionKind.OTHER),
+    ],
+)
+def test_section_kinds(label: str | None, kind: SectionKind) -> None:
+    assert section_kind(label) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "negative"),
+    [
+        ("There was no significant difference in mortality.", True),
+        ("Treatment did not improve survival.", True),
+        ("Use was not associated with dementia.", True),
+        ("The drug failed to reduce relapse.", True),
+        ("There was no difference between arms.", True),
+        ("The claim may not be unique to laparoscopy.", True),
+        ("Safe storage cannot be ensured.", True),
+        ("Treatment significantly improved survival.", False),
+        ("Notably, the annotation was complete.", False),
+    ],
+)
+def test_negation_cues(text: str, negative: bool) -> None:
+    assert has_negation(text) is negative
+
+
+def test_conclusion_cues() -> None:
+    assert has_conclusion_cue("These findings suggest that statins help.")
+    assert has_conclusion_cue("In conclusion, statins help.")
+    assert not has_conclusion_cue("Patients were enrolled in 2001.")
+
+
+def test_ranking_prefers_conclusions_and_top_per_item_keeps_reading_order() -> None:
+    e1 = item(eid="E1")
+    e2 = item("RESULTS: Unrelated gardening results about tomatoes were reported here.", eid="E2")
+    ranked = rank_sentences([e1, e2], "statin pretreatment stroke outcome", HashingEmbedder())
+    assert ranked[0].evidence_id == "E1"
+    assert ranked[0].kind == SectionKind.CONCLUSION
+    picks = top_per_item(ranked, 2)
+    assert list(picks) == ["E1", "E2"]
+    assert [s.position for s in picks["E1"]] == sorted(s.position for s in picks["E1"])
+    relevant = relevant_items(ranked, min_similarity=0.1, relative_to_best=0.5)
+    assert list(relevant) == ["E1"]
+
+
+@pytest.mark.parametrize(
+    ("question", "claim", "subject"),
+    [
+        (
+            "Can metformin be repurposed for Alzheimer's disease?",
+            "Metformin can be repurposed for Alzheimer's disease.",
+            "metformin",
+        ),
+        ("Does metformin reduce dementia risk?", "Metformin reduces dementia risk.", "metformin"),
+        ("Do statins prevent stroke?", "Statins prevent stroke.", "statins"),
+        ("Is obesity associated with asthma?", "Obesity is associated with asthma.", "obesity"),
+        (
+            "Body dysmorphic disorder: does it have a psychotic subtype?",
+            "Affirmative answer to the research question: Body dysmorphic disorder: does it have "
+            "a psychotic subtype?",
+            "",
+        ),
+    ],
+)
+def test_question_to_claim(question: str, claim: str, subject: str) -> None:
+    result = question_to_claim(question)
+    assert (result.statement, result.subject) == (claim, subject)
+
+
+def test_fresh_queries_filter_tried_and_repeats() -> None:
+    tried = ['metformin "Alzheimer disease"']
+    out = fresh_queries(
+        ["Metformin  Alzheimer disease", "metformin tau", "METFORMIN TAU", "", "a" * 500], tried, 5
+    )
+    assert out == ["metformin tau", "a" * 300]
+    assert query_key(' A  "b" ') == "a b"
+    assert fresh_queries(["x", "y", "z"], [], 2) == ["x", "y"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "design"),
+    [
+        ({"publication_types": ["Meta-Analysis"]}, StudyDesign.SYSTEMATIC),
+        ({"publication_types": ["Randomized Controlled Trial"]}, StudyDesign.RCT),
+        ({"content": "Patients were randomly assigned to drug or placebo."}, StudyDesign.RCT),
+        ({"content": "A retrospective cohort of 2,000 adults."}, StudyDesign.OBSERVATIONAL),
+        ({"content": "Knockout mice showed less amyloid."}, StudyDesign.LABORATORY),
+        ({"content": "We report a case of a 54-year-old man."}, StudyDesign.CASE),
+        ({"content": "The weather was discussed."}, StudyDesign.OTHER),
+    ],
+)
+def test_study_designs(kwargs: dict[str, object], design: StudyDesign) -> None:
+    content = str(kwargs.pop("content", "Text."))
+    assert classify_design(item(content, **kwargs)) == design
+
+
+def test_templates_load_and_refuse_missing_values() -> None:
+    for name in ("planner", "queries", "hypothesis", "judge", "writer_findings", "writer_summary"):
+        assert load_prompt(name).strip()
+    rendered = render_prompt("judge", untrusted="NOTE $x {y}")
+    assert rendered.endswith("NOTE $x {y}")
+    with pytest.raises(PromptTemplateError, match="today"):
+        render_prompt("planner", untrusted="")
+    with pytest.raises(PromptTemplateError, match="not in the package"):
+        load_prompt("nope")
+
+
+def test_slugify() -> None:
+    assert slugify("Clinical Efficacy (RCTs)") == "clinical_efficacy_rcts"
+    assert slugify("!!!") == "item"

@@ -1,0 +1,377 @@
+"""The iterative orchestrator: stop rules in code, degraded runs, validated reports, events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+from tests.conftest import HashingEmbedder
+
+from deepcritical.agents.factory import AgentSet
+from deepcritical.agents.search import SearchAgent
+from deepcritical.config import Settings
+from deepcritical.evidence.store import EvidenceStore
+from deepcritical.models import (
+    ChecklistItem,
+    Citation,
+    Evidence,
+    Hypothesis,
+    JudgeAssessment,
+    Reference,
+    ReportSection,
+    ResearchPlan,
+    ResearchReport,
+    marker_ids,
+)
+from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.orchestrators.iterative import IterativeOrchestrator, QuestionError
+from deepcritical.report.validation import citation_problems
+from deepcritical.sources.base import SourceError
+
+TOPICS = ["metformin", "insulin", "statin", "aspirin", "vitamin", "exercise", "diet", "sleep"]
+
+
+def make_evidence(pmid: int, query: str) -> Evidence:
+    topic = TOPICS[pmid % len(TOPICS)]
+    return Evidence(
+        content=(
+            f"CONCLUSIONS: {topic} therapy number {pmid} was associated with outcome {pmid * 7} "
+            f"in cohort {pmid * 13} of patients with condition {pmid % 5}."
+        ),
+        citation=Citation(source="fake", id=str(pmid), pmid=str(pmid), title=f"Study {pmid}"),
+        query=query,
+        relevance=0.5,
+    )
+
+
+class CountingSource:
+    """Returns ``limit`` fresh papers per query (distinct PMIDs per query)."""
+
+    name = "fake"
+
+    def __init__(self, repeat: bool = False) -> None:
+        self.calls: list[str] = []
+        self.repeat = repeat
+
+    async def search(self, query: str, limit: int) -> list[Evidence]:
+        self.calls.append(query)
+        base = 0 if self.repeat else 100 * len(self.calls)
+        return [make_evidence(base + i, query) for i in range(1, limit + 1)]
+
+
+class FailingSource:
+    name = "broken"
+
+    async def search(self, query: str, limit: int) -> list[Evidence]:
+        raise SourceError("broken", "HTTP 503 after 3 tries")
+
+
+class HangingSource:
+    name = "slow"
+
+    async def search(self, query: str, limit: int) -> list[Evidence]:
+        await asyncio.sleep(60)
+        return []
+
+
+class Planner:
+    async def plan(self, question: str, context: str | None = None) -> ResearchPlan:
+        return ResearchPlan(
+            question=question,
+            refined_question=question,
+            checklist=[
+                ChecklistItem(key="efficacy", description="metformin efficacy outcome"),
+                ChecklistItem(key="mechanism", description="insulin mechanism pathway"),
+            ],
+            queries=["q1"],
+        )
+
+
+class Queries:
+    async def queries(
+        self,
+        plan: ResearchPlan,
+        assessment: JudgeAssessment | None,
+        round_no: int,
+        max_queries: int,
+        tried: Sequence[str],
+    ) -> list[str]:
+        return [f"q{round_no}"]
+
+
+class Hypotheses:
+    async def hypothesize(
+        self, plan: ResearchPlan, evidence: Sequence[Evidence], previous: Sequence[Hypothesis]
+    ) -> list[Hypothesis]:
+        return [
+            Hypothesis(
+                statement="metformin helps",
+                confidence=0.6,
+                supporting_evidence_ids=[e.id for e in evidence[:2]],
+            )
+        ]
+
+
+class Judge:
+    def __init__(self, sufficient_at: int | None = None) -> None:
+        self.sufficient_at = sufficient_at
+
+    async def assess(
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        hypotheses: Sequence[Hypothesis],
+        round_no: int,
+        total_evidence: int,
+    ) -> JudgeAssessment:
+        done = self.sufficient_at is not None and round_no >= self.sufficient_at
+        return JudgeAssessment(
+            sufficient=done, recommendation="synthesize" if done else "continue", coverage=0.5
+        )
+
+
+class Writer:
+    """Cites the first two real items, plus a fabricated id and a fabricated PMID."""
+
+    async def write(
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        hypotheses: Sequence[Hypothesis],
+        assessment: JudgeAssessment | None,
+    ) -> ResearchReport:
+        real = [e.id for e in evidence[:2]]
+        cites = ", ".join(real)
+        findings = f"Metformin was studied [{cites}]." if real else "Nothing was found."
+        return ResearchReport(
+            title="Report",
+            research_question=plan.question,
+            executive_summary=findings + " A made-up result was reported [E999].",
+            findings=[
+                ReportSection(
+                    heading="Efficacy",
+                    content=findings + " Another fabricated claim [PMID: 99999999].",
+                )
+            ],
+            conclusion="Done.",
+            references=[
+                Reference(
+                    evidence_id="E999",
+                    citation=Citation(source="pubmed", id="1", title="Invented paper"),
+                ),
+                *[
+                    Reference(
+                        evidence_id=e.id, citation=Citation(source="x", id="y", title="wrong")
+                    )
+                    for e in evidence[:1]
+                ],
+            ],
+        )
+
+
+class Broken:
+    """An LLM agent whose every call fails (as an LLM returning invalid JSON would)."""
+
+    async def plan(self, question: str, context: str | None = None) -> ResearchPlan:
+        raise ValueError("invalid JSON from model")
+
+    async def write(self, *args: object) -> ResearchReport:
+        raise ValueError("invalid JSON from model")
+
+
+def agents(judge: Judge | None = None, **override: object) -> AgentSet:
+    parts: dict[str, object] = {
+        "planner": Planner(),
+        "queries": Queries(),
+        "hypotheses": Hypotheses(),
+        "judge": judge or Judge(),
+        "writer": Writer(),
+    }
+    parts.update(override)
+    return AgentSet(**parts)  # type: ignore[arg-type]
+
+
+def orchestrator(
+    sources: Sequence[object],
+    settings: Settings | None = None,
+    agent_set: AgentSet | None = None,
+    fallback: AgentSet | None = None,
+) -> tuple[IterativeOrchestrator, EvidenceStore]:
+    settings = settings or Settings(max_rounds=3, results_per_query=3, sources=["local"])
+    store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
+    search = SearchAgent(sources, store, settings.results_per_query)  # type: ignore[arg-type]
+    orch = IterativeOrchestrator(
+        settings,
+        agent_set or agents(),
+        store,
+        search,
+        [s.name for s in sources],  # type: ignore[attr-defined]
+        fallback=fallback,
+    )
+    return orch, store
+
+
+async def collect(
+    orch: IterativeOrchestrator, question: str = "Does metformin help?"
+) -> list[ResearchEvent]:
+    return [e async for e in orch.run(question)]
+
+
+def final(events: list[ResearchEvent]) -> ResearchReport:
+    assert events[-1].type == "done", [e.message for e in events if e.type in {"error", "warning"}]
+    assert events[-1].result is not None
+    return events[-1].result.report
+
+
+async def test_runs_to_max_rounds_and_validates_citations() -> None:
+    orch, store = orchestrator([CountingSource()])
+    events = await collect(orch)
+    report = final(events)
+    assert report.metadata.stop_reason == "max_rounds"
+    assert report.metadata.iterations == 3
+    assert len(store) == 9  # 3 rounds x 1 query x 3 results, all distinct
+    # fabricated ids are gone; every reference is a stored item with the store's citation
+    ev = {e.id: e for e in store.all()}
+    assert citation_problems(report, ev) == []
+    assert all(r.evidence_id in ev for r in report.references)
+    for ref in report.references:
+        assert ref.citation == ev[ref.evidence_id].citation
+    text = report.to_markdown()
+    assert "Invented paper" not in text
+    assert "wrong" not in text
+    assert "E999" not in " ".join(report.texts())
+    assert "fabricated claim" not in text  # sentence citing only a fake PMID removed
+    assert report.metadata.citation_validation.references_removed >= 1
+    assert report.metadata.citation_validation.markers_removed >= 2
+    types = [e.type for e in events]
+    assert types[0] == "started"
+    assert types[1] == "planning"
+    assert types.count("searching") == 3
+    assert "judge_assessment" in types
+
+
+async def test_stops_when_judge_says_sufficient() -> None:
+    orch, _ = orchestrator([CountingSource()], agent_set=agents(judge=Judge(sufficient_at=2)))
+    report = final(await collect(orch))
+    assert report.metadata.stop_reason == "sufficient"
+    assert report.metadata.iterations == 2
+
+
+async def test_stops_at_max_sources() -> None:
+    settings = Settings(max_rounds=10, results_per_query=4, max_sources=6, sources=["local"])
+    orch, store = orchestrator([CountingSource()], settings=settings)
+    report = final(await collect(orch))
+    assert report.metadata.stop_reason == "max_sources"
+    assert report.metadata.iterations == 2
+    assert len(store) == 8
+
+
+async def test_stops_when_a_round_adds_nothing_new() -> None:
+    orch, store = orchestrator([CountingSource(repeat=True)])
+    report = final(await collect(orch))
+    assert report.metadata.stop_reason == "no_new_evidence"
+    assert report.metadata.iterations == 2
+    assert len(store) == 3
+
+
+async def test_failing_source_is_reported_and_run_goes_on() -> None:
+    orch, store = orchestrator([CountingSource(), FailingSource()])
+    events = await collect(orch)
+    report = final(events)
+    assert len(store) == 9
+    assert report.metadata.source_failures == {"broken": "HTTP 503 after 3 tries"}
+    assert "broken unavailable: HTTP 503 after 3 tries" in report.methodology
+    assert any(e.type == "warning" and "503" in e.message for e in events)
+
+
+async def test_all_sources_failing_ends_with_a_report_saying_why() -> None:
+    orch, store = orchestrator([FailingSource()])
+    report = final(await collect(orch))
+    assert report.metadata.stop_reason == "no_sources"
+    assert len(store) == 0
+    assert report.references == []
+
+
+async def test_time_budget_bounds_gathering_and_still_reports() -> None:
+    settings = Settings(max_rounds=3, time_budget_seconds=0.5, sources=["local"])
+    orch, _ = orchestrator([HangingSource()], settings=settings)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    report = final(await collect(orch))
+    assert loop.time() - t0 < 5
+    assert report.metadata.stop_reason == "time_budget"
+
+
+async def test_failing_llm_agents_fall_back_to_extractive_with_a_note() -> None:
+    broken = Broken()
+    orch, _ = orchestrator(
+        [CountingSource()],
+        agent_set=agents(planner=broken, writer=broken),
+        fallback=agents(),
+    )
+    events = await collect(orch)
+    report = final(events)
+    notes = " ".join(report.metadata.notes)
+    assert "planner failed" in notes
+    assert "report writer failed" in notes
+    assert "extractive implementation was used instead" in notes
+    assert sum(e.type == "warning" for e in events) >= 2
+
+
+async def test_failing_agent_without_fallback_ends_in_error_event() -> None:
+    orch, _ = orchestrator([CountingSource()], agent_set=agents(planner=Broken()))
+    events = await collect(orch)
+    assert events[-1].type == "error"
+    assert "planning failed" in events[-1].message
+
+
+@pytest.mark.parametrize("question", ["", "   ", "x" * 5000])
+async def test_bad_questions_are_refused_before_any_work(question: str) -> None:
+    source = CountingSource()
+    orch, _ = orchestrator([source])
+    with pytest.raises(QuestionError):
+        await collect(orch, question)
+    assert source.calls == []
+
+
+async def test_consumer_stopping_early_leaves_no_tasks() -> None:
+    orch, _ = orchestrator([HangingSource()])
+    before = asyncio.all_tasks()
+    stream = orch.run("Does metformin help?")
+    async for event in stream:
+        if event.type == "searching":
+            break
+    await stream.aclose()
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() - before == set()
+
+
+async def test_cancelling_the_consumer_task_stops_all_work() -> None:
+    orch, _ = orchestrator([HangingSource()])
+    started = asyncio.Event()
+    before = asyncio.all_tasks()
+
+    async def consume() -> None:
+        async for event in orch.run("Does metformin help?"):
+            if event.type == "searching":
+                started.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() - before == set()
+
+
+async def test_hypotheses_and_markers_only_cite_stored_items() -> None:
+    orch, store = orchestrator([CountingSource()])
+    report = final(await collect(orch))
+    ids = set(store.ids())
+    for h in report.hypotheses_tested:
+        assert set(h.supporting_evidence_ids) <= ids
+    for text in report.texts():
+        assert set(marker_ids(text)) <= ids
