@@ -35,10 +35,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.integration.stub_api import StubAPI, build_stub_sources
-
 from deepcritical.sources.base import SearchSource, SourceError
 from deepcritical.sources.http import new_http_client
+from tests.integration.stub_api import StubAPI, build_stub_sources
 
 DEFAULT_FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "api"
 QUERIES = (

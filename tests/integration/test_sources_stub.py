@@ -245,12 +245,6 @@ async def test_web_default_guard_refuses_the_loopback_stub(
     assert stub.requests_for("webpage") == []  # ...but no page on 127.0.0.1 was fetched
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a ddgs API server answers 'no results' with HTTP 500 {'detail': 'Search failed: "
-    "No results found.'}; WebSearchSource retries it and reports the web source as failed "
-    "(proposed fix: read that body in WebSearchSource._search_api and return [])",
-)
 async def test_web_api_no_results_is_an_empty_list(
     stub: StubAPI, client: httpx.AsyncClient
 ) -> None:

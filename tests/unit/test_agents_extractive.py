@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from numpy.typing import NDArray
-from tests.conftest import HashingEmbedder
 
 from deepcritical.agents.checklist import assign_to_checklist
 from deepcritical.agents.extractive_writer import (
@@ -34,6 +33,7 @@ from deepcritical.models import (
     marker_ids,
 )
 from deepcritical.report.validation import citation_problems, validate_report
+from tests.conftest import HashingEmbedder
 
 QUESTION = "Does pretreatment with statins improve clinical outcome after stroke?"
 STROKE = ["11340218", "21881325", "10173769", "10548670", "10375486", "10456814", "9616411"]
@@ -310,7 +310,15 @@ async def test_extractive_judge_sufficiency(
     statuses: list[ChecklistStatus], total: int, sufficient: bool
 ) -> None:
     plan = judged_plan(statuses)
-    a = await ExtractiveJudge(min_total_evidence=10).assess(plan, [], [], 2, total)
+    direct = [
+        Evidence(
+            id=f"E{i}",
+            content=f"Statins lowered the risk of stroke in cohort {i}.",
+            citation=Citation(source="local", id=str(i)),
+        )
+        for i in (1, 2)
+    ]
+    a = await ExtractiveJudge(min_total_evidence=10).assess(plan, direct, [], 2, total)
     assert a.sufficient is sufficient
     assert a.recommendation == ("synthesize" if sufficient else "continue")
     assert a.coverage == pytest.approx(plan.coverage(), abs=1e-3)
@@ -417,3 +425,21 @@ async def test_extractive_report_without_evidence_cites_nothing() -> None:
     assert report.references == []
     assert report.cited_ids() == []
     assert report.findings == []
+
+
+async def test_extractive_judge_needs_evidence_on_the_whole_question() -> None:
+    """Full checklist coverage by neighbouring topics is not enough: the items must mention
+    the question's key terms."""
+    plan = judged_plan([S, S, S])
+    off_topic = [
+        Evidence(
+            id=f"E{i}",
+            content="Statins lowered LDL cholesterol.",
+            citation=Citation(source="local", id=str(i)),
+        )
+        for i in (1, 2, 3)
+    ]
+    a = await ExtractiveJudge(min_total_evidence=1).assess(plan, off_topic, [], 1, 3)
+    assert a.sufficient is False
+    assert "mention the question's key terms" in a.reasoning
+    assert a.next_queries[0] == "statins stroke"

@@ -15,7 +15,6 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from tests.conftest import HashingEmbedder
 
 from deepcritical.agents.base import (
     HypothesisGenerator,
@@ -34,6 +33,7 @@ from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence, marker_ids
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.validation import citation_problems
+from tests.conftest import HashingEmbedder
 
 
 def test_no_model_gives_extractive_agents() -> None:

@@ -4,7 +4,6 @@ study designs, prompt templates."""
 from __future__ import annotations
 
 import pytest
-from tests.conftest import HashingEmbedder
 
 from deepcritical.agents.claims import question_to_claim
 from deepcritical.agents.design import StudyDesign, classify_design
@@ -23,6 +22,7 @@ from deepcritical.agents.queries import fresh_queries, query_key
 from deepcritical.agents.templates import PromptTemplateError, load_prompt, render_prompt
 from deepcritical.agents.terms import slugify
 from deepcritical.models import Citation, Evidence
+from tests.conftest import HashingEmbedder
 
 ABSTRACT = (
     "BACKGROUND: Statins have pleiotropic effects. It is unknown whether they help in stroke.\n"
@@ -189,3 +189,48 @@ def test_templates_load_and_refuse_missing_values() -> None:
 def test_slugify() -> None:
     assert slugify("Clinical Efficacy (RCTs)") == "clinical_efficacy_rcts"
     assert slugify("!!!") == "item"
+
+
+def test_matched_terms_uses_stems_and_whole_multiword_terms() -> None:
+    from deepcritical.agents.terms import matched_terms, required_term_count
+
+    text = "Hippocampal atrophy on magnetic resonance imaging and decline in cognitive function"
+    assert matched_terms(text, ["hippocampal atrophy", "MRI", "cognitive decline"]) == [
+        "hippocampal atrophy",
+        "cognitive decline",
+    ]
+    assert matched_terms("Diabetic patients", ["diabetes"]) == ["diabetes"]  # same stem
+    assert matched_terms("Insulin in obesity", ["diabetes"]) == []
+    assert matched_terms("cancers in diabetes", ["cancer", "diabetes"]) == ["cancer", "diabetes"]
+    assert [required_term_count(n) for n in (1, 2, 3, 4, 6)] == [1, 2, 3, 3, 5]
+
+
+async def test_extractive_hypothesis_ignores_items_off_the_question(hashing_embedder) -> None:  # type: ignore[no-untyped-def]
+    """An abstract on metformin and diabetes says nothing about metformin and cancer."""
+    from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator
+    from deepcritical.models import ChecklistItem, Citation, Evidence, ResearchPlan
+
+    def item(i: int, text: str) -> Evidence:
+        return Evidence(id=f"E{i}", content=text, citation=Citation(source="local", id=str(i)))
+
+    evidence = [
+        item(
+            1,
+            "CONCLUSIONS: Metformin use was associated with a lower risk of cancer in "
+            "patients with type 2 diabetes.",
+        ),
+        item(2, "CONCLUSIONS: Metformin improved glycaemic control in patients with diabetes."),
+        item(
+            3, "CONCLUSIONS: Metformin did not reduce cancer incidence among people with diabetes."
+        ),
+    ]
+    plan = ResearchPlan(
+        question="Does metformin reduce the risk of cancer in patients with diabetes?",
+        refined_question="Does metformin reduce the risk of cancer in patients with diabetes?",
+        checklist=[ChecklistItem(key="a", description="metformin cancer")],
+        key_terms=["metformin", "cancer", "diabetes"],
+    )
+    gen = ExtractiveHypothesisGenerator(hashing_embedder, relevance_threshold=0.0)
+    [hypothesis] = await gen.hypothesize(plan, evidence, [])
+    assert hypothesis.supporting_evidence_ids == ["E1"]
+    assert hypothesis.contradicting_evidence_ids == ["E3"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tests.conftest import HashingEmbedder
 
 from deepcritical.agents.search import SearchAgent, fuse_ranked
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence
 from deepcritical.sources.base import SourceError
+from tests.conftest import HashingEmbedder
 
 TOPICS = ["metformin", "tau", "amyloid", "insulin", "AMPK", "dementia", "glucose", "neurons"]
 

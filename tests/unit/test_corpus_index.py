@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
-from tests.conftest import HashingEmbedder
 
 from deepcritical.corpus import lexical
 from deepcritical.corpus.errors import (
@@ -25,6 +24,7 @@ from deepcritical.corpus.errors import (
 from deepcritical.corpus.index import LocalCorpus, file_sha256
 from deepcritical.corpus.readers import read_corpus_file
 from deepcritical.sources.pubmed_xml import AbstractSection, PubmedArticle
+from tests.conftest import HashingEmbedder
 
 TOPICS = {
     "1": "Metformin reduces cancer incidence in patients with type 2 diabetes.",

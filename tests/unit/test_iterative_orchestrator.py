@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Sequence
 
 import pytest
-from tests.conftest import HashingEmbedder
 
 from deepcritical.agents.factory import AgentSet
 from deepcritical.agents.search import SearchAgent
@@ -28,6 +27,7 @@ from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.orchestrators.iterative import IterativeOrchestrator, QuestionError
 from deepcritical.report.validation import citation_problems
 from deepcritical.sources.base import SourceError
+from tests.conftest import HashingEmbedder
 
 TOPICS = ["metformin", "insulin", "statin", "aspirin", "vitamin", "exercise", "diet", "sleep"]
 

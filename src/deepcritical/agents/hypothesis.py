@@ -28,6 +28,7 @@ from deepcritical.agents.lenient import EvidenceIdList, LenientFraction, Lenient
 from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.runner import StructuredAgent
 from deepcritical.agents.templates import render_prompt
+from deepcritical.agents.terms import extract_key_terms, matched_terms, required_term_count
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.models import Evidence, Hypothesis, ResearchPlan
 
@@ -228,16 +229,29 @@ def read_stances(
     embedder: Embedder,
     threshold: float,
     relative_to_best: float = 0.6,
+    key_terms: Sequence[str] | None = None,
 ) -> list[Stance]:
     """The stance of each relevant item of ``evidence`` towards ``question``.
 
     An item is relevant when its best candidate sentence has similarity >= ``threshold`` and
-    >= ``relative_to_best`` times the best similarity of all items. Its
+    >= ``relative_to_best`` times the best similarity of all items, and when its title, text
+    and MeSH terms mention the question's key terms (``key_terms``, default: extracted from
+    the question; all of them up to three, all but one beyond, words matched by stem): an
+    abstract on metformin and diabetes says nothing for or against "metformin reduces cancer
+    risk in diabetes". Its
     conclusion-type sentences (or, without any, its two best finding sentences) are read: a
     negation cue ("no significant", "did not", "not associated", "no difference",
     "failed to", ...) in any of them makes it contradicting, otherwise supporting.
     """
-    ranked = rank_sentences(evidence, question, embedder)
+    terms = list(key_terms) if key_terms else extract_key_terms(question)
+    needed = required_term_count(len(terms))
+    on_topic = [
+        e
+        for e in evidence
+        if len(matched_terms(" ".join([e.citation.title, e.content, *e.mesh_terms]), terms))
+        >= needed
+    ]
+    ranked = rank_sentences(on_topic, question, embedder)
     relevant = relevant_items(ranked, threshold, relative_to_best)
     by_item: dict[str, list[KeySentence]] = {}
     for s in ranked:
@@ -299,6 +313,7 @@ class ExtractiveHypothesisGenerator:
             self.embedder,
             self.relevance_threshold,
             self.relative_to_best,
+            plan.key_terms or None,
         )
         if not stances:
             return []

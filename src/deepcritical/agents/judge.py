@@ -24,6 +24,12 @@ from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.queries import fresh_queries, item_queries
 from deepcritical.agents.runner import StructuredAgent
 from deepcritical.agents.templates import render_prompt
+from deepcritical.agents.terms import (
+    extract_key_terms,
+    key_term_query,
+    matched_terms,
+    required_term_count,
+)
 from deepcritical.models import (
     ChecklistStatus,
     Evidence,
@@ -165,18 +171,23 @@ class ExtractiveJudge:
       ``min_total_evidence`` items collected;
     - ``clinical_evidence_score`` / ``mechanism_score`` = 2 points per item of the slice that
       reads as clinical / mechanistic (:func:`is_clinical`, :func:`is_mechanistic`), at most 10;
+    - never sufficient while fewer than ``min_direct_evidence`` items of the slice bear on
+      the whole question (mention its key terms, see :func:`matched_terms`): checklist
+      coverage by similarity alone can be met by papers on neighbouring topics;
     - ``next_queries``: keyword queries for the unsatisfied checklist items (empty when
       sufficient); ``reasoning`` states every number used.
 
     Args:
         min_total_evidence: evidence items needed for "sufficient" at partial coverage.
+        min_direct_evidence: items mentioning the question's key terms needed for "sufficient".
     """
 
     FULL_COVERAGE = 0.99
     PARTIAL_COVERAGE = 0.66
 
-    def __init__(self, min_total_evidence: int = 10) -> None:
+    def __init__(self, min_total_evidence: int = 10, min_direct_evidence: int = 2) -> None:
         self.min_total_evidence = min_total_evidence
+        self.min_direct_evidence = min_direct_evidence
 
     async def assess(
         self,
@@ -188,21 +199,36 @@ class ExtractiveJudge:
     ) -> JudgeAssessment:
         """Assessment after round ``round_no`` (never raises)."""
         coverage = plan.coverage()
+        terms = plan.key_terms or extract_key_terms(plan.refined_question)
+        needed = required_term_count(len(terms))
+        direct = sum(
+            len(matched_terms(" ".join([e.citation.title, e.content, *e.mesh_terms]), terms))
+            >= needed
+            for e in evidence
+        )
+        on_question = direct >= self.min_direct_evidence
         full = coverage >= self.FULL_COVERAGE
         enough = coverage >= self.PARTIAL_COVERAGE and total_evidence >= self.min_total_evidence
-        sufficient = full or enough
+        sufficient = (full or enough) and on_question
         clinical = sum(is_clinical(e) for e in evidence)
         mechanistic = sum(is_mechanistic(e) for e in evidence)
         unsatisfied = plan.unsatisfied()
         next_queries: list[str] = []
         if not sufficient:
             groups = [item_queries(plan, item) for item in unsatisfied]
+            if not on_question:
+                groups.insert(0, [key_term_query(list(terms))])
             firsts = [g[0] for g in groups if g]
             rest = [q for g in groups for q in g[1:]]
             next_queries = fresh_queries([*firsts, *rest], [], MAX_NEXT_QUERIES)
         n_sat = sum(c.status == ChecklistStatus.SATISFIED for c in plan.checklist)
         n_part = sum(c.status == ChecklistStatus.PARTIAL for c in plan.checklist)
-        if full:
+        if (full or enough) and not on_question:
+            why = (
+                f"only {direct} of the items assessed mention the question's key terms "
+                f"({', '.join(terms)}); at least {self.min_direct_evidence} are needed"
+            )
+        elif full:
             why = "every checklist item is satisfied"
         elif enough:
             why = (

@@ -8,9 +8,21 @@ diabetes", "Alzheimer's disease"), acronyms and gene/drug-like tokens ("SGLT2", 
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["GENERIC_WORDS", "STOPWORDS", "extract_key_terms", "key_term_query", "slugify"]
+__all__ = [
+    "GENERIC_WORDS",
+    "STOPWORDS",
+    "extract_key_terms",
+    "key_term_query",
+    "matched_terms",
+    "required_term_count",
+    "slugify",
+    "stems",
+]
 
 _STOPWORD_TEXT = """
     a about above after again against all am an and any are as at be because been before being
@@ -138,3 +150,40 @@ def slugify(text: str, max_chars: int = 40) -> str:
     """
     slug = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:max_chars].rstrip("_")
     return slug or "item"
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def stems(text: str) -> set[str]:
+    """Snowball (English) stems of the words of ``text`` longer than one character."""
+    words = [w for w in _WORD.findall(text.lower()) if len(w) > 1]
+    return set(_stemmer().stemWords(words))
+
+
+def matched_terms(text: str, terms: Sequence[str]) -> list[str]:
+    """The ``terms`` that ``text`` mentions: every word of the term occurs (stemmed) in it.
+
+    >>> matched_terms("Decline in cognitive function on MRI", ["cognitive decline", "MRI", "PET"])
+    ['cognitive decline', 'MRI']
+    """
+    present = stems(text)
+    out = []
+    for term in terms:
+        needed = stems(term)
+        if needed and needed <= present:
+            out.append(term)
+    return out
+
+
+def required_term_count(n_terms: int) -> int:
+    """How many of ``n_terms`` key terms an item must mention to bear on the whole question:
+    all of them up to three, all but one beyond."""
+    return n_terms if n_terms <= 3 else n_terms - 1

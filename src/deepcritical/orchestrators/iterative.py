@@ -230,6 +230,8 @@ class IterativeOrchestrator:
                     data={"source": source, "reason": reason},
                 )
             for source, reason in result.partial_failures.items():
+                label = SOURCE_LABELS.get(source, source)
+                state.notes.append(f"round {round_no}: {label} partly failed: {reason}")
                 yield ResearchEvent(
                     type="warning",
                     round=round_no,

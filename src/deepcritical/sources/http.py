@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -116,8 +116,16 @@ class SourceHttp:
         self.limiter = AsyncLimiter(1, 1.0 / requests_per_second)
         self.requests_made = 0
 
-    async def get(self, url: str, params: Mapping[str, Any] | None = None) -> httpx.Response:
-        """GET ``url`` and return a 2xx response.
+    async def get(
+        self,
+        url: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        accept: Callable[[httpx.Response], bool] | None = None,
+    ) -> httpx.Response:
+        """GET ``url`` and return a 2xx response, or an error response for which ``accept``
+        returns True (returned at once, unretried: for APIs that put an answer in an error
+        body, e.g. "no results" sent as HTTP 500).
 
         Raises:
             SourceError: non-retryable status (e.g. 400, 404), or retries exhausted, or
@@ -138,6 +146,8 @@ class SourceHttp:
                         response = await asyncio.wait_for(
                             self.client.get(url, params=params), timeout=self.timeout_seconds
                         )
+                    if accept is not None and response.status_code >= 400 and accept(response):
+                        return response
                     if response.status_code in RETRY_STATUS:
                         raise RetryableHTTPError(response)
                     if response.status_code >= 400:

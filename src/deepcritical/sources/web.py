@@ -229,6 +229,19 @@ def _more_expected(response: httpx.Response, max_bytes: int) -> bool:
     return not (length and length.isdigit() and int(length) <= max_bytes)
 
 
+def _is_no_results_answer(response: httpx.Response) -> bool:
+    """A ddgs API server answers "no results" as HTTP 500 with
+    ``{"detail": "Search failed: No results found."}``; other 500s are real failures."""
+    if response.status_code != 500:
+        return False
+    try:
+        payload = response.json()
+    except ValueError:
+        return False
+    detail = str(payload.get("detail", "")) if isinstance(payload, Mapping) else ""
+    return detail.rstrip(". ").endswith(DDGS_NO_RESULTS.rstrip(". "))
+
+
 class WebSearchSource:
     """Web search behind the :class:`~deepcritical.sources.base.SearchSource` protocol.
 
@@ -337,15 +350,20 @@ class WebSearchSource:
             raise SourceError(SOURCE, f"web search failed: {_describe(exc)}") from exc
 
     async def _search_api(self, query: str, limit: int) -> object:
+        """Results from a ``ddgs api`` server (``GET {base_url}/search/text``)."""
         try:
             response = await self._api_http.get(
-                f"{self.base_url}/search/text", params={"query": query, "max_results": limit}
+                f"{self.base_url}/search/text",
+                params={"query": query, "max_results": limit},
+                accept=_is_no_results_answer,
             )
             payload = response.json()
         except SourceError as exc:
             raise SourceError(SOURCE, f"web search failed: {exc.reason}") from exc
         except ValueError as exc:
             raise SourceError(SOURCE, "web search failed: search server sent no JSON") from exc
+        if response.status_code >= 400:  # only the "no results" answer gets here
+            return []
         if not isinstance(payload, Mapping) or not isinstance(payload.get("results"), list):
             raise SourceError(SOURCE, "web search failed: search server sent no 'results' list")
         return payload["results"]
