@@ -456,3 +456,31 @@ async def test_live_ddgs_search_and_fetch() -> None:
     assert items
     assert all(e.citation.source == "web" and e.content for e in items)
     assert all(e.citation.id.startswith("http") for e in items)
+
+
+@respx.mock
+async def test_same_page_for_several_queries_is_fetched_once() -> None:
+    """Queries of a run that return the same result share one page fetch."""
+    url = "https://example.org/article"
+    page = respx.get(url).mock(
+        return_value=httpx.Response(
+            200,
+            headers={"content-type": "text/html"},
+            text="<html><body><article><p>"
+            + "Metformin lowers glucose. " * 40
+            + "</p></article></body></html>",
+        )
+    )
+
+    def search_fn(query: str, limit: int) -> list[dict[str, str]]:
+        return [{"href": url, "title": "Article", "body": "snippet"}]
+
+    async def allow(url: str) -> None:
+        return None
+
+    async with httpx.AsyncClient() as client:
+        source = WebSearchSource(client, search_fn=search_fn, url_guard=allow)
+        results = await asyncio.gather(*(source.search(f"q{i}", 3) for i in range(4)))
+    assert page.call_count == 1
+    assert source.pages_fetched == 1
+    assert all(r[0].content.startswith("Metformin lowers glucose") for r in results)

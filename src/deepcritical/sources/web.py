@@ -297,6 +297,12 @@ class WebSearchSource:
             ddgs_text_search, timeout_seconds=max(1, round(timeout_seconds))
         )
         self._use_api = search_fn is None and self.base_url is not None
+        # Page text by normalised URL for the life of this source (one run): the same page
+        # returned for several queries is fetched once; a lock per URL makes concurrent
+        # queries wait for the first fetch instead of repeating it.
+        self._page_text: dict[str, str] = {}
+        self._page_locks: dict[str, asyncio.Lock] = {}
+        self.pages_fetched = 0
         self._guard: UrlGuard = url_guard or partial(check_public_url_async, resolver=resolver)
         self.http = SourceHttp(
             client,
@@ -395,21 +401,30 @@ class WebSearchSource:
         except UnsafeURLError as exc:
             logger.info("web result dropped: %s", exc)
             return None
-        page_text = ""
-        if fetch:
-            try:
-                page = await self.fetch_page(hit.url, first_hop_checked=True)
-                page_text = await asyncio.to_thread(extract_main_text, page)
-            except (UnsafeURLError, PageFetchError) as exc:
-                logger.info("page not used, snippet kept: %s", exc)
+        key = normalize_url(hit.url)
+        page_text = await self._main_text(hit.url, key) if fetch and key else ""
         content = choose_content(page_text, hit.snippet, self.max_content_chars)
         if not content:
             content = hit.title
-        key = normalize_url(hit.url)
         if not content or key is None:
             return None
         citation = Citation(source=SOURCE, id=key, title=hit.title, url=hit.url)
         return Evidence(content=content, citation=citation)
+
+    async def _main_text(self, url: str, key: str) -> str:
+        """Main text of the page at ``url`` ("" when it cannot be used), fetched once per run."""
+        lock = self._page_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if key not in self._page_text:
+                text = ""
+                try:
+                    page = await self.fetch_page(url, first_hop_checked=True)
+                    self.pages_fetched += 1
+                    text = await asyncio.to_thread(extract_main_text, page)
+                except (UnsafeURLError, PageFetchError) as exc:
+                    logger.info("page not used, snippet kept: %s", exc)
+                self._page_text[key] = text
+            return self._page_text[key]
 
     async def _checked(self, url: str) -> None:
         """The guard, bounded by the timeout; any guard failure is an :class:`UnsafeURLError`."""
