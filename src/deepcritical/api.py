@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, aclosing
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deepcritical.agents.factory import build_agents
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder, shared_embedder
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.llm import build_model, parse_model_spec
+from deepcritical.llm import (
+    ModelSpecError,
+    build_chat_client,
+    build_model,
+    close_chat_client,
+    parse_model_spec,
+)
 from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.orchestrators.iterative import IterativeOrchestrator, check_question
 from deepcritical.sources.base import SearchSource
@@ -24,7 +30,10 @@ from deepcritical.sources.factory import build_sources
 from deepcritical.sources.http import new_http_client
 
 if TYPE_CHECKING:
+    from agent_framework import SupportsChatGetResponse
     from pydantic_ai.models import Model
+
+    from deepcritical.orchestrators.magentic import MagenticOrchestrator
 
 
 async def research(
@@ -35,6 +44,7 @@ async def research(
     model: Model | None = None,
     sources: Sequence[SearchSource] | None = None,
     embedder: Embedder | None = None,
+    chat_client: SupportsChatGetResponse[Any] | None = None,
 ) -> AsyncIterator[ResearchEvent]:
     """Research ``question`` and stream :class:`ResearchEvent`; the last is ``done`` (its
     ``result`` holds the report and the evidence) or ``error``.
@@ -47,19 +57,36 @@ async def research(
             pass scripted models here).
         sources: search sources to use instead of those ``settings.sources`` names.
         embedder: embedder to use instead of all-MiniLM-L6-v2.
+        chat_client: the Magentic manager's agent-framework chat client, instead of the one
+            :func:`~deepcritical.llm.build_chat_client` makes from ``settings.llm`` (tests
+            pass scripted clients here); used when ``settings.orchestrator`` is ``magentic``.
 
     Raises:
         QuestionError: empty or too long question (before any event).
-        ModelSpecError: a bad ``settings.llm`` or a missing API key (before any event).
+        ModelSpecError: a bad ``settings.llm`` or a missing API key, or the ``magentic``
+            orchestrator without a model (before any event).
         deepcritical.corpus.index.CorpusNotFoundError: ``local`` source with no corpus.
     """
     settings = settings or Settings()
     question = check_question(question, settings.max_question_chars)
+    _log_to_stderr()
     llm_model = model if model is not None else build_model(settings)
     llm_label = str(parse_model_spec(settings.llm)) if model is None else _model_label(model)
+    magentic = settings.orchestrator == "magentic"
+    if magentic and llm_model is None:
+        raise ModelSpecError(
+            "the magentic orchestrator needs a model (its manager and agents are LLMs): give "
+            "--llm (e.g. openai:gpt-4o or openai-compatible:MODEL@URL), or use "
+            "--orchestrator iterative, which also runs with --llm none"
+        )
+    manager_client = chat_client
+    if magentic and manager_client is None:
+        manager_client = build_chat_client(settings)
     embedder = embedder or shared_embedder(settings.embedding_model)
 
     async with AsyncExitStack() as stack:
+        if magentic and chat_client is None:
+            stack.push_async_callback(close_chat_client, manager_client)
         client = new_http_client(settings.http_timeout_seconds)
         stack.push_async_callback(client.aclose)
         run_sources = (
@@ -68,21 +95,45 @@ async def research(
         store = EvidenceStore(embedder, settings.near_duplicate_threshold)
         agents = build_agents(settings, llm_model, embedder)
         fallback = build_agents(settings, None, embedder) if llm_model is not None else None
-        orchestrator = IterativeOrchestrator(
-            settings,
-            agents,
-            store,
-            SearchAgent(run_sources, store, settings.results_per_query),
-            [s.name for s in run_sources],
-            fallback=fallback,
-            llm_label=llm_label,
-        )
+        search = SearchAgent(run_sources, store, settings.results_per_query)
+        names = [s.name for s in run_sources]
+        orchestrator: IterativeOrchestrator | MagenticOrchestrator
+        if magentic and manager_client is not None:
+            from deepcritical.orchestrators.magentic import MagenticOrchestrator
+
+            orchestrator = MagenticOrchestrator(
+                settings,
+                agents,
+                store,
+                search,
+                names,
+                chat_client=manager_client,
+                fallback=fallback,
+                llm_label=llm_label,
+            )
+        else:
+            orchestrator = IterativeOrchestrator(
+                settings, agents, store, search, names, fallback=fallback, llm_label=llm_label
+            )
         async with aclosing(orchestrator.run(question, context)) as events:
             async for event in events:
                 yield event
 
 
+def _log_to_stderr() -> None:
+    """structlog prints to stdout by default; a library must not write into its caller's
+    stdout, so send our log lines to stderr unless the application configured structlog."""
+    import sys
+
+    import structlog
+
+    if not structlog.is_configured():
+        structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
+
+
 def _model_label(model: Model) -> str:
-    name = getattr(model, "model_name", None) or type(model).__name__
+    name = str(getattr(model, "model_name", None) or type(model).__name__)
     system = getattr(model, "system", None)
-    return f"{system}:{name}" if system else str(name)
+    if not system or name.startswith(f"{system}:"):
+        return name
+    return f"{system}:{name}"

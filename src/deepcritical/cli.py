@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from deepcritical.config import Settings
-from deepcritical.models import RunResult
+from deepcritical.models import SOURCE_LABELS, RunResult
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -51,6 +51,8 @@ def _configure_logging(verbose: bool) -> None:
 
     level = logging.DEBUG if verbose else logging.ERROR
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("bm25s", "chromadb", "httpx", "sentence_transformers", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.WARNING)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
 
 
@@ -177,6 +179,14 @@ def research(
     time_budget: Annotated[
         float | None, typer.Option("--time-budget", help="Seconds for gathering evidence.")
     ] = None,
+    orchestrator: Annotated[
+        str | None,
+        typer.Option(
+            "--orchestrator",
+            help="iterative (deterministic loop; default, works with --llm none) or magentic "
+            "(an LLM manager picks the next agent; needs --llm).",
+        ),
+    ] = None,
     context: Annotated[
         str | None, typer.Option("--context", help="Background for the planner.")
     ] = None,
@@ -187,6 +197,7 @@ def research(
     """Research QUESTION and write a validated report (markdown + JSON)."""
     from deepcritical.corpus.index import LocalCorpus
 
+    _check_out_path(out)
     source_list: list[str] | None = None
     if sources is not None:
         source_list = [s.strip() for s in sources.split(",") if s.strip()]
@@ -195,6 +206,7 @@ def research(
         max_rounds=max_rounds,
         max_sources=max_sources,
         time_budget_seconds=time_budget,
+        orchestrator=orchestrator.strip().lower() if orchestrator else None,
         corpus_dir=corpus,
         sources=source_list,
     )
@@ -224,7 +236,28 @@ def research(
         json_path = out.with_suffix(".json")
         json_path.write_text(result.to_json(), encoding="utf-8")
         _print_summary(result, out, json_path)
+        _print_usage(result)
     raise typer.Exit(code)
+
+
+def _check_out_path(out: Path) -> None:
+    """Refuse, before any work, an --out the report could not be written to."""
+    if out.suffix.lower() == ".json":
+        raise _fail(
+            f"--out {out}: give the markdown path (e.g. report.md); the JSON is written next "
+            "to it with the suffix .json",
+            2,
+        )
+    if out.exists() and out.is_dir():
+        raise _fail(f"--out {out} is a directory; give a file path such as {out}/report.md", 2)
+    parent = out.parent
+    for ancestor in [parent, *parent.parents]:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise _fail(f"--out {out}: {ancestor} is a file, not a directory", 2)
+            if not os.access(ancestor, os.W_OK):
+                raise _fail(f"--out {out}: {ancestor} is not writable", 2)
+            break
 
 
 async def _run_research(
@@ -283,10 +316,51 @@ def _print_summary(result: RunResult, md_path: Path, json_path: Path) -> None:
         "Citation check",
         f"{cv.references_checked} refs / {cv.markers_checked} citations checked; "
         f"removed {cv.references_removed} refs, {cv.markers_removed} citations, "
-        f"{cv.sentences_removed} sentences",
+        f"{cv.sentences_removed} sentences"
+        + (
+            f"; the writer itself dropped {cv.writer_markers_removed} citations of sources it "
+            f"was not shown and {cv.writer_sentences_removed} sentences"
+            if cv.writer_markers_removed or cv.writer_sentences_removed
+            else ""
+        ),
     )
     table.add_row("Time", f"{meta.duration_seconds:.1f} s")
     console.print(table)
+
+
+def _print_usage(result: RunResult) -> None:
+    """The run's usage accounting: LLM requests and tokens per agent, search calls per source,
+    wall time per stage."""
+    usage = result.report.metadata.usage
+    table = Table(title="Usage")
+    table.add_column("What")
+    table.add_column("Requests / calls", justify="right")
+    table.add_column("Input tokens", justify="right")
+    table.add_column("Output tokens", justify="right")
+    for role, used in usage.llm.items():
+        failed = f" ({used.failures} failed)" if used.failures else ""
+        table.add_row(
+            f"LLM {role}",
+            f"{used.requests}{failed}",
+            str(used.input_tokens),
+            str(used.output_tokens),
+        )
+    total = usage.llm_total
+    table.add_row(
+        "LLM total", str(total.requests), str(total.input_tokens), str(total.output_tokens)
+    )
+    for source, calls in usage.search.items():
+        failed = f" ({calls.failed_calls} failed)" if calls.failed_calls else ""
+        table.add_row(
+            f"search {SOURCE_LABELS.get(source, source)}",
+            f"{calls.calls}{failed}",
+            f"{calls.results} results",
+            "",
+        )
+    console.print(table)
+    if usage.stage_seconds:
+        stages = " · ".join(f"{stage} {sec:.1f} s" for stage, sec in usage.stage_seconds.items())
+        console.print(f"Time per stage: {stages}")
 
 
 def main() -> None:

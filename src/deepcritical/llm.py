@@ -10,17 +10,22 @@ Model specs (``Settings.llm``):
   llama.cpp server), e.g. ``openai-compatible:llama3.1@http://127.0.0.1:11434/v1``.
 
 Nothing else in the project imports a provider SDK. Every agent obtains its model through
-:func:`build_model`, so there is one provider-selection path and no silent fallback.
+:func:`build_model` (pydantic-ai) and the Magentic manager its chat client through
+:func:`build_chat_client` (agent-framework), both from the same parsed spec, so there is one
+provider-selection path and no silent fallback.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from deepcritical.config import Settings
 
 if TYPE_CHECKING:
+    from agent_framework import SupportsChatGetResponse
     from pydantic_ai.models import Model
 
 Provider = Literal["none", "openai", "anthropic", "openai-compatible"]
@@ -118,3 +123,83 @@ def build_model(settings: Settings) -> Model | None:
             api_key=key.get_secret_value() if key is not None else "not-needed",
         )
     return OpenAIChatModel(spec.model, provider=provider)
+
+
+def build_chat_client(settings: Settings) -> SupportsChatGetResponse[Any]:
+    """The agent-framework chat client for ``settings.llm`` (the Magentic manager's model).
+
+    OpenAI and OpenAI-compatible servers get agent-framework's Chat Completions client over an
+    ``AsyncOpenAI`` client configured here (base URL, key, ``llm_timeout_seconds``,
+    ``llm_retries``), so no ``OPENAI_*``/``AZURE_*`` environment variable is consulted behind
+    the settings' back. Anthropic needs the optional ``agent-framework-anthropic`` package.
+    Close the client with :func:`close_chat_client`.
+
+    Raises:
+        ModelSpecError: ``none`` (the manager needs a model), a bad spec, a missing API key,
+            or an Anthropic model without ``agent-framework-anthropic`` installed.
+    """
+    spec = parse_model_spec(settings.llm)
+    if spec.provider == "none":
+        raise ModelSpecError(
+            "the magentic orchestrator needs a model: give --llm (e.g. openai:gpt-4o or "
+            "openai-compatible:MODEL@URL), or use --orchestrator iterative with --llm none"
+        )
+    if spec.provider == "anthropic":
+        return _anthropic_chat_client(settings, spec)
+
+    from agent_framework_openai import OpenAIChatCompletionClient
+    from openai import AsyncOpenAI
+
+    if spec.provider == "openai":
+        if settings.openai_api_key is None:
+            raise ModelSpecError(
+                "openai models need an API key: set OPENAI_API_KEY or DEEPCRITICAL_OPENAI_API_KEY"
+            )
+        api_key = settings.openai_api_key.get_secret_value()
+        base_url: str | None = None
+    else:
+        key = settings.openai_compatible_api_key
+        api_key = key.get_secret_value() if key is not None else "not-needed"
+        base_url = spec.base_url
+    async_client = AsyncOpenAI(
+        api_key=api_key,
+        base_url=base_url,
+        timeout=settings.llm_timeout_seconds,
+        max_retries=settings.llm_retries,
+    )
+    client: OpenAIChatCompletionClient[Any] = OpenAIChatCompletionClient(
+        model=spec.model, async_client=async_client
+    )
+    return client
+
+
+def _anthropic_chat_client(settings: Settings, spec: ModelSpec) -> SupportsChatGetResponse[Any]:
+    try:
+        module = importlib.import_module("agent_framework_anthropic")
+    except ModuleNotFoundError as exc:
+        raise ModelSpecError(
+            f"{spec} cannot drive the magentic orchestrator: its chat client needs the package "
+            "agent-framework-anthropic, which is not installed. Use --orchestrator iterative "
+            "(Anthropic works there), or an openai / openai-compatible model for magentic."
+        ) from exc
+    if settings.anthropic_api_key is None:
+        raise ModelSpecError(
+            "anthropic models need an API key: set ANTHROPIC_API_KEY "
+            "or DEEPCRITICAL_ANTHROPIC_API_KEY"
+        )
+    client_class = module.AnthropicClient
+    params = inspect.signature(client_class).parameters
+    model_kw = "model" if "model" in params else "model_id"
+    client: SupportsChatGetResponse[Any] = client_class(
+        **{model_kw: spec.model, "api_key": settings.anthropic_api_key.get_secret_value()}
+    )
+    return client
+
+
+async def close_chat_client(client: object) -> None:
+    """Close the HTTP client under a chat client from :func:`build_chat_client` (no-op for
+    clients that hold none, such as test doubles)."""
+    inner = getattr(client, "client", None)
+    close = getattr(inner, "close", None)
+    if close is not None and inspect.iscoroutinefunction(close):
+        await close()

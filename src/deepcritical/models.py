@@ -44,6 +44,33 @@ SOURCE_LABELS: dict[str, str] = {
 }
 
 
+class StudyDesign(StrEnum):
+    """Study design of a source, as read by :mod:`deepcritical.evidence.grading`.
+
+    Values are the labels shown in reports. Evidence levels (strongest first: meta-analysis,
+    systematic review, randomised controlled trial, other clinical trial, cohort, case-control,
+    cross-sectional/observational, case report or series, narrative review, preclinical) live in
+    :data:`deepcritical.evidence.grading.EVIDENCE_LEVEL`. ``PREPRINT`` is given only when no
+    design can be read from a preprint; a preprint whose design is recognised keeps that design
+    (``Evidence.is_preprint`` says it is not peer reviewed).
+    """
+
+    META_ANALYSIS = "meta-analysis"
+    SYSTEMATIC_REVIEW = "systematic review"
+    RCT = "randomised controlled trial"
+    CLINICAL_TRIAL = "clinical trial (non-randomised or phase)"
+    COHORT = "cohort study"
+    CASE_CONTROL = "case-control study"
+    CROSS_SECTIONAL = "cross-sectional study"
+    OBSERVATIONAL = "observational study (design not specified)"
+    CASE_REPORT = "case report or case series"
+    REVIEW = "narrative review"
+    ANIMAL = "preclinical: animal study"
+    IN_VITRO = "preclinical: in vitro study"
+    PREPRINT = "preprint (design not recognised)"
+    OTHER = "other or not recognised"
+
+
 class Citation(BaseModel):
     """Bibliographic record of one source document.
 
@@ -125,6 +152,9 @@ class Evidence(BaseModel):
     publication_types: list[str] = Field(default_factory=list)
     is_preprint: bool = False
     checklist_keys: list[str] = Field(default_factory=list)
+    study_design: StudyDesign | None = None
+    """An explicit study design (set by whoever knows it); ``None``: read it with
+    :func:`deepcritical.evidence.grading.grade_evidence`, which honours a value set here."""
 
     def model_post_init(self, __context: object) -> None:
         if not self.sources:
@@ -227,6 +257,8 @@ class Reference(BaseModel):
 
     evidence_id: str
     citation: Citation
+    study_design: StudyDesign | None = None
+    """The cited item's study design, when the report was graded (shown in the list)."""
 
 
 class CitationValidation(BaseModel):
@@ -240,15 +272,22 @@ class CitationValidation(BaseModel):
     sentences_removed: int = 0
     removed_reference_ids: list[str] = Field(default_factory=list)
     removed_marker_ids: list[str] = Field(default_factory=list)
+    writer_markers_removed: int = 0
+    writer_sentences_removed: int = 0
+    writer_removed_ids: list[str] = Field(default_factory=list)
+    """Citations the LLM writer made to ids it was not shown, removed by the writer itself
+    before validation (with the sentences that cited only them)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def valid(self) -> bool:
-        """True when nothing had to be removed."""
+        """True when nothing had to be removed, by validation or by the writer."""
         return (
             self.references_removed == 0
             and self.markers_removed == 0
             and self.sentences_removed == 0
+            and self.writer_markers_removed == 0
+            and self.writer_sentences_removed == 0
         )
 
 
@@ -261,7 +300,116 @@ StopReason = Literal[
     "no_sources",
     "cancelled",
     "error",
+    "manager_finished",
+    "manager_round_limit",
+    "manager_stalled",
 ]
+"""Why a run stopped gathering. The ``manager_*`` values come from the ``magentic``
+orchestrator only: its manager declared the request satisfied before any stop rule in code
+closed gathering, reached its round limit, or stalled beyond its reset limit."""
+
+
+class LLMUsage(BaseModel):
+    """LLM usage of one agent role (or of the Magentic manager), summed over its calls.
+
+    Token counts are those the provider reported; ``requests`` counts model requests
+    (retries included), ``runs`` agent calls, ``failures`` calls that raised.
+    """
+
+    runs: int = 0
+    failures: int = 0
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+class SourceUsage(BaseModel):
+    """Calls made to one search source during a run (``results``: items it returned)."""
+
+    calls: int = 0
+    failed_calls: int = 0
+    results: int = 0
+
+
+class UsageReport(BaseModel):
+    """What a run consumed: LLM requests and tokens per agent role (``manager`` for the
+    Magentic manager), search calls per source, and wall-clock seconds per stage
+    (``planning``, ``query_generation``, ``searching``, ``hypotheses``, ``judging``,
+    ``writing``, ``validation``; ``manager`` for the Magentic manager's model calls)."""
+
+    llm: dict[str, LLMUsage] = Field(default_factory=dict)
+    llm_total: LLMUsage = Field(default_factory=LLMUsage)
+    search: dict[str, SourceUsage] = Field(default_factory=dict)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def search_calls(self) -> int:
+        """Search calls over every source."""
+        return sum(s.calls for s in self.search.values())
+
+
+class SupportingQuote(BaseModel):
+    """The passage of one cited source that best matches a report sentence.
+
+    ``quote`` is verbatim source text (one sentence or two adjacent sentences of the item's
+    content, or its title); ``similarity`` is the cosine similarity of its embedding to the
+    sentence's; ``entailment`` is the NLI entailment probability when an NLI model was used;
+    ``supports`` says whether this source counts as supporting the sentence.
+    """
+
+    evidence_id: str
+    quote: str
+    similarity: float
+    entailment: float | None = None
+    supports: bool = False
+
+
+class GroundedClaim(BaseModel):
+    """The grounding check of one cited sentence of a report.
+
+    ``location``: ``"executive summary"``, ``"findings: <heading>"`` or ``"conclusion"``;
+    ``sentence``: the sentence as written, markers included; ``evidence_ids``: the ids it
+    cited; ``quotes``: the best passage of each cited source; ``supported``: at least one cited
+    source supports it; ``score``: the best similarity (entailment with NLI) over its cited
+    sources; ``kept_ids``: the ids it still cites after grounding; ``removed``: the sentence
+    was removed; ``grounded_sentence``: the sentence as it reads after grounding ("" when
+    removed).
+    """
+
+    location: str
+    sentence: str
+    evidence_ids: list[str] = Field(default_factory=list)
+    quotes: list[SupportingQuote] = Field(default_factory=list)
+    supported: bool = False
+    score: float = 0.0
+    kept_ids: list[str] = Field(default_factory=list)
+    removed: bool = False
+    grounded_sentence: str = ""
+
+
+class GroundingCheck(BaseModel):
+    """What the grounding check did to a report (see :mod:`deepcritical.report.grounding`).
+
+    ``citations_removed`` counts citations removed from sentences that were kept (the
+    citations of a removed sentence go with it and are not counted again).
+    """
+
+    method: Literal["embedding", "embedding+nli"] = "embedding"
+    threshold: float = 0.0
+    nli_threshold: float | None = None
+    sentences_checked: int = 0
+    sentences_supported: int = 0
+    sentences_removed: int = 0
+    citations_removed: int = 0
+    references_removed: int = 0
+    removed_reference_ids: list[str] = Field(default_factory=list)
 
 
 class ReportMetadata(BaseModel):
@@ -281,6 +429,11 @@ class ReportMetadata(BaseModel):
     queries: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     citation_validation: CitationValidation = Field(default_factory=CitationValidation)
+    usage: UsageReport = Field(default_factory=UsageReport)
+    grounding_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Share of cited sentences supported by a passage of a cited source, before removal;
+    ``None`` when the report was not grounded or cites nothing."""
+    grounding_check: GroundingCheck | None = None
 
 
 CITATION_MARKER = re.compile(r"\[(E\d+(?:\s*,\s*E\d+)*)\]")
@@ -309,6 +462,8 @@ class ResearchReport(BaseModel):
     conclusion: str = ""
     references: list[Reference] = Field(default_factory=list)
     metadata: ReportMetadata = Field(default_factory=ReportMetadata)
+    grounding: list[GroundedClaim] = Field(default_factory=list)
+    """One record per cited sentence checked by the grounding check, with its quotes."""
 
     def texts(self) -> list[str]:
         """Every text field that may hold citation markers, in reading order."""
@@ -388,7 +543,10 @@ class ResearchReport(BaseModel):
         for ref in self.references:
             by_id.setdefault(ref.evidence_id, ref)
         for eid, n in sorted(numbers.items(), key=lambda kv: kv[1]):
-            out.append(f"{n}. {by_id[eid].citation.format_reference()}")
+            line = f"{n}. {by_id[eid].citation.format_reference()}"
+            if by_id[eid].study_design is not None:
+                line += f" *Study design: {by_id[eid].study_design}.*"
+            out.append(line)
         if not numbers:
             out.append("No references.")
         cv = md.citation_validation
@@ -406,6 +564,31 @@ class ResearchReport(BaseModel):
             f" references, {cv.markers_removed} citations and {cv.sentences_removed} sentences"
             " removed.*  ",
         ]
+        gc = md.grounding_check
+        if gc is not None:
+            how = (
+                f"NLI entailment ≥ {gc.nli_threshold:g}"
+                if gc.method == "embedding+nli" and gc.nli_threshold is not None
+                else f"cosine similarity ≥ {gc.threshold:g}"
+            )
+            if gc.sentences_checked and md.grounding_score is not None:
+                found = (
+                    f"{gc.sentences_supported} of {gc.sentences_checked} cited sentences are"
+                    f" supported by a passage of a cited source (grounding score"
+                    f" {md.grounding_score:.2f}; {how})"
+                )
+            else:
+                found = "no cited sentence to check"
+
+            def count(n: int, noun: str) -> str:
+                return f"{n} {noun}{'' if n == 1 else 's'}"
+
+            out.append(
+                f"*Grounding check: {found};"
+                f" {count(gc.sentences_removed, 'unsupported sentence')},"
+                f" {count(gc.citations_removed, 'unsupported citation')} and"
+                f" {count(gc.references_removed, 'reference')} removed.*  "
+            )
         out.extend(f"*Note: {note}*  " for note in md.notes)
         if md.source_failures:
             fails = "; ".join(

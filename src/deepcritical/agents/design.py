@@ -1,7 +1,9 @@
-"""Study design of an evidence item, read from publication types and text (no model).
+"""Study-design groups of evidence items, for report headings and the extractive judge.
 
-Used by the extractive report writer to group quotes and by the extractive judge to score.
-The reading is keyword-based: good enough to group, not a methodological appraisal.
+The design itself is read by :func:`deepcritical.evidence.grading.grade_evidence` (publication
+types, MeSH headings, preprint flag and keywords; see that module). This module only groups
+those designs under report headings (:class:`StudyDesign`, kept under its historical name) and
+says which items are clinical or mechanistic.
 """
 
 from __future__ import annotations
@@ -9,16 +11,28 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-from deepcritical.models import Evidence, SourceName
+from deepcritical.evidence.grading import (
+    CLINICAL_DESIGNS,
+    TEXT_CHARS,
+    clinical_weight,
+    grade_evidence,
+)
+from deepcritical.models import Evidence
+from deepcritical.models import StudyDesign as Design
 
-__all__ = ["DESIGN_ORDER", "StudyDesign", "classify_design", "is_clinical", "is_mechanistic"]
+__all__ = [
+    "DESIGN_ORDER",
+    "DesignGroup",
+    "StudyDesign",
+    "classify_design",
+    "design_group",
+    "is_clinical",
+    "is_mechanistic",
+]
 
-TEXT_CHARS = 3000
-"""Characters of an item's content searched for design keywords."""
 
-
-class StudyDesign(StrEnum):
-    """Study designs, strongest clinical evidence first; values are report headings."""
+class DesignGroup(StrEnum):
+    """Groups of study designs, strongest clinical evidence first; values are report headings."""
 
     SYSTEMATIC = "Systematic reviews and meta-analyses"
     RCT = "Randomised controlled trials"
@@ -30,41 +44,30 @@ class StudyDesign(StrEnum):
     OTHER = "Other studies"
 
 
-DESIGN_ORDER = list(StudyDesign)
-"""Designs in heading order."""
+StudyDesign = DesignGroup
+"""Former name of :class:`DesignGroup` (the fine-grained design is
+:class:`deepcritical.models.StudyDesign`)."""
 
-_RULES: list[tuple[StudyDesign, re.Pattern[str]]] = [
-    (StudyDesign.SYSTEMATIC, re.compile(r"meta-?analy|systematic(?:ally)? review", re.I)),
-    (
-        StudyDesign.RCT,
-        re.compile(r"randomi[sz]ed|randomly (?:assigned|allocated)|randomi[sz]ation", re.I),
-    ),
-    (
-        StudyDesign.TRIAL,
-        re.compile(r"clinical trial|phase (?:i{1,3}|iv|[1-4])\b|single-arm|open-label", re.I),
-    ),
-    (
-        StudyDesign.OBSERVATIONAL,
-        re.compile(
-            r"cohort|case-control|cross-sectional|retrospective|prospective|registry|survey|"
-            r"questionnaire|observational|population-based|longitudinal",
-            re.I,
-        ),
-    ),
-    (StudyDesign.CASE, re.compile(r"case reports?\b|case series|we (?:report|describe) a", re.I)),
-    (
-        StudyDesign.LABORATORY,
-        re.compile(
-            r"\b(?:mice|mouse|murine|rats?|rodents?|in vitro|cell lines?|cultured cells|"
-            r"zebrafish|animal models?|knockout|xenograft)\b",
-            re.I,
-        ),
-    ),
-    (StudyDesign.REVIEW, re.compile(r"\breview\b", re.I)),
-]
+DESIGN_ORDER = list(DesignGroup)
+"""Groups in heading order."""
 
-_CLINICAL = {StudyDesign.SYSTEMATIC, StudyDesign.RCT, StudyDesign.TRIAL, StudyDesign.OBSERVATIONAL}
-_CLINICAL_WORDS = re.compile(r"\b(?:patients|participants|clinical|trial)\b", re.I)
+_GROUP: dict[Design, DesignGroup] = {
+    Design.META_ANALYSIS: DesignGroup.SYSTEMATIC,
+    Design.SYSTEMATIC_REVIEW: DesignGroup.SYSTEMATIC,
+    Design.RCT: DesignGroup.RCT,
+    Design.CLINICAL_TRIAL: DesignGroup.TRIAL,
+    Design.COHORT: DesignGroup.OBSERVATIONAL,
+    Design.CASE_CONTROL: DesignGroup.OBSERVATIONAL,
+    Design.CROSS_SECTIONAL: DesignGroup.OBSERVATIONAL,
+    Design.OBSERVATIONAL: DesignGroup.OBSERVATIONAL,
+    Design.CASE_REPORT: DesignGroup.CASE,
+    Design.ANIMAL: DesignGroup.LABORATORY,
+    Design.IN_VITRO: DesignGroup.LABORATORY,
+    Design.REVIEW: DesignGroup.REVIEW,
+    Design.PREPRINT: DesignGroup.OTHER,
+    Design.OTHER: DesignGroup.OTHER,
+}
+
 _MECHANISTIC = re.compile(
     r"\b(?:mechanism\w*|pathway\w*|receptor\w*|signal(?:l)?ing|inhibit\w*|activat\w*|"
     r"express\w*|phosphorylat\w*|in vitro|mice|mouse|rats?|cell lines?|molecular|gene|"
@@ -73,31 +76,21 @@ _MECHANISTIC = re.compile(
 )
 
 
-def classify_design(evidence: Evidence) -> StudyDesign:
-    """The design of ``evidence``: publication types first, then the first 3000 characters of
-    the content (first matching rule in :data:`DESIGN_ORDER`); ClinicalTrials.gov records are
-    trials unless randomised."""
-    types = " ".join(evidence.publication_types)
-    for design, pattern in _RULES:
-        if types and pattern.search(types):
-            return design
-    text = f"{evidence.citation.title}\n{evidence.content[:TEXT_CHARS]}"
-    for design, pattern in _RULES:
-        if pattern.search(text):
-            if design == StudyDesign.REVIEW and not types:
-                continue  # "review" in an abstract is too weak a signal on its own
-            return design
-    if evidence.citation.source == SourceName.CLINICALTRIALS:
-        return StudyDesign.TRIAL
-    return StudyDesign.OTHER
+def design_group(design: Design) -> DesignGroup:
+    """The heading group of a fine-grained design."""
+    return _GROUP[design]
+
+
+def classify_design(evidence: Evidence) -> DesignGroup:
+    """The heading group of ``evidence``'s design (:func:`grade_evidence`)."""
+    return _GROUP[grade_evidence(evidence)]
 
 
 def is_clinical(evidence: Evidence) -> bool:
-    """True for clinical designs (systematic, randomised, other trials, observational), or an
-    item that mentions patients, participants or a clinical trial."""
-    return classify_design(evidence) in _CLINICAL or bool(
-        _CLINICAL_WORDS.search(evidence.content[:TEXT_CHARS])
-    )
+    """True for clinical designs (trials, observational studies, case reports, systematic
+    reviews), or an item of unknown design that studies people
+    (:func:`~deepcritical.evidence.grading.clinical_weight` above 0)."""
+    return grade_evidence(evidence) in CLINICAL_DESIGNS or clinical_weight(evidence) > 0
 
 
 def is_mechanistic(evidence: Evidence) -> bool:

@@ -12,7 +12,8 @@ limitations).
   - ``"checklist"``: one section per checklist item (heading = its description) holding the
     items assigned to it (an item assigned to several goes where its quotes fit best), plus
     "Other relevant findings";
-  - ``"design"``: one section per study design (meta-analyses, randomised trials, ...);
+  - ``"design"``: one section per group of study designs (meta-analyses, randomised
+    trials, ...), designs read by :func:`deepcritical.evidence.grading.grade_evidence`;
   - ``"auto"`` (default): by design for the extractive planner's generic checklist (its items
     do not separate evidence well), by checklist for any other plan;
 
@@ -71,7 +72,9 @@ METHOD_LIMITATION = (
     "full context."
 )
 DESIGN_LIMITATION = (
-    "Study designs were recognised from publication types and keywords, not by appraisal."
+    "Study designs were read from publication types, MeSH headings and keywords "
+    "(deepcritical.evidence.grading), not appraised: risk of bias, sample size and "
+    "consistency were not judged."
 )
 HYPOTHESIS_LIMITATION = (
     "Supporting and contradicting evidence for the hypothesis was classified by cue words "

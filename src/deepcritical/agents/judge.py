@@ -4,6 +4,10 @@
   output model coerces string booleans ("false" is False) and "7/10" scores. ``coverage`` is
   always computed in code (:meth:`ResearchPlan.coverage`), never taken from the model.
 - :class:`ExtractiveJudge`: coverage and counts, with a reasoning text that shows the numbers.
+
+Both see the study design of each source (:mod:`deepcritical.evidence.grading`): the LLM judge
+gets a design line per source in its prompt, the extractive judge weighs designs in its
+clinical score (meta-analyses, systematic reviews and randomised trials count double).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from deepcritical.agents.design import is_clinical, is_mechanistic
+from deepcritical.agents.design import is_mechanistic
 from deepcritical.agents.fencing import fence_evidence, new_fence
 from deepcritical.agents.lenient import (
     LenientBool,
@@ -29,6 +33,11 @@ from deepcritical.agents.terms import (
     key_term_query,
     matched_terms,
     required_term_count,
+)
+from deepcritical.evidence.grading import (
+    HIGH_LEVEL_DESIGNS,
+    assess_design,
+    clinical_weight,
 )
 from deepcritical.models import (
     ChecklistStatus,
@@ -56,6 +65,19 @@ class JudgeOutput(BaseModel):
     recommendation: LenientRecommendation = "continue"
     next_queries: LenientStrList = Field(default_factory=list)
     reasoning: str = ""
+
+
+def design_lines(evidence: Sequence[Evidence]) -> list[str]:
+    """One line per item: its study design, evidence level and what the design was read from."""
+    lines = []
+    for e in evidence:
+        grade = assess_design(e)
+        preprint = "; preprint, not peer reviewed" if e.is_preprint else ""
+        lines.append(
+            f"- {e.id}: {grade.design.value} (evidence level {grade.level}/10{preprint};"
+            f" from {grade.basis})"
+        )
+    return lines
 
 
 def _checklist_lines(plan: ResearchPlan) -> list[str]:
@@ -135,6 +157,14 @@ class LLMJudge:
         )
         if not hypotheses:
             lines.append("- (none)")
+        if evidence:
+            lines += [
+                "",
+                "Study designs of these sources, read from publication types, MeSH terms and "
+                "keywords (weigh the clinical evidence score by them: meta-analyses, systematic "
+                "reviews and randomised trials weigh most, preclinical work least):",
+                *design_lines(evidence),
+            ]
         lines += [
             "",
             f"A selection of {len(evidence)} of the {total_evidence} sources:",
@@ -169,8 +199,13 @@ class ExtractiveJudge:
     - ``coverage`` = :meth:`ResearchPlan.coverage`;
     - ``sufficient`` when coverage >= 0.99, or coverage >= 0.66 with at least
       ``min_total_evidence`` items collected;
-    - ``clinical_evidence_score`` / ``mechanism_score`` = 2 points per item of the slice that
-      reads as clinical / mechanistic (:func:`is_clinical`, :func:`is_mechanistic`), at most 10;
+    - ``clinical_evidence_score`` = 2 points per unit of
+      :func:`~deepcritical.evidence.grading.clinical_weight` over the slice, at most 10: a
+      peer-reviewed meta-analysis, systematic review or randomised trial counts 4 points, any
+      other clinical design (or an item of unknown design that studies people) 2, preclinical
+      work and narrative reviews 0;
+    - ``mechanism_score`` = 2 points per item of the slice that reads as mechanistic
+      (:func:`~deepcritical.agents.design.is_mechanistic`), at most 10;
     - never sufficient while fewer than ``min_direct_evidence`` items of the slice bear on
       the whole question (mention its key terms, see :func:`matched_terms`): checklist
       coverage by similarity alone can be met by papers on neighbouring topics;
@@ -210,7 +245,13 @@ class ExtractiveJudge:
         full = coverage >= self.FULL_COVERAGE
         enough = coverage >= self.PARTIAL_COVERAGE and total_evidence >= self.min_total_evidence
         sufficient = (full or enough) and on_question
-        clinical = sum(is_clinical(e) for e in evidence)
+        weights = [clinical_weight(e) for e in evidence]
+        clinical = sum(w > 0 for w in weights)
+        strong = sum(
+            w > 0 and assess_design(e).design in HIGH_LEVEL_DESIGNS and not e.is_preprint
+            for e, w in zip(evidence, weights, strict=True)
+        )
+        clinical_score = min(10, 2 * sum(weights))
         mechanistic = sum(is_mechanistic(e) for e in evidence)
         unsatisfied = plan.unsatisfied()
         next_queries: list[str] = []
@@ -244,8 +285,10 @@ class ExtractiveJudge:
             f"Round {round_no}: {n_sat} of {len(plan.checklist)} checklist items satisfied and "
             f"{n_part} partial (coverage {coverage:.0%}); {total_evidence} evidence items "
             f"collected. Of the {len(evidence)} items assessed, {clinical} read as clinical "
-            f"studies (clinical score {min(10, 2 * clinical)}/10) and {mechanistic} mention "
-            f"mechanisms (mechanism score {min(10, 2 * mechanistic)}/10), judged by keywords. "
+            f"studies, {strong} of them meta-analyses, systematic reviews or randomised trials "
+            f"counted double (clinical score {clinical_score}/10), and {mechanistic} mention "
+            f"mechanisms (mechanism score {min(10, 2 * mechanistic)}/10), judged by study "
+            "design and keywords. "
             f"{'Sufficient' if sufficient else 'Not sufficient'}: {why}."
         )
         if unsatisfied and not full:
@@ -258,7 +301,7 @@ class ExtractiveJudge:
             )
         return JudgeAssessment(
             mechanism_score=min(10, 2 * mechanistic),
-            clinical_evidence_score=min(10, 2 * clinical),
+            clinical_evidence_score=clinical_score,
             coverage=round(coverage, 4),
             sufficient=sufficient,
             recommendation="synthesize" if sufficient else "continue",

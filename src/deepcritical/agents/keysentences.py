@@ -222,14 +222,31 @@ def _usable(sentence: KeySentence) -> bool:
     )
 
 
+_UNQUOTABLE = re.compile(
+    r"\[\s*(?:E\d+|PMID|PMC|NCT|doi)"  # anything our citation validation would read as a marker
+    r"|\b(?:ignore|disregard|forget)\b[^.]{0,40}\b(?:instructions?|prompts?|rules)\b"
+    r"|\b(?:system prompt|you are (?:an?|the) (?:ai|assistant|language model)|as an ai)\b",
+    re.IGNORECASE,
+)
+
+
+def is_quotable(text: str) -> bool:
+    """False for sentences that must never be quoted verbatim into a report: text that our
+    citation validation would read as a marker (``[E3]``, ``[PMID: 1]``) and text that reads
+    as instructions to a model ("ignore previous instructions", "system prompt"). Source text
+    is data; such a sentence is either an injection attempt or would forge a citation."""
+    return _UNQUOTABLE.search(text) is None
+
+
 def candidate_sentences(evidence: Evidence) -> list[KeySentence]:
     """Sentences of ``evidence`` that may be quoted as findings.
 
     Sentences of setup sections (background, objective, methods...) and objective-like
     sentences ("To assess...", "We aimed...") are left out when the item has other usable
-    sentences; sentences shorter than 30 or longer than 600 characters are left out.
+    sentences; sentences shorter than 30 or longer than 600 characters are left out, and so
+    are sentences that are not :func:`is_quotable`.
     """
-    usable = [s for s in sentences_of(evidence) if _usable(s)]
+    usable = [s for s in sentences_of(evidence) if _usable(s) and is_quotable(s.text)]
     findings = [
         s for s in usable if s.kind != SectionKind.SETUP and not _OBJECTIVE_CUES.match(s.text)
     ]

@@ -32,8 +32,10 @@ from deepcritical.agents.lenient import LenientStrList
 from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.runner import ModelRetry, StructuredAgent
 from deepcritical.agents.templates import render_prompt
+from deepcritical.evidence.grading import assess_design
 from deepcritical.models import (
     CITATION_MARKER,
+    CitationValidation,
     Evidence,
     Hypothesis,
     JudgeAssessment,
@@ -93,6 +95,11 @@ def _check_findings(shown: _Shown, output: FindingsOutput) -> FindingsOutput:
             "the ids of the shown sources, e.g. [E1] or [E1, E2]"
         )
     return output
+
+
+def _design_label(evidence: Evidence) -> str:
+    grade = assess_design(evidence)
+    return grade.design.value + (" (preprint, not peer reviewed)" if evidence.is_preprint else "")
 
 
 def cleanup_note(cleanup: MarkerCleanup) -> str:
@@ -192,6 +199,11 @@ class LLMReportWriter:
         note = cleanup_note(cleanup)
         if note:
             report.metadata.notes.append(note)
+        report.metadata.citation_validation = CitationValidation(
+            writer_markers_removed=len(cleanup.removed_ids),
+            writer_sentences_removed=len(cleanup.dropped_sentences),
+            writer_removed_ids=sorted(set(cleanup.removed_ids)),
+        )
         self.last_cleanup = cleanup
         return report
 
@@ -221,6 +233,13 @@ class LLMReportWriter:
             ]
         if assessment is not None and assessment.reasoning:
             lines += ["", f"Judge's assessment: {assessment.reasoning}"]
+        lines += [
+            "",
+            "Study design of each source (read from publication types, MeSH terms and keywords;"
+            " name the design when you report a finding, and give stronger designs more"
+            " weight):",
+            *(f"- {e.id}: {_design_label(e)}" for e in evidence),
+        ]
         lines += [
             "",
             f"Sources ({len(evidence)}; cite only these ids: {', '.join(e.id for e in evidence)}):",

@@ -21,6 +21,7 @@ EventType = Literal[
     "hypothesis",
     "judge_assessment",
     "report_section",
+    "manager",
     "warning",
     "error",
     "done",
@@ -33,6 +34,11 @@ class ResearchEvent(BaseModel):
     ``message`` is a short human-readable line; ``data`` holds the structured details of the
     type (e.g. ``searching``: ``{"queries": [...], "per_source": {"pubmed": 10}}``). ``round``
     is the 1-based search round, 0 before the first. ``result`` is set on ``done`` only.
+
+    ``manager`` events come from the ``magentic`` orchestrator only: its manager's plan and
+    each of its decisions (``{"next_speaker": ..., "instruction": ..., "satisfied": ...}``).
+    The ``done`` event's ``data`` holds ``stop_reason`` and ``usage`` (see
+    :class:`~deepcritical.models.UsageReport`), for either orchestrator.
     """
 
     type: EventType

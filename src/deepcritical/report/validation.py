@@ -410,6 +410,10 @@ def validate_report(report: ResearchReport, evidence: Mapping[str, Evidence]) ->
         sentences_removed=tally.sentences,
         removed_reference_ids=removed_refs,
         removed_marker_ids=tally.removed_ids,
+        # what the writer removed before validation ran is carried over, never reset
+        writer_markers_removed=report.metadata.citation_validation.writer_markers_removed,
+        writer_sentences_removed=report.metadata.citation_validation.writer_sentences_removed,
+        writer_removed_ids=list(report.metadata.citation_validation.writer_removed_ids),
     )
     new.metadata = new.metadata.model_copy(
         update={"citation_validation": validation, "notes": notes}

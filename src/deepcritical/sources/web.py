@@ -500,6 +500,12 @@ class WebSearchSource:
             )
 
 
-def _describe(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())[:200]
+def _describe(exc: BaseException, max_chars: int = 160) -> str:
+    """``Type: message`` with the message cut at a word boundary to ``max_chars`` characters;
+    DNS failures (the usual offline case) are summarised."""
+    text = " ".join(str(exc).split())
+    if "dns error" in text.lower() or "name or service not known" in text.lower():
+        text = "DNS resolution failed (no network?)"
+    elif len(text) > max_chars:
+        text = text[:max_chars].rsplit(" ", 1)[0] + " …"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,595 @@
+"""End-to-end research benchmark on PubMedQA: citations, grounding, answers, cost.
+
+Run: ``.venv/bin/python -m benchmarks.bench_pubmedqa [--n 50] [--scripted] [--calibrate]``.
+
+Data: ``../shared/data/pubmedqa`` (1000 abstracts without titles; 500 dev questions, each
+written from one "gold" abstract, with a yes/no/maybe answer; PubMedQA, Jin et al. 2019, MIT
+licence). Exits 0 with a message when the data is absent. The whole corpus is imported once
+into a temporary data directory (all-MiniLM-L6-v2, offline).
+
+For each of the first N dev questions, every configuration runs
+``deepcritical.api.research(question, Settings(llm="none", sources=["local"], data_dir=<tmp>,
+max_rounds=2), embedder=shared_embedder())`` and then grounds the final report with
+:func:`deepcritical.report.grounding.ground_report` (default threshold), which the
+orchestrator does not do yet. Configurations:
+
+- ``extractive``: no model (``--llm none``).
+- ``scripted`` (``--scripted``): a pydantic-ai ``FunctionModel`` plays every LLM role. Its
+  writer quotes one sentence of each source it is shown and cites every second quote with the
+  id of *another* shown source (a misattributed citation to a real, retrieved, on-topic
+  paper: the hardest case for grounding). It measures the LLM path and grounding against a
+  known truth, not the quality of a language model.
+
+Printed per configuration (means over questions):
+
+- gold retrieved: the gold abstract is among the run's evidence;
+- gold cited: the gold abstract is among the report's references (before / after grounding);
+- references (before / after grounding);
+- grounding score: share of cited sentences supported by a passage of a cited source;
+  sentences and citations removed by grounding;
+- answer agreement: no configuration writes an explicit yes/no/maybe verdict, so "report
+  verdict" is n/a. As a proxy, the verdict is read from the hypothesis the run tested (the
+  question phrased as a claim): more supporting than contradicting items -> "yes", more
+  contradicting -> "no", otherwise "maybe". For the extractive hypothesis generator an item
+  contradicts when a negation cue ("no significant", "did not", ...) appears in its
+  conclusions, so this measures cue words, not understanding; the always-"yes" baseline is
+  printed next to it;
+- wall time per question (research, grounding), and prompt tokens per run (0 without a
+  model; the scripted model's counts are pydantic-ai's estimates).
+
+``--calibrate`` instead measures, on all 500 dev questions, the cosine similarities that set
+:data:`deepcritical.report.grounding.DEFAULT_THRESHOLD` (takes a few minutes): a verbatim
+quote against its abstract; a paraphrase written by the authors (the question turned into a
+claim) against its own abstract and against the most similar other abstract (a real but
+irrelevant source); the first sentence of the conclusions against the rest of its own
+abstract (results and methods) and against the most similar other abstract.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
+FENCED_BLOCK = re.compile(
+    r'<source id="(E\d+)" nonce="([0-9a-f]+)">\n(.*?)\n</source \2>', re.DOTALL
+)
+TEXT_LINE = re.compile(r"^Text: (.*)$", re.MULTILINE)
+LABEL = re.compile(r"\b[A-Z][A-Z /&,()-]{2,60}:\s+")
+SENTENCE = re.compile(r"(?<=[a-z0-9%)\]][.!?])\s+(?=[A-Z])")
+
+
+# --------------------------------------------------------------------------- data
+def load_questions(path: Path, limit: int | None) -> list[dict[str, str]]:
+    # split on "\n" only: str.splitlines() also splits at U+2028 inside JSON strings
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
+    return rows[:limit] if limit else rows
+
+
+def pubmedqa_evidence(row: dict[str, Any], lines: Sequence[str] | None = None) -> Any:
+    """A corpus row as the local source gives it (labelled paragraphs, MeSH terms)."""
+    from deepcritical.models import Citation, Evidence
+
+    pmid = str(row["pmid"])
+    content = "\n".join(
+        lines
+        if lines is not None
+        else [
+            f"{s['label']}: {s['text']}" if s.get("label") else s["text"]
+            for s in row["abstract_sections"]
+        ]
+    )
+    return Evidence(
+        id=pmid,
+        content=content,
+        citation=Citation(source="local", id=pmid, pmid=pmid),
+        mesh_terms=row.get("mesh_terms", []),
+    )
+
+
+# --------------------------------------------------------------------------- scripted model
+@dataclass
+class Attribution:
+    """A quoted sentence, the source it was taken from and the id the writer cited."""
+
+    sentence: str
+    true_id: str
+    cited_id: str
+
+
+@dataclass
+class ScriptedLLM:
+    """A FunctionModel script for every LLM role (see the module docstring)."""
+
+    attributions: list[Attribution] = field(default_factory=list)
+
+    def model(self) -> Any:
+        from pydantic_ai.models.function import FunctionModel
+
+        return FunctionModel(self, model_name="scripted-misattributing-writer")
+
+    def __call__(self, messages: list[Any], info: Any) -> Any:
+        from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+
+        tool = info.output_tools[0]
+        fields = set(tool.parameters_json_schema.get("properties", {}))
+        first = messages[0]
+        prompt = ""
+        if isinstance(first, ModelRequest):
+            prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        for name, role in (
+            ("checklist", self._planner),
+            ("hypotheses", self._hypothesis),
+            ("mechanism_score", self._judge),
+            ("sections", self._findings),
+            ("executive_summary", self._summary),
+            ("queries", self._queries),
+        ):
+            if name in fields:
+                return ModelResponse(parts=[ToolCallPart(tool.name, json.dumps(role(prompt)))])
+        raise RuntimeError(f"unknown output tool {tool.name}: {sorted(fields)}")
+
+    @staticmethod
+    def _question(prompt: str) -> str:
+        m = re.search(r"^Research question: (.+)$", prompt, re.MULTILINE)
+        return m.group(1).strip() if m else "the question"
+
+    def _planner(self, prompt: str) -> dict[str, Any]:
+        from deepcritical.agents.terms import extract_key_terms, key_term_query
+
+        question = self._question(prompt)
+        terms = extract_key_terms(question)
+        subject = ", ".join(terms[:4]) or question
+        return {
+            "refined_question": question,
+            "checklist": [
+                {"key": "direct_evidence", "description": f"Clinical studies of {subject}"},
+                {"key": "mechanism", "description": f"Mechanisms behind {subject}"},
+                {"key": "conflicts", "description": f"Conflicting findings on {subject}"},
+            ],
+            "queries": [question, key_term_query(terms)],
+            "key_terms": terms,
+        }
+
+    def _queries(self, prompt: str) -> dict[str, Any]:
+        from deepcritical.agents.terms import extract_key_terms
+
+        question = self._question(prompt)
+        m = re.search(r"^Search round: (\d+)", prompt, re.MULTILINE)
+        round_no = int(m.group(1)) if m else 1
+        terms = " ".join(extract_key_terms(question)[:3])
+        if round_no == 1:
+            return {"queries": [question, f"{terms} outcome"]}
+        return {"queries": [f"{terms} {suffix} {round_no}" for suffix in ("risk", "trial")]}
+
+    def _shown(self, prompt: str) -> list[tuple[str, str]]:
+        """(id, one sentence of its text) of every fenced source."""
+        out = []
+        for sid, _nonce, body in FENCED_BLOCK.findall(prompt):
+            m = TEXT_LINE.search(body)
+            text = LABEL.sub("", m.group(1) if m else "").replace(" …", "")
+            sentences = [s for s in SENTENCE.split(text) if len(s) > 40 and s.endswith(".")]
+            if sentences:
+                out.append((sid, sentences[len(sentences) // 2]))
+        return out
+
+    def _hypothesis(self, prompt: str) -> dict[str, Any]:
+        shown = [sid for sid, _ in self._shown(prompt)]
+        return {
+            "hypotheses": [
+                {
+                    "statement": f"Affirmative answer: {self._question(prompt)}",
+                    "confidence": 0.5,
+                    "supporting_evidence_ids": shown[:2],
+                    "contradicting_evidence_ids": shown[2:3],
+                }
+            ]
+        }
+
+    def _judge(self, prompt: str) -> dict[str, Any]:
+        return {
+            "mechanism_score": 3,
+            "clinical_evidence_score": 5,
+            "sufficient": False,
+            "recommendation": "continue",
+            "next_queries": [],
+            "reasoning": "Scripted judge: never sufficient.",
+        }
+
+    def _findings(self, prompt: str) -> dict[str, Any]:
+        shown = self._shown(prompt)[:8]
+        paragraphs = []
+        for i, (sid, sentence) in enumerate(shown):
+            cited = sid if i % 2 == 0 else shown[(i + 1) % len(shown)][0]
+            if cited == sid and i % 2 == 1:
+                continue  # a single source: no other id to misattribute to
+            self.attributions.append(Attribution(sentence, sid, cited))
+            paragraphs.append(f"{sentence[:-1]} [{cited}].")
+        return {
+            "title": f"Scripted review: {self._question(prompt)}",
+            "sections": [{"heading": "Findings", "content": "\n\n".join(paragraphs) or "None."}],
+        }
+
+    def _summary(self, prompt: str) -> dict[str, Any]:
+        ids = re.findall(r"cite only these ids: ([E\d, ]+)\)", prompt)
+        first = ids[0].split(",")[0].strip() if ids else "E1"
+        return {
+            "executive_summary": (
+                f"The collected studies answer the question conclusively [{first}]."
+            ),
+            "limitations": ["Only abstracts were read."],
+            "conclusion": "More research is needed.",
+        }
+
+
+# --------------------------------------------------------------------------- one run
+@dataclass
+class Outcome:
+    gold_retrieved: bool
+    gold_cited: bool
+    gold_cited_grounded: bool
+    references: int
+    references_grounded: int
+    grounding_score: float | None
+    sentences_removed: int
+    citations_removed: int
+    proxy_verdict: str
+    answer: str
+    seconds: float
+    grounding_seconds: float
+    prompt_tokens: int
+    misattributed: int = 0
+    misattributed_removed: int = 0
+    correct: int = 0
+    correct_kept: int = 0
+
+
+def proxy_verdict(report: Any) -> str:
+    """ "yes"/"no"/"maybe" from the first tested hypothesis (see the module docstring)."""
+    if not report.hypotheses_tested:
+        return "maybe"
+    h = report.hypotheses_tested[0]
+    s, c = len(h.supporting_evidence_ids), len(h.contradicting_evidence_ids)
+    return "yes" if s > c else "no" if c > s else "maybe"
+
+
+def prompt_tokens(report: Any) -> int:
+    usage = getattr(report.metadata, "usage", None)
+    total = getattr(usage, "llm_total", None)
+    return int(getattr(total, "input_tokens", 0) or 0)
+
+
+async def run_one(
+    question: dict[str, str],
+    settings: Any,
+    embedder: Any,
+    scripted: ScriptedLLM | None,
+) -> Outcome | str:
+    from deepcritical.api import research
+    from deepcritical.report.grounding import ground_report
+    from deepcritical.report.validation import citation_problems
+
+    start = time.perf_counter()
+    result = None
+    kwargs: dict[str, Any] = {"embedder": embedder}
+    if scripted is not None:
+        scripted.attributions.clear()
+        kwargs["model"] = scripted.model()
+    async for event in research(question["question"], settings, **kwargs):
+        if event.type == "done":
+            result = event.result
+        elif event.type == "error":
+            return f"error: {event.message}"
+    seconds = time.perf_counter() - start
+    if result is None:
+        return "no result"
+    evidence = {e.id: e for e in result.evidence}
+    start = time.perf_counter()
+    grounded = await asyncio.to_thread(ground_report, result.report, evidence, embedder)
+    grounding_seconds = time.perf_counter() - start
+    if citation_problems(grounded, evidence):
+        return "grounded report has citation problems"
+    gold = question["pmid"]
+    check = grounded.metadata.grounding_check
+    outcome = Outcome(
+        gold_retrieved=any(e.citation.pmid == gold for e in result.evidence),
+        gold_cited=any(r.citation.pmid == gold for r in result.report.references),
+        gold_cited_grounded=any(r.citation.pmid == gold for r in grounded.references),
+        references=len(result.report.references),
+        references_grounded=len(grounded.references),
+        grounding_score=grounded.metadata.grounding_score,
+        sentences_removed=check.sentences_removed if check else 0,
+        citations_removed=check.citations_removed if check else 0,
+        proxy_verdict=proxy_verdict(result.report),
+        answer=question["answer"],
+        seconds=seconds,
+        grounding_seconds=grounding_seconds,
+        prompt_tokens=prompt_tokens(result.report),
+    )
+    if scripted is not None:
+        kept: dict[tuple[str, str], bool] = {}
+        for claim in grounded.grounding:
+            for eid in claim.evidence_ids:
+                kept[(claim.sentence.split(" [")[0], eid)] = eid in claim.kept_ids
+        for a in scripted.attributions:
+            verdict = kept.get((a.sentence[:-1], a.cited_id))
+            if verdict is None:
+                continue  # the sentence did not survive the writer's own check / validation
+            if a.cited_id == a.true_id:
+                outcome.correct += 1
+                outcome.correct_kept += verdict
+            else:
+                outcome.misattributed += 1
+                outcome.misattributed_removed += not verdict
+    return outcome
+
+
+def mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
+def report_configuration(name: str, outcomes: list[Outcome], failures: list[str]) -> None:
+    n = len(outcomes)
+    print(f"\n== {name}: {n} questions" + (f", {len(failures)} failed" if failures else ""))
+    for failure in failures[:5]:
+        print(f"   failure: {failure}")
+    if not n:
+        return
+    scores = [o.grounding_score for o in outcomes if o.grounding_score is not None]
+    agree = mean([o.proxy_verdict == o.answer for o in outcomes])
+    baseline = mean([o.answer == "yes" for o in outcomes])
+    rows = [
+        (
+            "gold abstract retrieved (in evidence)",
+            f"{mean([o.gold_retrieved for o in outcomes]):.1%}",
+        ),
+        (
+            "gold abstract cited (before / after grounding)",
+            f"{mean([o.gold_cited for o in outcomes]):.1%} / "
+            f"{mean([o.gold_cited_grounded for o in outcomes]):.1%}",
+        ),
+        (
+            "references per report (before / after)",
+            f"{mean([o.references for o in outcomes]):.2f} / "
+            f"{mean([o.references_grounded for o in outcomes]):.2f}",
+        ),
+        (
+            "grounding score (mean over reports citing anything)",
+            f"{mean(scores):.3f} (min {min(scores):.3f}, {len(scores)} reports)"
+            if scores
+            else "n/a",
+        ),
+        (
+            "sentences / citations removed by grounding per report",
+            f"{mean([o.sentences_removed for o in outcomes]):.2f} / "
+            f"{mean([o.citations_removed for o in outcomes]):.2f}",
+        ),
+        ("answer agreement, verdict stated in the report", "n/a (no verdict is written)"),
+        (
+            "answer agreement, hypothesis-stance proxy",
+            f"{agree:.1%} (always-'yes' baseline {baseline:.1%})",
+        ),
+        (
+            "proxy verdicts yes / no / maybe",
+            " / ".join(
+                str(sum(o.proxy_verdict == v for o in outcomes)) for v in ("yes", "no", "maybe")
+            ),
+        ),
+        (
+            "wall time per question: research / grounding",
+            f"{mean([o.seconds for o in outcomes]):.2f} s / "
+            f"{mean([o.grounding_seconds for o in outcomes]):.2f} s",
+        ),
+        ("prompt tokens per run", f"{mean([o.prompt_tokens for o in outcomes]):.0f}"),
+    ]
+    misattributed = sum(o.misattributed for o in outcomes)
+    if misattributed:
+        correct = sum(o.correct for o in outcomes)
+        rows += [
+            (
+                "misattributed citations removed by grounding",
+                f"{sum(o.misattributed_removed for o in outcomes)} of {misattributed}"
+                f" ({sum(o.misattributed_removed for o in outcomes) / misattributed:.1%})",
+            ),
+            (
+                "correct citations kept by grounding",
+                f"{sum(o.correct_kept for o in outcomes)} of {correct}"
+                f" ({sum(o.correct_kept for o in outcomes) / max(correct, 1):.1%})",
+            ),
+        ]
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"   {label:<{width}}  {value}")
+
+
+# --------------------------------------------------------------------------- calibration
+def calibrate(data: Path) -> None:
+    """Print the similarity distributions behind the default grounding threshold."""
+    from deepcritical.agents.citations import add_marker
+    from deepcritical.agents.claims import question_to_claim
+    from deepcritical.evidence.embeddings import shared_embedder
+    from deepcritical.evidence.store import embedding_text
+    from deepcritical.report.grounding import DEFAULT_THRESHOLD, claim_text, source_passages
+    from deepcritical.report.sentences import split_sentences
+
+    start = time.perf_counter()
+    rows = {
+        json.loads(line)["pmid"]: json.loads(line)
+        for line in (data / "corpus.jsonl").read_text(encoding="utf-8").split("\n")
+        if line.strip()
+    }
+    questions = load_questions(data / "dev_questions.jsonl", None)
+    embedder = shared_embedder()
+    pmids = list(rows)
+    # passages of every abstract, by line, remembering which come from the conclusions
+    passages: list[str] = []
+    owner: list[int] = []
+    is_conclusion: list[bool] = []
+    for i, pmid in enumerate(pmids):
+        for section in rows[pmid]["abstract_sections"]:
+            label = section.get("label") or ""
+            line = f"{label}: {section['text']}" if label else section["text"]
+            found = source_passages(pubmedqa_evidence(rows[pmid], [line]))
+            passages += found
+            owner += [i] * len(found)
+            is_conclusion += [label.upper().startswith("CONCLUSION")] * len(found)
+    print(f"embedding {len(passages)} passages of {len(pmids)} abstracts ...")
+    vectors = embedder.embed(passages)
+    owners = np.asarray(owner)
+    concl = np.asarray(is_conclusion)
+    abstracts = embedder.embed([embedding_text(pubmedqa_evidence(rows[p])) for p in pmids])
+    index = {p: i for i, p in enumerate(pmids)}
+
+    def claim_of(question: str) -> str:
+        statement = question_to_claim(question).statement
+        if statement.startswith("Affirmative answer"):
+            return question.rstrip("?").strip() + "."
+        return statement
+
+    def best(i: int, v: Any, mask: Any = None) -> float:
+        rows_ = owners == i if mask is None else (owners == i) & mask
+        return float((vectors[rows_] @ v).max()) if rows_.any() else float("nan")
+
+    def nearest_other(v: Any, gold: int) -> int:
+        order = np.argsort(-(abstracts @ v))
+        return int(next(j for j in order if j != gold))
+
+    paraphrases = [claim_of(q["question"]) for q in questions]
+    firsts = []
+    for q in questions:
+        concl_text = [
+            s["text"]
+            for s in rows[q["pmid"]]["abstract_sections"]
+            if (s.get("label") or "").upper().startswith("CONCLUSION")
+        ]
+        firsts.append(split_sentences(concl_text[0])[0] if concl_text else "")
+    verbatim = [claim_text(add_marker(s, "E1")) for s in firsts]
+    para_v = embedder.embed(paraphrases)
+    first_v = embedder.embed([s or "-" for s in firsts])
+    verb_v = embedder.embed([s or "-" for s in verbatim])
+    sets: dict[str, tuple[list[float], list[float]]] = {
+        "A: author paraphrase (question as claim)": ([], []),
+        "B: conclusion sentence vs rest of abstract": ([], []),
+        "V: verbatim quote (marker removed)": ([], []),
+    }
+    for k, q in enumerate(questions):
+        gold = index[q["pmid"]]
+        other = nearest_other(para_v[k], gold)
+        sets["A: author paraphrase (question as claim)"][0].append(best(gold, para_v[k]))
+        sets["A: author paraphrase (question as claim)"][1].append(best(other, para_v[k]))
+        if firsts[k]:
+            other_b = nearest_other(first_v[k], gold)
+            sets["B: conclusion sentence vs rest of abstract"][0].append(
+                best(gold, first_v[k], ~concl)
+            )
+            sets["B: conclusion sentence vs rest of abstract"][1].append(best(other_b, first_v[k]))
+            sets["V: verbatim quote (marker removed)"][0].append(best(gold, verb_v[k]))
+            sets["V: verbatim quote (marker removed)"][1].append(best(other_b, verb_v[k]))
+    print(
+        f"done in {time.perf_counter() - start:.0f} s; all-MiniLM-L6-v2, {len(questions)} questions"
+    )
+    print("\nbest-passage cosine similarity: own abstract (right source) vs most similar other")
+    print("abstract (real but irrelevant source); percentiles p10 / p50 / p90")
+    for name, (pos, neg) in sets.items():
+        p, n_ = np.asarray(pos), np.asarray([x for x in neg if x == x])
+        print(
+            f"   {name:<44} own {np.percentile(p, 10):.3f} / {np.median(p):.3f} / "
+            f"{np.percentile(p, 90):.3f}   other {np.percentile(n_, 10):.3f} / "
+            f"{np.median(n_):.3f} / {np.percentile(n_, 90):.3f}"
+        )
+    print("\nthreshold: share of right citations kept (TPR) and of irrelevant ones kept (FPR)")
+    print(
+        f"   {'t':>5}  {'A TPR':>6} {'A FPR':>6}  {'B TPR':>6} {'B FPR':>6}  {'V TPR':>6}  mean J"
+    )
+    names = list(sets)
+    for t in np.round(np.arange(0.50, 0.76, 0.01), 2):
+        cells = []
+        js = []
+        for name in names[:2]:
+            pos, neg = (np.asarray(x) for x in sets[name])
+            tpr, fpr = float(np.mean(pos >= t)), float(np.mean(neg >= t))
+            cells.append(f"{tpr:>6.3f} {fpr:>6.3f}")
+            js.append(tpr - fpr)
+        v_tpr = float(np.mean(np.asarray(sets[names[2]][0]) >= t))
+        mark = "  <- default" if abs(t - DEFAULT_THRESHOLD) < 1e-9 else ""
+        print(f"   {t:>5.2f}  {cells[0]}  {cells[1]}  {v_tpr:>6.3f}  {mean(js):.3f}{mark}")
+
+
+# --------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the figures; returns the process exit code."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="PubMedQA directory")
+    parser.add_argument("--n", type=int, default=50, help="first N dev questions (default 50)")
+    parser.add_argument("--rounds", type=int, default=2, help="max search rounds (default 2)")
+    parser.add_argument("--scripted", action="store_true", help="also run the scripted LLM")
+    parser.add_argument(
+        "--calibrate", action="store_true", help="measure the grounding threshold instead"
+    )
+    args = parser.parse_args(argv)
+    corpus_file = args.data / "corpus.jsonl"
+    questions_file = args.data / "dev_questions.jsonl"
+    if not corpus_file.is_file() or not questions_file.is_file():
+        print(f"skipped: PubMedQA data not found in {args.data}")
+        return 0
+    if args.calibrate:
+        calibrate(args.data)
+        return 0
+
+    import logging
+
+    logging.disable(logging.WARNING)
+    from deepcritical.config import Settings
+    from deepcritical.corpus.index import LocalCorpus
+    from deepcritical.evidence.embeddings import shared_embedder
+    from deepcritical.report.grounding import DEFAULT_THRESHOLD
+
+    questions = load_questions(questions_file, args.n)
+    embedder = shared_embedder()
+    with tempfile.TemporaryDirectory(prefix="dc-bench-pubmedqa-") as tmp:
+        settings = Settings(
+            llm="none", sources=["local"], data_dir=Path(tmp), max_rounds=args.rounds
+        )
+        start = time.perf_counter()
+        with LocalCorpus(settings.resolved_corpus_dir, embedder) as corpus:
+            imported = corpus.add_file(corpus_file)
+        print(
+            f"corpus: {imported.added} abstracts imported in {time.perf_counter() - start:.0f} s"
+            f"; {len(questions)} dev questions; max_rounds={args.rounds};"
+            f" grounding threshold {DEFAULT_THRESHOLD} (all-MiniLM-L6-v2)"
+        )
+        configurations: list[tuple[str, ScriptedLLM | None]] = [("extractive (--llm none)", None)]
+        if args.scripted:
+            configurations.append(("scripted FunctionModel, misattributing writer", ScriptedLLM()))
+        for name, scripted in configurations:
+            outcomes: list[Outcome] = []
+            failures: list[str] = []
+            for q in questions:
+                outcome = asyncio.run(run_one(q, settings, embedder, scripted))
+                if isinstance(outcome, Outcome):
+                    outcomes.append(outcome)
+                else:
+                    failures.append(f"{q['pmid']}: {outcome}")
+            report_configuration(name, outcomes, failures)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

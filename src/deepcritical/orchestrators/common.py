@@ -1,0 +1,638 @@
+"""What both orchestrators share: the run context, the steps of a run, and the report stage.
+
+A :class:`ResearchRun` holds everything one research run works with: the question, the
+settings (limits), the role implementations (LLM or extractive, plus the extractive fallback),
+the run's evidence store and search agent, what has happened so far (:class:`RunState`) and
+the usage accounting (:class:`RunAccounting`). Its methods are the steps of a run (plan, write
+queries, search, hypothesise, judge, write, finish); each emits the run's
+:class:`~deepcritical.orchestrators.events.ResearchEvent` through one sink, so the
+``iterative`` loop and the ``magentic`` participants emit the same events.
+
+Failure policy (both orchestrators): a failing LLM role falls back to its extractive
+implementation with a ``warning`` event and a note in the report metadata; a run that got past
+planning always ends in a report built from the store and validated here
+(:meth:`ResearchRun.finish`), whose metadata says why gathering stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import structlog
+
+from deepcritical.agents.checklist import assign_to_checklist
+from deepcritical.agents.factory import AgentSet
+from deepcritical.agents.search import SearchAgent, SearchRound
+from deepcritical.agents.usage import UsageTracker
+from deepcritical.config import Settings
+from deepcritical.evidence.store import EvidenceStore
+from deepcritical.models import (
+    SOURCE_LABELS,
+    Evidence,
+    Hypothesis,
+    JudgeAssessment,
+    LLMUsage,
+    ResearchPlan,
+    ResearchReport,
+    RunResult,
+    SourceUsage,
+    StopReason,
+    UsageReport,
+)
+from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.report.validation import citation_problems, validate_report
+
+__all__ = [
+    "EventSink",
+    "QuestionError",
+    "ResearchRun",
+    "RunAccounting",
+    "RunState",
+    "check_question",
+    "gathering_stop_rule",
+    "number_hypotheses",
+]
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+EventSink = Callable[[ResearchEvent], None]
+
+
+class QuestionError(ValueError):
+    """The research question is empty or longer than ``Settings.max_question_chars``."""
+
+
+def check_question(question: str, max_chars: int) -> str:
+    """The question stripped of surrounding white space.
+
+    Raises:
+        QuestionError: empty, or more than ``max_chars`` characters.
+    """
+    text = " ".join(question.split())
+    if not text:
+        raise QuestionError("the research question is empty")
+    if len(text) > max_chars:
+        raise QuestionError(
+            f"the research question has {len(text)} characters; the limit is {max_chars} "
+            "(put background material in the context instead)"
+        )
+    return text
+
+
+@dataclass
+class RunState:
+    """What the run has learned so far (all of it ends up in the report metadata).
+
+    ``draft`` is a report drafted during gathering (the Magentic ``ReportAgent``), with
+    ``draft_store_size`` the number of evidence items the store held when it was drafted.
+    ``methodology`` holds extra lines for the report's methodology (orchestrator specific).
+    """
+
+    plan: ResearchPlan | None = None
+    hypotheses: list[Hypothesis] = field(default_factory=list)
+    assessments: list[JudgeAssessment] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    rounds: int = 0
+    source_failures: dict[str, str] = field(default_factory=dict)
+    sources_answered: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    stop_reason: StopReason | None = None
+    draft: ResearchReport | None = None
+    draft_store_size: int = -1
+    methodology: list[str] = field(default_factory=list)
+
+
+def gathering_stop_rule(
+    *,
+    sufficient: bool,
+    store_size: int,
+    max_sources: int,
+    round_no: int,
+    added: int,
+    max_rounds: int,
+) -> StopReason | None:
+    """The stop rules in code, checked after a search round (and its judgement), in order:
+    the judge's ``sufficient``, the evidence limit, a later round adding nothing, the round
+    limit. ``None``: keep gathering."""
+    if sufficient:
+        return "sufficient"
+    if store_size >= max_sources:
+        return "max_sources"
+    if round_no > 1 and added == 0:
+        return "no_new_evidence"
+    if round_no >= max_rounds:
+        return "max_rounds"
+    return None
+
+
+def number_hypotheses(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
+    """``hypotheses`` with ``H1``, ``H2``... given to those without an id."""
+    return [
+        h if h.id else h.model_copy(update={"id": f"H{i}"})
+        for i, h in enumerate(hypotheses, start=1)
+    ]
+
+
+@dataclass
+class _SourceCount:
+    calls: int = 0
+    failed_calls: int = 0
+    results: int = 0
+
+
+class RunAccounting:
+    """Wall-clock seconds per stage and search calls per source of one run."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.stage_seconds: dict[str, float] = {}
+        self._sources: dict[str, _SourceCount] = {}
+
+    def add_time(self, stage: str, seconds: float) -> None:
+        """Add ``seconds`` to ``stage``."""
+        self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + max(seconds, 0.0)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time the block as (part of) stage ``name``, also when it raises or is cancelled."""
+        started = self.clock()
+        try:
+            yield
+        finally:
+            self.add_time(name, self.clock() - started)
+
+    def record_search(self, result: SearchRound, source_names: Sequence[str]) -> None:
+        """Count the calls of one search round: every query went to every source; a call
+        failed when it produced nothing but an error (absent from ``hits_per_query``)."""
+        calls = len(result.queries)
+        if calls == 0:
+            return
+        for source in source_names:
+            entry = self._sources.setdefault(source, _SourceCount())
+            answered = sum(1 for per in result.hits_per_query.values() if source in per)
+            entry.calls += calls
+            entry.failed_calls += max(calls - answered, 0)
+            entry.results += result.hits_per_source.get(source, 0)
+
+    def report(self, trackers: Sequence[UsageTracker]) -> UsageReport:
+        """The usage report: LLM usage per role summed over ``trackers``, plus what this
+        object counted."""
+        llm: dict[str, LLMUsage] = {}
+        total = LLMUsage()
+        for tracker in trackers:
+            for role, used in tracker.by_role().items():
+                entry = llm.setdefault(role, LLMUsage())
+                for target in (entry, total):
+                    target.runs += used.runs
+                    target.failures += used.failures
+                    target.requests += used.requests
+                    target.input_tokens += used.input_tokens
+                    target.output_tokens += used.output_tokens
+        return UsageReport(
+            llm=llm,
+            llm_total=total,
+            search={
+                name: SourceUsage(
+                    calls=count.calls, failed_calls=count.failed_calls, results=count.results
+                )
+                for name, count in self._sources.items()
+            },
+            stage_seconds={k: round(v, 3) for k, v in self.stage_seconds.items()},
+        )
+
+
+class ResearchRun:
+    """The shared context and steps of one research run.
+
+    Args:
+        question: the (checked) research question.
+        context: optional background from the user, for the planner.
+        settings: limits (max_rounds, max_sources, ...) and report settings.
+        agents: the role implementations in use (LLM or extractive).
+        store: this run's evidence store (never shared between runs).
+        search: the search agent bound to this run's sources and store.
+        source_names: names of the sources searched (for the report metadata).
+        orchestrator: ``"iterative"`` or ``"magentic"`` (report metadata).
+        fallback: extractive implementations used when an LLM role fails; ``None`` when
+            ``agents`` are extractive already.
+        llm_label: the model spec shown in the report (never a key).
+        clock: monotonic clock (seconds).
+        usage_trackers: more LLM usage trackers to report (e.g. the Magentic manager's);
+            ``agents.usage`` and ``fallback.usage`` are always reported.
+
+    Events go to the sink set with :meth:`set_sink`; by default they are buffered and
+    returned by :meth:`drain`.
+    """
+
+    def __init__(
+        self,
+        *,
+        question: str,
+        context: str | None,
+        settings: Settings,
+        agents: AgentSet,
+        store: EvidenceStore,
+        search: SearchAgent,
+        source_names: Sequence[str],
+        orchestrator: str,
+        fallback: AgentSet | None = None,
+        llm_label: str = "none",
+        clock: Callable[[], float] = time.monotonic,
+        usage_trackers: Sequence[UsageTracker] = (),
+    ) -> None:
+        self.question = question
+        self.context = context
+        self.settings = settings
+        self.agents = agents
+        self.fallback = fallback
+        self.store = store
+        self.search = search
+        self.source_names = list(source_names)
+        self.orchestrator = orchestrator
+        self.llm_label = llm_label
+        self.clock = clock
+        self.started = clock()
+        self.state = RunState()
+        self.accounting = RunAccounting(clock)
+        self.usage_trackers = [agents.usage, *([fallback.usage] if fallback else [])]
+        self.usage_trackers.extend(t for t in usage_trackers if t not in self.usage_trackers)
+        self._buffer: list[ResearchEvent] = []
+        self._sink: EventSink = self._buffer.append
+
+    # --- events -----------------------------------------------------------------------------
+
+    def set_sink(self, sink: EventSink) -> None:
+        """Send every later event to ``sink`` (buffered events stay in the buffer)."""
+        self._sink = sink
+
+    def buffer_events(self) -> None:
+        """Buffer every later event again (the default), for :meth:`drain`."""
+        self._sink = self._buffer.append
+
+    def emit(self, event: ResearchEvent) -> None:
+        """Send ``event`` to the sink."""
+        self._sink(event)
+
+    def drain(self) -> list[ResearchEvent]:
+        """The buffered events, oldest first; the buffer is emptied."""
+        events = list(self._buffer)
+        self._buffer.clear()
+        return events
+
+    def warn(self, note: str, *, data: dict[str, Any] | None = None) -> None:
+        """Record ``note`` in the report metadata and emit it as a ``warning``."""
+        self.state.notes.append(note)
+        self.emit(
+            ResearchEvent(type="warning", round=self.state.rounds, message=note, data=data or {})
+        )
+
+    @property
+    def plan(self) -> ResearchPlan:
+        """The research plan (set by :meth:`make_plan`)."""
+        if self.state.plan is None:
+            raise RuntimeError("the run has no plan yet")
+        return self.state.plan
+
+    def elapsed(self) -> float:
+        """Seconds since the run started."""
+        return self.clock() - self.started
+
+    # --- guarded role calls ---------------------------------------------------------------
+
+    async def guarded(
+        self, role: str, call: Callable[[AgentSet], Awaitable[T]], stage: str | None = None
+    ) -> T | None:
+        """Run ``call`` on the configured agents; on failure warn and use the extractive
+        fallback; ``None`` when that fails too (or there is none). Timed as ``stage``."""
+        with self.accounting.stage(stage or role):
+            try:
+                return await call(self.agents)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if self.fallback is None:
+                    self.warn(f"{role} failed: {type(exc).__name__}: {exc}")
+                    return None
+                self.warn(
+                    f"{role} failed ({type(exc).__name__}: {exc}); "
+                    "its extractive implementation was used instead"
+                )
+            try:
+                return await call(self.fallback)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.warn(f"extractive {role} failed too: {type(exc).__name__}: {exc}")
+                return None
+
+    # --- steps ------------------------------------------------------------------------------
+
+    async def make_plan(self) -> ResearchPlan | None:
+        """Plan the research (emits ``planning``); ``None`` when every planner failed."""
+
+        async def make(a: AgentSet) -> ResearchPlan:
+            return await a.planner.plan(self.question, self.context)
+
+        plan = await self.guarded("planner", make, "planning")
+        if plan is None:
+            return None
+        self.state.plan = plan
+        self.emit(
+            ResearchEvent(
+                type="planning",
+                message=f"Plan: {len(plan.checklist)} checklist items",
+                data={
+                    "refined_question": plan.refined_question,
+                    "checklist": [c.model_dump(mode="json") for c in plan.checklist],
+                    "queries": plan.queries,
+                },
+            )
+        )
+        return plan
+
+    async def write_queries(self, round_no: int, assessment: JudgeAssessment | None) -> list[str]:
+        """At most ``max_queries_per_round`` queries for round ``round_no``, none tried
+        before (``[]`` when the query generators have nothing new)."""
+        s = self.settings
+        tried = list(self.state.queries)
+
+        async def write(a: AgentSet) -> list[str]:
+            return await a.queries.queries(
+                self.plan, assessment, round_no, s.max_queries_per_round, tried
+            )
+
+        proposed = await self.guarded("query generator", write, "query_generation") or []
+        return [q for q in proposed if q not in self.state.queries][: s.max_queries_per_round]
+
+    def begin_round(self, round_no: int, queries: Sequence[str]) -> None:
+        """Record round ``round_no`` and its queries; emit ``searching``."""
+        self.state.rounds = round_no
+        self.state.queries.extend(queries)
+        self.emit(
+            ResearchEvent(
+                type="searching",
+                round=round_no,
+                message=(
+                    f"Round {round_no}: {len(queries)} queries × {len(self.source_names)} sources"
+                ),
+                data={"queries": list(queries), "sources": self.source_names},
+            )
+        )
+
+    async def run_search(self, round_no: int, queries: Sequence[str]) -> SearchRound:
+        """Search ``queries`` on every source into the store, assign the new items to the
+        checklist; emit source warnings and ``evidence_added``."""
+        plan, state = self.plan, self.state
+        with self.accounting.stage("searching"):
+            result = await self.search.run(queries)
+        self.accounting.record_search(result, self.source_names)
+        for source, reason in result.failures.items():
+            state.source_failures[source] = reason
+            self.emit(
+                ResearchEvent(
+                    type="warning",
+                    round=round_no,
+                    message=f"{SOURCE_LABELS.get(source, source)} unavailable: {reason}",
+                    data={"source": source, "reason": reason},
+                )
+            )
+        for source, reason in result.partial_failures.items():
+            label = SOURCE_LABELS.get(source, source)
+            state.notes.append(f"round {round_no}: {label} partly failed: {reason}")
+            self.emit(
+                ResearchEvent(
+                    type="warning",
+                    round=round_no,
+                    message=f"{label} partly failed: {reason}",
+                    data={"source": source, "reason": reason, "partial": True},
+                )
+            )
+        state.sources_answered.update(
+            src for src in self.source_names if src not in result.failures
+        )
+        if result.added_ids:
+            with self.accounting.stage("searching"):
+                await asyncio.to_thread(
+                    assign_to_checklist,
+                    plan,
+                    self.store,
+                    result.added_ids,
+                    self.settings.checklist_assign_threshold,
+                )
+        self.emit(
+            ResearchEvent(
+                type="evidence_added",
+                round=round_no,
+                message=(
+                    f"{len(result.added_ids)} new evidence items "
+                    f"({len(self.store)} in store, coverage {plan.coverage():.0%})"
+                ),
+                data={
+                    "added": len(result.added_ids),
+                    "added_ids": result.added_ids,
+                    "merged": len(result.merged),
+                    "near_duplicates": len(result.near_duplicates),
+                    "per_source": result.hits_per_source,
+                    "total": len(self.store),
+                    "coverage": plan.coverage(),
+                    "checklist": {c.key: c.status.value for c in plan.checklist},
+                },
+            )
+        )
+        return result
+
+    def evidence_slice(self) -> list[Evidence]:
+        """A diverse slice (MMR) of the store for the hypothesis agent and the judge."""
+        s = self.settings
+        return self.store.select_diverse(
+            self.plan.refined_question, s.report_max_evidence * 2, lambda_=s.mmr_lambda
+        )
+
+    async def hypothesise(self, round_no: int, evidence: Sequence[Evidence]) -> None:
+        """Form or revise the hypotheses from ``evidence``; emit one ``hypothesis`` event per
+        current hypothesis (the previous ones stay when every generator fails)."""
+        state = self.state
+
+        async def make(a: AgentSet) -> list[Hypothesis]:
+            return await a.hypotheses.hypothesize(self.plan, evidence, state.hypotheses)
+
+        hypotheses = await self.guarded("hypothesis agent", make, "hypotheses")
+        if hypotheses is not None:
+            state.hypotheses = number_hypotheses(hypotheses)
+        for h in state.hypotheses:
+            self.emit(
+                ResearchEvent(
+                    type="hypothesis",
+                    round=round_no,
+                    message=h.statement,
+                    data=h.model_dump(mode="json"),
+                )
+            )
+
+    async def judge(self, round_no: int, evidence: Sequence[Evidence]) -> JudgeAssessment | None:
+        """Assess the evidence after round ``round_no``; record and emit the assessment
+        (``None`` when every judge failed)."""
+        state = self.state
+
+        async def assess(a: AgentSet) -> JudgeAssessment:
+            return await a.judge.assess(
+                self.plan, evidence, state.hypotheses, round_no, len(self.store)
+            )
+
+        assessment = await self.guarded("judge", assess, "judging")
+        if assessment is None:
+            return None
+        state.assessments.append(assessment)
+        self.emit(
+            ResearchEvent(
+                type="judge_assessment",
+                round=round_no,
+                message=(
+                    f"Judge: {'sufficient' if assessment.sufficient else 'not sufficient'}"
+                    f" (coverage {assessment.coverage:.0%}) → {assessment.recommendation}"
+                ),
+                data=assessment.model_dump(mode="json"),
+            )
+        )
+        return assessment
+
+    async def write_draft(self) -> ResearchReport | None:
+        """A draft report from a diverse (MMR) selection of the store; ``None`` when every
+        writer failed. Citations are validated by :meth:`finish`, not here."""
+        s, state = self.settings, self.state
+        selected = self.store.select_diverse(
+            self.plan.refined_question, s.report_max_evidence, lambda_=s.mmr_lambda
+        )
+        assessment = state.assessments[-1] if state.assessments else None
+
+        async def write(a: AgentSet) -> ResearchReport:
+            return await a.writer.write(self.plan, selected, state.hypotheses, assessment)
+
+        return await self.guarded("report writer", write, "writing")
+
+    async def finish(
+        self, draft: ResearchReport | None, done_data: dict[str, Any] | None = None
+    ) -> RunResult | None:
+        """Turn ``draft`` into the run's validated report; emit ``report_section`` events and
+        ``done`` (or ``error`` when there is no draft or validation left problems).
+
+        The methodology is written here from what happened (never by a model), the metadata
+        is filled in (stop reason, notes, usage...), then every reference and inline citation
+        is checked against the store (:func:`validate_report`); a report in which
+        :func:`citation_problems` still finds anything is refused.
+        """
+        state, plan = self.state, self.plan
+        if draft is None:
+            self.emit(
+                ResearchEvent(
+                    type="error", message="report writing failed: " + "; ".join(state.notes)
+                )
+            )
+            return None
+        with self.accounting.stage("validation"):
+            evidence_by_id = {e.id: e for e in self.store.all()}
+            if not draft.hypotheses_tested:
+                draft.hypotheses_tested = list(state.hypotheses)
+            draft.methodology = self.methodology()
+            draft.metadata = draft.metadata.model_copy(
+                update={
+                    "sources_searched": self.source_names,
+                    "source_failures": {
+                        k: v
+                        for k, v in state.source_failures.items()
+                        if k not in state.sources_answered
+                    },
+                    "papers_reviewed": len(self.store),
+                    "iterations": state.rounds,
+                    "confidence": self.confidence(),
+                    "stop_reason": state.stop_reason or "max_rounds",
+                    "orchestrator": self.orchestrator,
+                    "llm": self.llm_label,
+                    "duration_seconds": round(self.elapsed(), 3),
+                    "checklist_coverage": plan.coverage(),
+                    "queries": list(state.queries),
+                    "notes": [*state.notes, *draft.metadata.notes],
+                }
+            )
+            report = validate_report(draft, evidence_by_id)
+            problems = citation_problems(report, evidence_by_id)
+        if problems:  # validation must leave nothing behind; refuse to ship otherwise
+            self.emit(
+                ResearchEvent(
+                    type="error",
+                    message="citation validation left problems: " + "; ".join(problems),
+                )
+            )
+            return None
+        report.metadata.usage = self.usage_report()
+        for section in report.findings:
+            self.emit(
+                ResearchEvent(
+                    type="report_section",
+                    message=section.heading,
+                    data={"heading": section.heading},
+                )
+            )
+        cv = report.metadata.citation_validation
+        result = RunResult(
+            report=report, plan=plan, evidence=self.store.all(), assessments=state.assessments
+        )
+        self.emit(
+            ResearchEvent(
+                type="done",
+                round=state.rounds,
+                message=(
+                    f"Report ready: {len(report.references)} references, stopped: "
+                    f"{report.metadata.stop_reason}; citation check removed "
+                    f"{cv.references_removed} references, {cv.markers_removed} citations"
+                ),
+                data={
+                    "stop_reason": report.metadata.stop_reason,
+                    "usage": report.metadata.usage.model_dump(mode="json"),
+                    **(done_data or {}),
+                },
+                result=result,
+            )
+        )
+        return result
+
+    # --- report helpers --------------------------------------------------------------------
+
+    def usage_report(self) -> UsageReport:
+        """LLM, search and time usage of the run so far."""
+        return self.accounting.report(self.usage_trackers)
+
+    def confidence(self) -> float:
+        """Half checklist coverage, half the best hypothesis confidence (coverage if none)."""
+        coverage = self.plan.coverage()
+        best = max((h.confidence for h in self.state.hypotheses), default=coverage)
+        return round(0.5 * coverage + 0.5 * best, 2)
+
+    def methodology(self) -> str:
+        """Factual account of the run (built from what happened, never by a model)."""
+        plan, state = self.plan, self.state
+        labels = [SOURCE_LABELS.get(s, s) for s in self.source_names]
+        lines = [
+            f"Sources searched: {', '.join(labels)}. "
+            f"{state.rounds} search round(s), {len(state.queries)} queries, "
+            f"{len(self.store)} distinct records kept after de-duplication by identifier "
+            "(PMID, DOI, PMCID, NCT ID, URL) and by near-duplicate text.",
+            f"Checklist ({len(plan.checklist)} items, coverage {plan.coverage():.0%}): "
+            + "; ".join(f"{c.description} — {c.status.value}" for c in plan.checklist)
+            + ".",
+            f"Evidence for the report was chosen by maximal marginal relevance "
+            f"(λ = {self.settings.mmr_lambda:g}) among all records; every citation was checked "
+            "against the evidence collected in this run.",
+        ]
+        lines.extend(state.methodology)
+        if state.queries:
+            lines.append("Queries: " + "; ".join(f"“{q}”" for q in state.queries) + ".")
+        failed = {k: v for k, v in state.source_failures.items() if k not in state.sources_answered}
+        for src, reason in failed.items():
+            lines.append(f"{SOURCE_LABELS.get(src, src)} unavailable: {reason}.")
+        return "\n\n".join(lines)

@@ -1,0 +1,700 @@
+"""The ``magentic`` orchestrator: Microsoft Agent Framework's Magentic manager picks the next
+agent each round; the orchestrator guarantees the ending.
+
+Flow: plan (the planner, as in ``iterative``) -> a fresh Magentic workflow per run (DESIGN
+trap 6) whose participants are SearchAgent, HypothesisAgent, JudgeAgent and ReportAgent
+(:mod:`deepcritical.orchestrators.magentic_agents`), coordinated by the standard Magentic
+manager on the run's model (:func:`deepcritical.llm.build_chat_client`) -> the report, built
+and validated by the orchestrator from the evidence store (the ``iterative`` report stage,
+:meth:`ResearchRun.finish`).
+
+Guaranteed ending: whether the manager declares the request satisfied, hits its round limit
+(whose output is canned text, not a report: trap 4) or its reset limit, names an unknown
+participant, fails, runs out of the time budget or never calls ReportAgent, the run ends
+with a validated report whose metadata (``stop_reason``, ``notes``) and ``done`` event say
+why. Stop rules stay in code (trap 8): the judge's ``sufficient``, the evidence limit, the
+search-round limit and a search that finds nothing new close the search, whatever the
+manager asks.
+
+The manager is :class:`ResearchManager`, a :class:`StandardMagenticManager` whose progress
+ledger is parsed leniently and whose booleans are coerced from strings ("false" is False:
+trap 5), with ``max_round_count`` (< 45: trap 4), ``max_stall_count`` and
+``max_reset_count`` set. The workflow runs in one task under ``asyncio.timeout`` (the time
+budget); its stream is closed when the run stops for any reason, and cancelling the consumer
+cancels that task, which closes the stream and stops every participant (trap 6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from agent_framework import (
+    Agent,
+    AgentContext,
+    AgentMiddleware,
+    AgentResponse,
+    AgentResponseUpdate,
+    Message,
+    SupportsAgentRun,
+    SupportsChatGetResponse,
+    Workflow,
+    WorkflowEvent,
+)
+from agent_framework.orchestrations import (
+    MagenticBuilder,
+    MagenticContext,
+    MagenticOrchestratorEvent,
+    MagenticOrchestratorEventType,
+    MagenticProgressLedger,
+    MagenticProgressLedgerItem,
+    StandardMagenticManager,
+)
+from pydantic_ai.usage import RunUsage
+
+from deepcritical.agents.factory import AgentSet
+from deepcritical.agents.search import SearchAgent
+from deepcritical.agents.usage import UsageTracker
+from deepcritical.config import Settings
+from deepcritical.evidence.store import EvidenceStore
+from deepcritical.models import ResearchPlan, StopReason
+from deepcritical.orchestrators.common import (
+    ResearchRun,
+    RunAccounting,
+    check_question,
+)
+from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.orchestrators.magentic_agents import (
+    ResearchParticipant,
+    build_participants,
+)
+
+__all__ = [
+    "MANAGER_ROLE",
+    "MAX_MANAGER_ROUNDS",
+    "MagenticOrchestrator",
+    "ResearchManager",
+    "coerce_ledger_bool",
+    "match_speaker",
+    "parse_progress_ledger",
+]
+
+log = structlog.get_logger(__name__)
+
+MANAGER_ROLE = "manager"
+"""Usage role (and stage) of the Magentic manager's own model calls."""
+
+MAX_MANAGER_ROUNDS = 44
+"""Upper bound of ``max_round_count``: below the workflow's hidden superstep limit (trap 4)."""
+
+ROUND_LIMIT_TEXT = "Workflow terminated due to reaching maximum round count"
+RESET_LIMIT_TEXT = "Workflow terminated due to reaching maximum reset count"
+WORKFLOW_ORCHESTRATOR_ID = "magentic_orchestrator"
+
+MANAGER_INSTRUCTIONS = (
+    "You coordinate a biomedical literature research team. Delegate: never answer the "
+    "research question from memory. When asked for a progress ledger, answer with one JSON "
+    "object only, using the JSON booleans true and false."
+)
+
+_TRUE = {"true", "yes", "y", "1", "satisfied", "done", "complete", "completed"}
+_FALSE = {"false", "no", "n", "0", "", "none", "null", "not satisfied", "incomplete"}
+
+
+# --- progress ledger (trap 5) -------------------------------------------------------------
+
+
+def coerce_ledger_bool(value: object) -> bool:
+    """A ledger answer as a bool: JSON booleans as they are; strings by meaning ("false",
+    "no", "0", "" are False: ``bool("false")`` would be True); numbers by value; anything
+    else False."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value != 0
+    if isinstance(value, str):
+        text = value.strip().strip(".!").strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        first = re.split(r"[\s,;:]+", text, maxsplit=1)[0]
+        return first in {"true", "yes"}
+    return False
+
+
+def _norm_name(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def match_speaker(answer: object, names: Sequence[str]) -> str | None:
+    """The participant ``answer`` names: exact, then ignoring case and punctuation
+    ("search_agent" -> "SearchAgent"), then the one participant whose name contains it or is
+    contained in it ("Search" -> "SearchAgent"); ``None`` when none or several match."""
+    if not isinstance(answer, str):
+        return None
+    text = answer.strip().strip("'\"`").strip()
+    if text in names:
+        return text
+    key = _norm_name(text)
+    if not key:
+        return None
+    exact = [n for n in names if _norm_name(n) == key]
+    if len(exact) == 1:
+        return exact[0]
+    partial = [n for n in names if key in _norm_name(n) or _norm_name(n) in key]
+    return partial[0] if len(partial) == 1 else None
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in ``text`` (fenced or bare; Python-style ``True``/``False``/
+    ``None`` tolerated), the outermost one when objects nest."""
+    candidates: list[str] = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.S)
+    candidates.append(text)
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        # same-length replacements, so positions in both strings agree
+        pythonic = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", candidate))
+        pythonic = re.sub(r"\bNone\b", "null", pythonic)
+        for start in [m.start() for m in re.finditer(r"\{", candidate)]:
+            for variant in (candidate, pythonic):
+                try:
+                    value, _ = decoder.raw_decode(variant, start)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(value, dict):
+                    return value
+    raise ValueError("no JSON object in the progress ledger")
+
+
+def _item(data: dict[str, Any], key: str) -> tuple[str, object]:
+    raw = data.get(key)
+    if isinstance(raw, dict):
+        return str(raw.get("reason", "")), raw.get("answer")
+    return "", raw  # a flat answer ("is_in_loop": false), as small models write
+
+
+def parse_progress_ledger(text: str, names: Sequence[str]) -> MagenticProgressLedger:
+    """The progress ledger in ``text``, with every boolean coerced
+    (:func:`coerce_ledger_bool`) and the next speaker matched to a participant
+    (:func:`match_speaker`).
+
+    Raises:
+        ValueError: no JSON object, or an unknown next speaker while the request is not
+            satisfied.
+    """
+    data = _json_object(text)
+    flags: dict[str, MagenticProgressLedgerItem] = {}
+    for key in ("is_request_satisfied", "is_in_loop", "is_progress_being_made"):
+        reason, answer = _item(data, key)
+        flags[key] = MagenticProgressLedgerItem(reason=reason, answer=coerce_ledger_bool(answer))
+    speaker_reason, speaker_answer = _item(data, "next_speaker")
+    speaker = match_speaker(speaker_answer, names)
+    satisfied = bool(flags["is_request_satisfied"].answer)
+    if speaker is None and not satisfied:
+        raise ValueError(
+            f"unknown next speaker {speaker_answer!r}; valid names: {', '.join(names)}"
+        )
+    instruction_reason, instruction = _item(data, "instruction_or_question")
+    return MagenticProgressLedger(
+        is_request_satisfied=flags["is_request_satisfied"],
+        is_in_loop=flags["is_in_loop"],
+        is_progress_being_made=flags["is_progress_being_made"],
+        next_speaker=MagenticProgressLedgerItem(
+            reason=speaker_reason, answer=speaker or str(speaker_answer or "")
+        ),
+        instruction_or_question=MagenticProgressLedgerItem(
+            reason=instruction_reason, answer="" if instruction is None else str(instruction)
+        ),
+    )
+
+
+class ResearchManager(StandardMagenticManager):
+    """The standard Magentic manager (its prompts, facts, plan, replan and final answer),
+    with a lenient progress-ledger parser that coerces string booleans (trap 5) and matches
+    loosely written participant names."""
+
+    async def create_progress_ledger(
+        self, magentic_context: MagenticContext
+    ) -> MagenticProgressLedger:
+        """Ask the model for the progress ledger (the standard prompt); retry on an
+        unparsable ledger or an unknown speaker, at most ``progress_ledger_retry_count``
+        times.
+
+        Raises:
+            RuntimeError: no usable ledger after the retries (the workflow then resets
+                and replans, as with the standard manager).
+        """
+        names = list(magentic_context.participant_descriptions)
+        if not names:
+            raise RuntimeError("No participants configured; cannot determine next speaker.")
+        team = "\n".join(
+            f"- {name}: {desc}" for name, desc in magentic_context.participant_descriptions.items()
+        )
+        prompt = self.progress_ledger_prompt.format(
+            task=magentic_context.task, team=team, names=", ".join(names)
+        )
+        request = Message(role="user", contents=[prompt])
+        last_error: Exception | None = None
+        for attempt in range(1, max(1, self.progress_ledger_retry_count) + 1):
+            raw = await self._complete([*magentic_context.chat_history, request])
+            try:
+                return parse_progress_ledger(raw.text, names)
+            except ValueError as exc:
+                last_error = exc
+                log.warning("progress ledger unusable", attempt=attempt, error=str(exc))
+        raise RuntimeError(
+            f"progress ledger unusable after {self.progress_ledger_retry_count} attempt(s): "
+            f"{last_error}"
+        )
+
+
+class ManagerUsage(AgentMiddleware):
+    """Records each manager call (requests, tokens, failures) and its wall time."""
+
+    def __init__(self, tracker: UsageTracker, accounting: RunAccounting) -> None:
+        self.tracker = tracker
+        self.accounting = accounting
+
+    async def process(
+        self, context: AgentContext, call_next: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Run the call; record what the provider reported (a failed call: one request)."""
+        failed = True
+        try:
+            with self.accounting.stage(MANAGER_ROLE):
+                await call_next()
+            failed = False
+        finally:
+            result = context.result
+            details = result.usage_details if isinstance(result, AgentResponse) else None
+            details = details or {}
+            self.tracker.record(
+                MANAGER_ROLE,
+                RunUsage(
+                    requests=1,
+                    input_tokens=int(details.get("input_token_count") or 0),
+                    output_tokens=int(details.get("output_token_count") or 0),
+                ),
+                failed=failed,
+            )
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+@dataclass
+class _WorkflowEnd:
+    """How the Magentic workflow ended (filled while its events stream)."""
+
+    timed_out: bool = False
+    error: BaseException | None = None
+    finished: bool = False  # the pump saw the stream end
+
+
+@dataclass
+class _Progress:
+    """What the manager did, read from the workflow events."""
+
+    rounds: int = 0
+    replans: int = 0
+    satisfied: bool = False
+    final_text: str = ""
+    speakers: Counter[str] = field(default_factory=Counter)
+    last_speaker: str = ""
+    executor_failures: list[str] = field(default_factory=list)
+
+
+ParticipantFactory = Callable[[ResearchRun], Sequence[ResearchParticipant]]
+
+
+class MagenticOrchestrator:
+    """Runs one research question with a Magentic manager to a validated report.
+
+    Args:
+        settings: limits (max_rounds: search rounds, max_sources, time_budget_seconds...).
+        agents: the role implementations in use (LLM: magentic needs a model).
+        store: this run's evidence store (never shared between runs).
+        search: the search agent bound to this run's sources and store.
+        source_names: the names of the sources searched (for the report metadata).
+        chat_client: the manager's agent-framework chat client (from
+            :func:`deepcritical.llm.build_chat_client`; tests pass scripted clients).
+        fallback: extractive implementations used when an LLM role fails.
+        llm_label: the model spec shown in the report (never a key).
+        max_round_count: manager rounds (progress ledgers) before the workflow is stopped;
+            default ``4 * max_rounds + 4``, at most :data:`MAX_MANAGER_ROUNDS`.
+        max_stall_count: rounds without progress before the manager resets and replans.
+        max_reset_count: resets before the workflow is stopped (agent-framework stops as soon
+            as this many resets happened: 2 gives one replanned attempt).
+        participants: builds the participants of a run (default
+            :func:`~deepcritical.orchestrators.magentic_agents.build_participants`).
+
+    Raises:
+        ValueError: ``max_round_count`` outside 1..44, or negative stall/reset counts.
+    """
+
+    name = "magentic"
+
+    def __init__(
+        self,
+        settings: Settings,
+        agents: AgentSet,
+        store: EvidenceStore,
+        search: SearchAgent,
+        source_names: Sequence[str],
+        *,
+        chat_client: SupportsChatGetResponse[Any],
+        fallback: AgentSet | None = None,
+        llm_label: str = "none",
+        clock: Callable[[], float] = time.monotonic,
+        max_round_count: int | None = None,
+        max_stall_count: int = 2,
+        max_reset_count: int = 2,
+        participants: ParticipantFactory = build_participants,
+    ) -> None:
+        rounds = (
+            max_round_count
+            if max_round_count is not None
+            else min(MAX_MANAGER_ROUNDS, 4 * settings.max_rounds + 4)
+        )
+        if not 1 <= rounds <= MAX_MANAGER_ROUNDS:
+            raise ValueError(f"max_round_count must be in 1..{MAX_MANAGER_ROUNDS}, got {rounds}")
+        if max_stall_count < 0 or max_reset_count < 0:
+            raise ValueError("max_stall_count and max_reset_count must be >= 0")
+        self.settings = settings
+        self.agents = agents
+        self.fallback = fallback
+        self.store = store
+        self.search = search
+        self.source_names = list(source_names)
+        self.chat_client = chat_client
+        self.llm_label = llm_label
+        self.clock = clock
+        self.max_round_count = rounds
+        self.max_stall_count = max_stall_count
+        self.max_reset_count = max_reset_count
+        self.participants = participants
+
+    # --- public -------------------------------------------------------------------------------
+
+    async def run(
+        self, question: str, context: str | None = None
+    ) -> AsyncGenerator[ResearchEvent, None]:
+        """Research ``question``; yield events, the last being ``done`` (with the result) or
+        ``error``.
+
+        Raises:
+            QuestionError: before any event, when the question is empty or too long.
+        """
+        question = check_question(question, self.settings.max_question_chars)
+        manager_usage = UsageTracker()
+        run = ResearchRun(
+            question=question,
+            context=context,
+            settings=self.settings,
+            agents=self.agents,
+            store=self.store,
+            search=self.search,
+            source_names=self.source_names,
+            orchestrator=self.name,
+            fallback=self.fallback,
+            llm_label=self.llm_label,
+            clock=self.clock,
+            usage_trackers=[manager_usage],
+        )
+        yield ResearchEvent(
+            type="started",
+            message=f"Researching: {question}",
+            data={
+                "sources": self.source_names,
+                "llm": self.llm_label,
+                "orchestrator": self.name,
+                "max_round_count": self.max_round_count,
+                "max_stall_count": self.max_stall_count,
+                "max_reset_count": self.max_reset_count,
+            },
+        )
+
+        plan = await run.make_plan()
+        for event in run.drain():
+            yield event
+        if plan is None:
+            yield ResearchEvent(
+                type="error", message="planning failed: " + "; ".join(run.state.notes)
+            )
+            return
+
+        # --- the Magentic workflow (one task, closed whatever happens) ---------------------
+        participants = list(self.participants(run))
+        workflow = self._build_workflow(run, participants, manager_usage)  # fresh per run
+        queue: asyncio.Queue[WorkflowEvent[Any] | ResearchEvent | _WorkflowEnd] = asyncio.Queue()
+        run.set_sink(queue.put_nowait)
+        budget = max(self.settings.time_budget_seconds - run.elapsed(), 0.001)
+        progress = _Progress()
+        end = _WorkflowEnd()
+        pump = asyncio.create_task(
+            self._pump(workflow, self._task(run, plan), budget, queue),
+            name="deepcritical-magentic-workflow",
+        )
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, _WorkflowEnd):
+                    end = item
+                    break
+                if isinstance(item, ResearchEvent):
+                    yield item
+                    continue
+                translated = self._translate(item, progress, run)
+                if translated is not None:
+                    yield translated
+        finally:
+            # Consumer gone, cancelled, or the workflow ended: stop it and wait until it is.
+            if not pump.done():
+                pump.cancel()
+            await asyncio.gather(pump, return_exceptions=True)
+            run.buffer_events()
+
+        # --- the ending: always a validated report ----------------------------------------
+        self._conclude(run, end, progress, participants)
+        for event in run.drain():
+            yield event
+        draft = run.state.draft
+        if draft is not None and run.state.draft_store_size != len(self.store):
+            run.state.notes.append(
+                "evidence was added after ReportAgent's draft; the orchestrator rewrote the "
+                "report from the whole store"
+            )
+            draft = None
+        if draft is None:
+            draft = await run.write_draft()
+            for event in run.drain():
+                yield event
+        await run.finish(draft, done_data={"workflow": self._workflow_summary(end, progress)})
+        for event in run.drain():
+            yield event
+
+    # --- workflow -----------------------------------------------------------------------------
+
+    def _build_workflow(
+        self,
+        run: ResearchRun,
+        participants: Sequence[ResearchParticipant],
+        usage: UsageTracker,
+    ) -> Workflow:
+        manager_agent = Agent(
+            client=self.chat_client,
+            instructions=MANAGER_INSTRUCTIONS,
+            name="ResearchManager",
+            description="Coordinates the DeepCritical research team.",
+            middleware=[ManagerUsage(usage, run.accounting)],
+        )
+        manager = ResearchManager(
+            manager_agent,
+            max_stall_count=self.max_stall_count,
+            max_reset_count=self.max_reset_count,
+            max_round_count=self.max_round_count,
+            progress_ledger_retry_count=2,
+        )
+        members: list[SupportsAgentRun] = list(participants)
+        return MagenticBuilder(participants=members, manager=manager, name="DeepCritical").build()
+
+    @staticmethod
+    async def _pump(
+        workflow: Workflow,
+        task: str,
+        budget: float,
+        queue: asyncio.Queue[WorkflowEvent[Any] | ResearchEvent | _WorkflowEnd],
+    ) -> None:
+        """Stream the workflow into ``queue`` under the time budget; the stream is closed
+        on every exit (end, timeout, error, cancellation); a :class:`_WorkflowEnd` is queued
+        last unless the consumer cancelled us."""
+        end = _WorkflowEnd()
+        try:
+            async with asyncio.timeout(budget), workflow.run(task, stream=True) as stream:
+                async for event in stream:
+                    queue.put_nowait(event)
+            end.finished = True
+        except TimeoutError:
+            end.timed_out = True
+        except Exception as exc:  # a participant or the manager raised: the run goes on
+            log.warning("magentic workflow failed", error=f"{type(exc).__name__}: {exc}")
+            end.error = exc
+        queue.put_nowait(end)
+
+    def _task(self, run: ResearchRun, plan: ResearchPlan) -> str:
+        s = self.settings
+        checklist = "\n".join(f"- {c.key}: {c.description}" for c in plan.checklist)
+        context = f"\nBackground from the user: {run.context[:500]}\n" if run.context else ""
+        return (
+            f"Research question: {plan.refined_question}\n{context}\n"
+            "Produce a scientific report answering it from the biomedical literature. The team "
+            "shares one evidence store; ReportAgent writes the report from it, and every "
+            "citation is checked against it.\n\n"
+            f"Checklist the evidence must cover:\n{checklist}\n\n"
+            "Work in rounds: ask SearchAgent for the evidence still missing (describe what is "
+            "missing; it writes the queries), then HypothesisAgent, then JudgeAgent. When the "
+            "judge finds the evidence sufficient or SearchAgent says the search is closed, ask "
+            "ReportAgent to write the report. The request is satisfied only after ReportAgent "
+            "has written the report.\n"
+            f"Limits: {s.max_rounds} search rounds, {s.max_sources} evidence items, "
+            f"{s.time_budget_seconds:g} seconds."
+        )
+
+    def _translate(
+        self, event: WorkflowEvent[Any], progress: _Progress, run: ResearchRun
+    ) -> ResearchEvent | None:
+        """A workflow event as a research event (manager decisions), or ``None``; records
+        what the manager did in ``progress``."""
+        data = event.data
+        if event.type == "magentic_orchestrator" and isinstance(data, MagenticOrchestratorEvent):
+            kind = data.event_type
+            if kind == MagenticOrchestratorEventType.PROGRESS_LEDGER_UPDATED and isinstance(
+                data.content, MagenticProgressLedger
+            ):
+                ledger = data.content
+                progress.rounds += 1
+                satisfied = bool(ledger.is_request_satisfied.answer)
+                speaker = str(ledger.next_speaker.answer)
+                instruction = str(ledger.instruction_or_question.answer)
+                progress.satisfied = progress.satisfied or satisfied
+                if not satisfied:
+                    progress.speakers[speaker] += 1
+                    progress.last_speaker = speaker
+                message = (
+                    "Manager: the request is satisfied"
+                    if satisfied
+                    else f"Manager → {speaker}: {instruction[:200]}"
+                )
+                return ResearchEvent(
+                    type="manager",
+                    round=run.state.rounds,
+                    message=message,
+                    data={
+                        "kind": "progress",
+                        "manager_round": progress.rounds,
+                        "satisfied": satisfied,
+                        "next_speaker": speaker,
+                        "instruction": instruction,
+                        "in_loop": bool(ledger.is_in_loop.answer),
+                        "progress": bool(ledger.is_progress_being_made.answer),
+                    },
+                )
+            if isinstance(data.content, Message):
+                replanned = kind == MagenticOrchestratorEventType.REPLANNED
+                progress.replans += int(replanned)
+                return ResearchEvent(
+                    type="manager",
+                    round=run.state.rounds,
+                    message="Manager: stalled, replanned" if replanned else "Manager: plan ready",
+                    data={
+                        "kind": "replan" if replanned else "plan",
+                        "plan": data.content.text[:4000],
+                    },
+                )
+            return None
+        if event.type == "output" and event.executor_id == WORKFLOW_ORCHESTRATOR_ID:
+            if isinstance(data, AgentResponseUpdate | AgentResponse):
+                progress.final_text += data.text
+            return None
+        if event.type == "executor_failed" and event.details is not None:
+            progress.executor_failures.append(
+                f"{event.executor_id or 'an executor'}: {event.details.error_type}"
+            )
+        return None
+
+    # --- ending -------------------------------------------------------------------------------
+
+    def _conclude(
+        self,
+        run: ResearchRun,
+        end: _WorkflowEnd,
+        progress: _Progress,
+        participants: Sequence[ResearchParticipant],
+    ) -> None:
+        """Set the stop reason, the notes and the methodology lines saying how the workflow
+        ended (a warning event for every abnormal ending)."""
+        state = run.state
+        how, workflow_reason = self._ending(end, progress)
+        closed_by_rule = state.stop_reason
+        state.stop_reason = closed_by_rule or workflow_reason
+        abnormal = workflow_reason not in {"manager_finished"}
+        note = f"Magentic workflow: {how}"
+        if abnormal:
+            run.warn(note)
+        else:
+            state.notes.append(note)
+        if state.draft is None and not any(
+            p.calls for p in participants if p.agent_name == "ReportAgent"
+        ):
+            state.notes.append(
+                "the manager never called ReportAgent: the orchestrator wrote the report from "
+                "the evidence store"
+            )
+        calls = ", ".join(f"{p.agent_name} ×{p.calls}" for p in participants if p.calls)
+        state.methodology.append(
+            f"The search was coordinated by a Magentic manager ({self.llm_label}): "
+            f"{progress.rounds} manager round(s) (limit {self.max_round_count}), "
+            f"{progress.replans} replan(s); participants called: {calls or 'none'}. "
+            f"The workflow ended: {how}; the report was built and its citations validated by "
+            "the orchestrator from the evidence store."
+        )
+
+    def _ending(self, end: _WorkflowEnd, progress: _Progress) -> tuple[str, StopReason]:
+        if end.timed_out:
+            return (
+                f"the time budget of {self.settings.time_budget_seconds:g} s ran out after "
+                f"{progress.rounds} manager round(s)",
+                "time_budget",
+            )
+        if end.error is not None:
+            failures = (
+                f" ({'; '.join(progress.executor_failures)})"
+                if (progress.executor_failures)
+                else ""
+            )
+            return (
+                f"stopped by an error: {type(end.error).__name__}: {end.error}{failures}",
+                "error",
+            )
+        if progress.final_text.startswith(ROUND_LIMIT_TEXT):
+            return (
+                f"the manager reached its round limit ({self.max_round_count} rounds)",
+                "manager_round_limit",
+            )
+        if progress.final_text.startswith(RESET_LIMIT_TEXT):
+            return (
+                f"the manager stalled and reached its reset limit ({self.max_reset_count})",
+                "manager_stalled",
+            )
+        if progress.satisfied:
+            return (
+                f"the manager declared the request satisfied after {progress.rounds} round(s)",
+                "manager_finished",
+            )
+        if progress.final_text:
+            return (
+                f"the manager named an unknown participant ({progress.last_speaker!r}) after "
+                f"{progress.rounds} round(s)",
+                "manager_finished",
+            )
+        return "the workflow ended without a final answer", "manager_finished"
+
+    @staticmethod
+    def _workflow_summary(end: _WorkflowEnd, progress: _Progress) -> dict[str, Any]:
+        return {
+            "manager_rounds": progress.rounds,
+            "replans": progress.replans,
+            "satisfied": progress.satisfied,
+            "timed_out": end.timed_out,
+            "error": None if end.error is None else f"{type(end.error).__name__}: {end.error}",
+            "speakers": dict(progress.speakers),
+            "final_answer": progress.final_text[:2000],
+        }

@@ -1,0 +1,548 @@
+"""Scripted LLMs for the Magentic tests, in process and over HTTP.
+
+- :class:`ManagerScript` answers the Magentic manager's prompts (read from the installed
+  ``agent_framework_orchestrations._magentic`` prompts): the facts pre-survey, the plan, the
+  JSON progress ledgers (a scripted sequence of next speakers; booleans optionally written as
+  strings, as small models do), the facts/plan updates of a replan and the final answer.
+- :class:`RoleScript` answers every structured-output role of the pydantic-ai agents
+  (planner, query generator, hypothesis generator, judge, writer findings and summary), read
+  from the output tool's JSON schema, citing only ids fenced in the prompt.
+- :class:`ScriptedChatClient` (an agent-framework ``BaseChatClient``) and
+  :meth:`RoleScript.model` (a pydantic-ai ``FunctionModel``) play them in process.
+- :class:`ChatCompletionsStub` plays both over HTTP on 127.0.0.1: ``POST
+  /v1/chat/completions`` (JSON, and SSE when the client asks for ``stream``).
+
+Every answer reports token usage; the scripts tally what they reported per usage role
+(``manager``, ``planner``, ``query_generator``, ``hypothesis``, ``judge``,
+``writer.findings``, ``writer.summary``) so tests can compare it with the report metadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from agent_framework import BaseChatClient, ChatResponse, Message
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+ROLE_BY_FIELD = {
+    "checklist": "planner",
+    "hypotheses": "hypothesis",
+    "mechanism_score": "judge",
+    "sections": "writer.findings",
+    "executive_summary": "writer.summary",
+    "queries": "query_generator",  # last: the planner's output has "queries" too
+}
+FENCED_ID = re.compile(r'<source id="(E\d+)" nonce="[0-9a-f]+">')
+MANAGER_ROLE = "manager"
+
+INSTRUCTIONS = {
+    "SearchAgent": "Find clinical studies of metformin and cancer incidence in diabetics",
+    "HypothesisAgent": "Form mechanistic hypotheses from the evidence collected so far",
+    "JudgeAgent": "Judge whether the evidence answers the question",
+    "ReportAgent": "Write the final report from the evidence store",
+}
+
+
+@dataclass
+class Tally:
+    """Requests and tokens reported, per usage role."""
+
+    requests: dict[str, int] = field(default_factory=dict)
+    input_tokens: dict[str, int] = field(default_factory=dict)
+    output_tokens: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, role: str, input_tokens: int, output_tokens: int) -> None:
+        with self.lock:
+            self.requests[role] = self.requests.get(role, 0) + 1
+            self.input_tokens[role] = self.input_tokens.get(role, 0) + input_tokens
+            self.output_tokens[role] = self.output_tokens.get(role, 0) + output_tokens
+
+    def roles(self) -> set[str]:
+        return set(self.requests)
+
+
+def _tokens(text: str, base: int) -> int:
+    """A deterministic token count for ``text`` (roughly words), plus ``base``."""
+    return base + len(text.split())
+
+
+# --------------------------------------------------------------------------- manager
+@dataclass
+class ManagerScript:
+    """The Magentic manager's answers.
+
+    Args:
+        speakers: next speaker of each successive progress ledger; ``None`` answers "request
+            satisfied". When exhausted: ``cycle`` restarts the list, else the last entry
+            repeats.
+        string_booleans: write the ledger booleans as strings ("false", "true").
+        hang_at_ledger: the n-th ledger request (1-based) never returns (cancellation tests).
+        in_loop: answer ``is_in_loop`` true (stall tests).
+    """
+
+    speakers: Sequence[str | None] = (
+        "SearchAgent",
+        "HypothesisAgent",
+        "JudgeAgent",
+        "ReportAgent",
+        None,
+    )
+    cycle: bool = False
+    string_booleans: bool = False
+    hang_at_ledger: int | None = None
+    in_loop: bool = False
+    tally: Tally = field(default_factory=Tally)
+    kinds: list[str] = field(default_factory=list)
+    ledgers: int = 0
+
+    def kind_of(self, prompt: str) -> str:
+        if "pre-survey" in prompt:
+            return "facts"
+        if "devise a short bullet-point plan" in prompt:
+            return "plan"
+        if "rewrite the following fact sheet" in prompt:
+            return "facts_update"
+        if "come up with a new plan" in prompt:
+            return "plan_update"
+        if "Is the request fully satisfied?" in prompt:
+            return "ledger"
+        if "provide the final answer" in prompt:
+            return "final"
+        raise AssertionError(f"an unexpected manager prompt: {prompt[:300]!r}")
+
+    def _speaker(self) -> str | None:
+        index = self.ledgers - 1
+        if index < len(self.speakers):
+            return self.speakers[index]
+        if self.cycle:
+            return self.speakers[index % len(self.speakers)]
+        return self.speakers[-1]
+
+    def _bool(self, value: bool) -> bool | str:
+        return ("true" if value else "false") if self.string_booleans else value
+
+    def ledger(self) -> str:
+        speaker = self._speaker()
+        satisfied = speaker is None
+        return json.dumps(
+            {
+                "is_request_satisfied": {
+                    "reason": "the report is written" if satisfied else "work remains",
+                    "answer": self._bool(satisfied),
+                },
+                "is_in_loop": {"reason": "scripted", "answer": self._bool(self.in_loop)},
+                "is_progress_being_made": {
+                    "reason": "scripted",
+                    "answer": self._bool(not self.in_loop),
+                },
+                "next_speaker": {"reason": "scripted", "answer": speaker or "ReportAgent"},
+                "instruction_or_question": {
+                    "reason": "scripted",
+                    "answer": INSTRUCTIONS.get(speaker or "", "Thank you."),
+                },
+            },
+            indent=2,
+        )
+
+    def reply(self, prompt: str) -> tuple[str, int, int, bool]:
+        """(text, input tokens, output tokens, hang) for the manager request ending in
+        ``prompt``."""
+        kind = self.kind_of(prompt)
+        self.kinds.append(kind)
+        hang = False
+        if kind == "ledger":
+            self.ledgers += 1
+            hang = self.hang_at_ledger is not None and self.ledgers >= self.hang_at_ledger
+            text = self.ledger()
+        elif kind in {"facts", "facts_update"}:
+            text = (
+                "1. GIVEN OR VERIFIED FACTS\n- The question.\n2. FACTS TO LOOK UP\n- Studies in "
+                "PubMed.\n3. FACTS TO DERIVE\n- None.\n4. EDUCATED GUESSES\n- Some effect."
+            )
+        elif kind in {"plan", "plan_update"}:
+            text = "- SearchAgent gathers evidence\n- JudgeAgent judges\n- ReportAgent writes"
+        else:
+            text = "The team wrote a validated report; see the report for the answer."
+        input_tokens = _tokens(prompt, 40)
+        output_tokens = _tokens(text, 3)
+        self.tally.add(MANAGER_ROLE, input_tokens, output_tokens)
+        return text, input_tokens, output_tokens, hang
+
+
+class ScriptedChatClient(BaseChatClient):
+    """An agent-framework chat client answering with a :class:`ManagerScript`."""
+
+    def __init__(self, script: ManagerScript) -> None:
+        super().__init__()
+        self.script = script
+
+    def _inner_get_response(
+        self,
+        *,
+        messages: Sequence[Message],
+        stream: bool,
+        options: Mapping[str, Any],
+        **kwargs: Any,
+    ) -> Any:
+        if stream:
+            raise NotImplementedError("the Magentic manager does not stream")
+        prompt = next((m.text for m in reversed(messages) if m.role == "user"), "")
+
+        async def respond() -> ChatResponse[Any]:
+            text, input_tokens, output_tokens, hang = self.script.reply(prompt)
+            if hang:
+                await asyncio.sleep(3600)
+            return ChatResponse(
+                messages=[Message(role="assistant", contents=[text])],
+                usage_details={
+                    "input_token_count": input_tokens,
+                    "output_token_count": output_tokens,
+                    "total_token_count": input_tokens + output_tokens,
+                },
+            )
+
+        return respond()
+
+
+# --------------------------------------------------------------------------- roles
+@dataclass
+class RoleScript:
+    """Structured outputs of every LLM role, from the prompt they were given.
+
+    Args:
+        sufficient_at_call: the judge says ``sufficient`` from its n-th call (1-based).
+        fail_roles: roles whose calls raise (as a broken model would).
+    """
+
+    sufficient_at_call: int | None = None
+    fail_roles: frozenset[str] = frozenset()
+    tally: Tally = field(default_factory=Tally)
+    prompts: dict[str, list[str]] = field(default_factory=dict)
+
+    def role_of(self, properties: Mapping[str, Any] | Sequence[str]) -> str:
+        fields = set(properties)
+        return next((r for f, r in ROLE_BY_FIELD.items() if f in fields), "unknown")
+
+    def answer(self, role: str, prompt: str) -> dict[str, Any]:
+        self.prompts.setdefault(role, []).append(prompt)
+        if role in self.fail_roles:
+            raise RuntimeError(f"scripted failure of {role}")
+        method = {
+            "planner": self._planner,
+            "query_generator": self._queries,
+            "hypothesis": self._hypothesis,
+            "judge": self._judge,
+            "writer.findings": self._findings,
+            "writer.summary": self._summary,
+        }.get(role)
+        if method is None:
+            raise AssertionError(f"a request for an unknown output: {prompt[:200]}")
+        return method(prompt)
+
+    def usage(self, role: str, prompt: str, answer: str) -> tuple[int, int]:
+        input_tokens, output_tokens = _tokens(prompt, 20), _tokens(answer, 2)
+        self.tally.add(role, input_tokens, output_tokens)
+        return input_tokens, output_tokens
+
+    # pydantic-ai, in process
+    def model(self, name: str = "scripted-roles") -> FunctionModel:
+        return FunctionModel(self._function, model_name=name)
+
+    def _function(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        tool = info.output_tools[0]
+        role = self.role_of(tool.parameters_json_schema.get("properties", {}))
+        first = messages[0]
+        assert isinstance(first, ModelRequest)
+        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        arguments = json.dumps(self.answer(role, prompt))
+        input_tokens, output_tokens = self.usage(role, prompt, arguments)
+        return ModelResponse(
+            parts=[ToolCallPart(tool.name, arguments)],
+            usage=RequestUsage(input_tokens=input_tokens, output_tokens=output_tokens),
+        )
+
+    # answers
+    @staticmethod
+    def _question(prompt: str) -> str:
+        m = re.search(r"^Research question: (.+)$", prompt, re.MULTILINE)
+        return m.group(1).strip() if m else "the question"
+
+    @staticmethod
+    def _shown(prompt: str) -> list[str]:
+        return FENCED_ID.findall(prompt)
+
+    def _planner(self, prompt: str) -> dict[str, Any]:
+        return {
+            "refined_question": self._question(prompt),
+            "checklist": [
+                {
+                    "key": "cancer_incidence",
+                    "description": "Cancer incidence in patients with diabetes taking metformin",
+                    "min_evidence": 1,
+                },
+                {
+                    "key": "mechanism",
+                    "description": "Mechanism of metformin against cancer through AMPK and mTOR",
+                    "min_evidence": 1,
+                },
+                {
+                    "key": "trials",
+                    "description": "Randomised trials of metformin for cancer outcomes",
+                    "min_evidence": 1,
+                },
+            ],
+            "queries": ["metformin cancer risk diabetes"],
+            "key_terms": ["metformin", "cancer"],
+        }
+
+    def _queries(self, prompt: str) -> dict[str, Any]:
+        m = re.search(r"^Search round: (\d+)", prompt, re.MULTILINE)
+        round_no = int(m.group(1)) if m else 1
+        by_round = {
+            1: ["metformin cancer incidence diabetes", "metformin AMPK mTOR cancer"],
+            2: ["metformin randomised trial cancer", "metformin tumour growth"],
+            3: ["metformin cancer mortality cohort"],
+        }
+        return {"queries": by_round.get(round_no, [f"metformin cancer round {round_no}"])}
+
+    def _hypothesis(self, prompt: str) -> dict[str, Any]:
+        shown = self._shown(prompt)
+        return {
+            "hypotheses": [
+                {
+                    "statement": "Metformin lowers cancer risk by activating AMPK.",
+                    "drug": "metformin",
+                    "target": "AMPK",
+                    "pathway": "mTOR",
+                    "effect": "lower cancer incidence",
+                    "confidence": 0.6,
+                    "supporting_evidence_ids": shown[:1],
+                    "contradicting_evidence_ids": [],
+                }
+            ]
+        }
+
+    def _judge(self, prompt: str) -> dict[str, Any]:
+        calls = len(self.prompts.get("judge", []))
+        sufficient = self.sufficient_at_call is not None and calls >= self.sufficient_at_call
+        return {
+            "mechanism_score": 6,
+            "clinical_evidence_score": 5,
+            "sufficient": sufficient,
+            "recommendation": "synthesize" if sufficient else "continue",
+            "next_queries": [] if sufficient else ["metformin cancer meta-analysis"],
+            "reasoning": "Scripted judgement.",
+        }
+
+    def _findings(self, prompt: str) -> dict[str, Any]:
+        shown = self._shown(prompt)
+        assert shown, "the writer was shown no source"
+        first = shown[0]
+        second = shown[1] if len(shown) > 1 else first
+        return {
+            "title": "Metformin and cancer risk: a scripted review",
+            "sections": [
+                {
+                    "heading": "Cancer incidence",
+                    "content": f"Metformin users had fewer cancers [{first}].",
+                },
+                {
+                    "heading": "Mechanism",
+                    "content": f"AMPK activation inhibits mTOR signalling [{second}].",
+                },
+            ],
+        }
+
+    def _summary(self, prompt: str) -> dict[str, Any]:
+        shown = self._shown(prompt)
+        first = shown[0] if shown else "E1"
+        return {
+            "executive_summary": f"Metformin is associated with lower cancer risk [{first}].",
+            "limitations": ["Few randomised trials."],
+            "conclusion": f"The evidence suggests a modest protective effect [{first}].",
+        }
+
+
+# --------------------------------------------------------------------------- HTTP stub
+class ChatCompletionsStub:
+    """An OpenAI Chat Completions server on 127.0.0.1 (ephemeral port) in a thread.
+
+    Requests with ``tools`` are structured-output calls of the pydantic-ai roles (answered
+    with a tool call by :class:`RoleScript`); requests without are the Magentic manager's
+    (answered with text by :class:`ManagerScript`). ``stream: true`` is answered as SSE.
+    """
+
+    def __init__(self, manager: ManagerScript, roles: RoleScript) -> None:
+        self.manager = manager
+        self.roles = roles
+        self.requests: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                    if self.path.rstrip("/") != "/v1/chat/completions":
+                        self._send(404, {"error": {"message": f"no route {self.path}"}})
+                        return
+                    with stub._lock:
+                        stub.requests.append(body)
+                    completion = stub.complete(body)
+                    if body.get("stream"):
+                        self._send_sse(completion, body)
+                    else:
+                        self._send(200, completion)
+                except Exception as exc:  # a bug in the stub: report it, answer 500
+                    stub.errors.append(f"{type(exc).__name__}: {exc}")
+                    self._send(500, {"error": {"message": str(exc)}})
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _send_sse(self, completion: dict[str, Any], body: dict[str, Any]) -> None:
+                message = completion["choices"][0]["message"]
+                delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+                if message.get("tool_calls"):
+                    delta["tool_calls"] = [
+                        {"index": i, **call} for i, call in enumerate(message["tool_calls"])
+                    ]
+                base = {k: completion[k] for k in ("id", "created", "model")}
+                chunks = [
+                    {
+                        **base,
+                        "object": "chat.completion.chunk",
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+                    },
+                    {
+                        **base,
+                        "object": "chat.completion.chunk",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": {},
+                                "finish_reason": completion["choices"][0]["finish_reason"],
+                            }
+                        ],
+                    },
+                ]
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    chunks.append(
+                        {
+                            **base,
+                            "object": "chat.completion.chunk",
+                            "choices": [],
+                            "usage": completion["usage"],
+                        }
+                    )
+                data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+                raw = data.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def __enter__(self) -> ChatCompletionsStub:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The Chat Completions response to ``body``."""
+        messages = body.get("messages") or []
+        model = str(body.get("model") or "stub")
+        tools = body.get("tools") or []
+        if tools:
+            function = tools[0]["function"]
+            role = self.roles.role_of(function.get("parameters", {}).get("properties", {}))
+            prompt = next(
+                (_text(m.get("content")) for m in messages if m.get("role") == "user"), ""
+            )
+            arguments = json.dumps(self.roles.answer(role, prompt))
+            input_tokens, output_tokens = self.roles.usage(role, prompt, arguments)
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{len(self.requests)}",
+                        "type": "function",
+                        "function": {"name": function["name"], "arguments": arguments},
+                    }
+                ],
+            }
+            finish = "tool_calls"
+        else:
+            prompt = next(
+                (_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"),
+                "",
+            )
+            text, input_tokens, output_tokens, hang = self.manager.reply(prompt)
+            if hang:
+                time.sleep(30)
+            message = {"role": "assistant", "content": text}
+            finish = "stop"
+        return {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": input_tokens,
+                "completion_tokens": output_tokens,
+                "total_tokens": input_tokens + output_tokens,
+            },
+        }
+
+
+def _text(content: Any) -> str:
+    """The text of a Chat Completions message content (a string or a list of parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    return ""
