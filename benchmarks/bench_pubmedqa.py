@@ -33,7 +33,8 @@ Printed per configuration (means over questions):
   contradicting -> "no", otherwise "maybe". For the extractive hypothesis generator an item
   contradicts when a negation cue ("no significant", "did not", ...) appears in its
   conclusions, so this measures cue words, not understanding; the always-"yes" baseline is
-  printed next to it;
+  printed next to it (the scripted hypothesis always has two supporting ids and one
+  contradicting, so its proxy is always "yes": ignore it);
 - wall time per question (research, grounding), and prompt tokens per run (0 without a
   model; the scripted model's counts are pydantic-ai's estimates).
 

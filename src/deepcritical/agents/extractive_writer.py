@@ -47,6 +47,7 @@ from deepcritical.agents.keysentences import (
     top_per_item,
 )
 from deepcritical.agents.planner import EXTRACTIVE_KEYS
+from deepcritical.agents.terms import extract_key_terms, matched_terms
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.models import (
     Evidence,
@@ -104,7 +105,8 @@ class ExtractiveReportWriter:
         summary_quotes: quotes in the executive summary.
         conclusion_quotes: quotes in the conclusion.
         min_similarity: an item is quoted only if its best sentence reaches this cosine
-            similarity to the refined question (default 0.3, for all-MiniLM-L6-v2)...
+            similarity to the refined question (default 0.3, for all-MiniLM-L6-v2), and only if
+            it mentions at least one of the question's key terms (words matched by stem)...
         relative_to_best: ...and this share of the best item's similarity (0 disables).
         group_by: how findings are grouped (see the module docstring).
     """
@@ -129,7 +131,16 @@ class ExtractiveReportWriter:
         self.group_by = group_by
 
     def _select(self, plan: ResearchPlan, evidence: Sequence[Evidence]) -> _Draft:
-        ranked = rank_sentences(evidence, plan.refined_question, self.embedder)
+        # An item that mentions none of the question's key terms is on a neighbouring topic
+        # at best: similarity of wording alone does not earn it a quote.
+        terms = plan.key_terms or extract_key_terms(plan.refined_question)
+        on_topic = [
+            e
+            for e in evidence
+            if not terms
+            or matched_terms(" ".join([e.citation.title, e.content, *e.mesh_terms]), terms)
+        ]
+        ranked = rank_sentences(on_topic, plan.refined_question, self.embedder)
         relevant = relevant_items(ranked, self.min_similarity, self.relative_to_best)
         kept = [s for s in ranked if s.evidence_id in relevant]
         picks = top_per_item(kept, self.sentences_per_item)
@@ -174,7 +185,8 @@ class ExtractiveReportWriter:
         if draft.left_out:
             limitations.append(
                 f"{draft.left_out} of the {len(evidence)} selected sources were left out because "
-                "none of their sentences was close enough to the question."
+                "they mention none of the question's key terms or none of their sentences was "
+                "close enough to the question."
             )
         limitations.append(METHOD_LIMITATION)
         if group_by == "design":
