@@ -42,9 +42,11 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-## Benchmarks print figures (retrieval quality on PubMedQA; source round time vs rate limits).
+## Benchmarks print figures (main job on 20 PubMedQA questions; retrieval quality; source
+## round time vs rate limits).
 bench: install
-	$(PY) -m benchmarks.bench_retrieval
+	$(PY) -m benchmarks.pubmedqa_runs
+	$(PY) -m benchmarks.retrieval
 	$(PY) -m benchmarks.bench_sources
 
 clean:

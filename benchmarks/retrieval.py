@@ -1,6 +1,6 @@
 """Retrieval benchmark of the local corpus on PubMedQA: BM25 vs dense vs hybrid (RRF).
 
-Run: ``.venv/bin/python -m benchmarks.bench_retrieval [--data DIR] [--questions N]``.
+Run: ``.venv/bin/python -m benchmarks.retrieval [--data DIR] [--questions N]``.
 
 Data: ``../shared/data/pubmedqa`` (``corpus.jsonl``: 1000 PubMedQA abstracts without titles;
 ``dev_questions.jsonl``: 500 questions, each with the PMID of the abstract it was written
