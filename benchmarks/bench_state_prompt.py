@@ -8,7 +8,8 @@ measures what the model is shown on its last turn: instructions, user prompt, to
 tool calls and tool answers.
 
 Tokens are estimated as ``ceil(characters / 4)`` (the usual rule of thumb for English text with
-GPT-style BPE tokenizers; no tokenizer is downloaded). Run: ``python -m benchmarks.bench_state_prompt``.
+GPT-style BPE tokenizers; no tokenizer is downloaded).
+Run: ``python -m benchmarks.bench_state_prompt``.
 """
 
 from __future__ import annotations
@@ -114,7 +115,9 @@ def measure(collector: SourceCollector) -> PromptMeasure:
         return ModelResponse(parts=[TextPart("done")])
 
     agent = Agent(
-        FunctionModel(script), instructions=GATHERING_INSTRUCTIONS, toolsets=[source_toolset(collector)]
+        FunctionModel(script),
+        instructions=GATHERING_INSTRUCTIONS,
+        toolsets=[source_toolset(collector)],
     )
     agent.run_sync("Collect sources for the drug profile of drug X.")
     chars = int(seen.pop())

@@ -20,7 +20,9 @@ from pathlib import Path
 
 def postgres_bin() -> Path | None:
     """The newest ``/usr/lib/postgresql/<v>/bin`` holding ``initdb``, or ``None``."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4])
+    )
     return Path(found[-1]).parent if found else None
 
 

@@ -53,7 +53,9 @@ def test_runs_are_created_listed_and_exported(runs: RunStore) -> None:
     listed = runs.list_runs()
     assert [r.id for r in listed] == [second, first]
     record = runs.get_run(second[:8])
-    assert record is not None and record.id == second and record.status == "pending"
+    assert record is not None
+    assert record.id == second
+    assert record.status == "pending"
     assert record.context == "ctx"
     assert runs.get_run("f" * 32) is None
     exported = runs.export_run(first)
@@ -68,7 +70,9 @@ def test_save_source_dedups_and_counts_per_question(runs: RunStore) -> None:
     r1 = c.save_source(
         "pubmed", "123", None, "Paper A", ["clinical.efficacy", "clinical.safety"], ["x"]
     )
-    assert r1.created and r1.number == 1 and r1.citation_id == "S1"
+    assert r1.created
+    assert r1.number == 1
+    assert r1.citation_id == "S1"
     assert r1.message == (
         "✓ Saved source #1 (PubMed) → clinical.efficacy (1/5 ⚠), clinical.safety (1/5 ⚠)"
     )
@@ -76,8 +80,10 @@ def test_save_source_dedups_and_counts_per_question(runs: RunStore) -> None:
     r2 = c.save_source(
         "europepmc", "MED/123", "https://pubmed.ncbi.nlm.nih.gov/123/", "Paper A", ["mechanism.moa"]
     )
-    assert not r2.created and r2.number == 1
-    assert "already saved" in r2.message and "mechanism.moa (1/3 ⚠)" in r2.message
+    assert not r2.created
+    assert r2.number == 1
+    assert "already saved" in r2.message
+    assert "mechanism.moa (1/3 ⚠)" in r2.message
     r3 = c.save_source("pubmed", "123", None, "Paper A", ["clinical.efficacy"])
     assert not r3.created
     grouped = c.finalize_sources()
@@ -92,7 +98,8 @@ def test_save_source_dedups_and_counts_per_question(runs: RunStore) -> None:
     assert {q.key: q.count for q in progress.questions}["clinical.efficacy"] == 1
     assert progress.next_focus == "competitive.landscape"
     done = c.check_completion()
-    assert not done.ready and done.missing["clinical.efficacy"] == 4
+    assert not done.ready
+    assert done.missing["clinical.efficacy"] == 4
     assert "competitive.landscape" in done.suggestion
 
 
@@ -134,9 +141,7 @@ def test_agent_uses_the_source_tools(runs: RunStore) -> None:
             return ModelResponse(
                 parts=[
                     ToolCallPart("save_source", {**args, "relevant_questions": ["bogus"]}),
-                    ToolCallPart(
-                        "save_source", {**args, "relevant_questions": ["market.status"]}
-                    ),
+                    ToolCallPart("save_source", {**args, "relevant_questions": ["market.status"]}),
                 ]
             )
         if turn == 3:
@@ -163,9 +168,7 @@ class CountingSource:
         self.calls += 1
         if self.fail:
             raise SourceError("pubmed", "HTTP 503 after 3 tries")
-        return [
-            Evidence(content=f"{query} abstract", citation=Citation(source="pubmed", id="42"))
-        ]
+        return [Evidence(content=f"{query} abstract", citation=Citation(source="pubmed", id="42"))]
 
 
 async def test_search_and_llm_calls_are_cached(runs: RunStore) -> None:
@@ -174,7 +177,8 @@ async def test_search_and_llm_calls_are_cached(runs: RunStore) -> None:
     source = CachedSource(inner, cache)
     first = await source.search("metformin", 5)
     again = await CachedSource(inner, cache).search("metformin", 5)
-    assert inner.calls == 1 and again == first
+    assert inner.calls == 1
+    assert again == first
     inner.fail = True
     with pytest.raises(SourceError):
         await source.search("other", 5)
@@ -201,7 +205,8 @@ def test_scale_2000_sources_keep_tool_answers_short_and_prompt_flat(
             c = drug_collector(runs)
             fill(c, n)
             m = measure(c)
-            assert m.tool_answers and all(len(a) < 500 for a in m.tool_answers)
+            assert m.tool_answers
+            assert all(len(a) < 500 for a in m.tool_answers)
             assert len(c.get_progress().text()) < 500
             assert c.get_progress().total_sources == n + 1
             sizes[n] = m.prompt_chars
@@ -225,9 +230,12 @@ class RunSource:
             Evidence(
                 content=f"{self.tag} study of {' '.join(words)} number {i} in patients "
                 f"{self.tag}{i}",
-                citation=Citation(source="pubmed", id=f"{abs(hash(self.tag)) % 10**6}{i:03d}",
-                                  title=f"{self.tag} paper {i} {query}"),
-            )  # fmt: skip
+                citation=Citation(
+                    source="pubmed",
+                    id=f"{abs(hash(self.tag)) % 10**6}{i:03d}",
+                    title=f"{self.tag} paper {i} {query}",
+                ),
+            )
             for i in range(limit)
         ]
         items.append(
@@ -274,7 +282,8 @@ async def test_twenty_parallel_runs_lose_no_write_and_mix_no_source(
         assert len({run_id for run_id, _ in results}) == 20
         for i, (run_id, ids) in enumerate(results):
             record = store.get_run(run_id)
-            assert record is not None and record.status in {"completed", "max_iterations"}
+            assert record is not None
+            assert record.status in {"completed", "max_iterations"}
             exported = store.export_run(run_id)
             saved = {
                 s["citation_id"]: s for group in exported["sources_by_question"].values()
