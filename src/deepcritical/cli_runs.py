@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from deepcritical.config import Settings
 from deepcritical.models import RunResult
 from deepcritical.state import RunNotFoundError, RunNotResumableError, RunRecord, RunStore
 
@@ -166,13 +167,11 @@ def resume_run(
     raise typer.Exit(code)
 
 
-async def _resume(run_id: str, settings: object) -> tuple[int, RunResult | None]:
+async def _resume(run_id: str, settings: Settings) -> tuple[int, RunResult | None]:
     from deepcritical import cli
     from deepcritical.api import resume
-    from deepcritical.config import Settings
     from deepcritical.llm import ModelSpecError
 
-    assert isinstance(settings, Settings)
     return await cli._consume(
         lambda: resume(run_id, settings),
         extra_errors=(RunNotFoundError, RunNotResumableError, ModelSpecError),
