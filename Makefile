@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: install demo test lint typecheck check bench clean
+.PHONY: install system-deps demo test lint typecheck check bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -24,6 +24,16 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	touch $@
 
 install: $(VENV)/.installed
+
+## PostgreSQL server binaries for the state tests (Debian's postgresql; CI runs as root).
+system-deps:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "postgresql: present"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
+	else \
+		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
+	fi
 
 ## The main job: import the PubMedQA corpus and research a question with no LLM.
 demo: install
@@ -48,6 +58,7 @@ bench: install
 	$(PY) -m benchmarks.pubmedqa_runs
 	$(PY) -m benchmarks.retrieval
 	$(PY) -m benchmarks.bench_sources
+	$(PY) -m benchmarks.bench_state_prompt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -3,11 +3,17 @@
 Builds everything a run needs (HTTP client, sources, evidence store, agents, orchestrator),
 streams the orchestrator's events and closes what it opened, also when the consumer stops early
 or the task is cancelled.
+
+Every run is recorded in the run database unless ``Settings.persist_runs`` is false
+(:mod:`deepcritical.state`): the ``started`` event's ``data["run_id"]`` names it, it is
+checkpointed after every event, and :func:`resume` continues an interrupted run.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import asyncio
+import dataclasses
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack, aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +34,15 @@ from deepcritical.orchestrators.iterative import IterativeOrchestrator, check_qu
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.factory import build_sources
 from deepcritical.sources.http import new_http_client
+from deepcritical.state.errors import RunNotFoundError, RunNotResumableError
+from deepcritical.state.syllabus import Syllabus, SyllabusPlanner
 
 if TYPE_CHECKING:
     from agent_framework import SupportsChatGetResponse
     from pydantic_ai.models import Model
 
     from deepcritical.orchestrators.magentic import MagenticOrchestrator
+    from deepcritical.state.lifecycle import PersistentRun
 
 
 async def research(
@@ -45,6 +54,7 @@ async def research(
     sources: Sequence[SearchSource] | None = None,
     embedder: Embedder | None = None,
     chat_client: SupportsChatGetResponse[Any] | None = None,
+    syllabus: Syllabus | None = None,
 ) -> AsyncIterator[ResearchEvent]:
     """Research ``question`` and stream :class:`ResearchEvent`; the last is ``done`` (its
     ``result`` holds the report and the evidence) or ``error``.
@@ -60,14 +70,111 @@ async def research(
         chat_client: the Magentic manager's agent-framework chat client, instead of the one
             :func:`~deepcritical.llm.build_chat_client` makes from ``settings.llm`` (tests
             pass scripted clients here); used when ``settings.orchestrator`` is ``magentic``.
+        syllabus: a fixed syllabus whose questions replace the planner's checklist.
+
+    Recording (``settings.persist_runs``, default on): the run is stored in the run database
+    (``settings.database_url`` or ``<data_dir>/deepcritical.db``) and checkpointed after every
+    event; ``data["run_id"]`` of the ``started`` event is its id. Sources and models built
+    from ``settings`` are wrapped in the call cache (sources and models passed in are not).
 
     Raises:
         QuestionError: empty or too long question (before any event).
         ModelSpecError: a bad ``settings.llm`` or a missing API key, or the ``magentic``
             orchestrator without a model (before any event).
         deepcritical.corpus.index.CorpusNotFoundError: ``local`` source with no corpus.
+        sqlalchemy.exc.SQLAlchemyError: the run database cannot be opened (before any event).
     """
-    settings = settings or Settings()
+    async with aclosing(
+        _research(
+            question,
+            settings or Settings(),
+            context=context,
+            model=model,
+            sources=sources,
+            embedder=embedder,
+            chat_client=chat_client,
+            syllabus=syllabus,
+        )
+    ) as events:
+        async for event in events:
+            yield event
+
+
+async def resume(
+    run_id: str,
+    settings: Settings | None = None,
+    *,
+    model: Model | None = None,
+    sources: Sequence[SearchSource] | None = None,
+    embedder: Embedder | None = None,
+    chat_client: SupportsChatGetResponse[Any] | None = None,
+) -> AsyncIterator[ResearchEvent]:
+    """Continue the stored run ``run_id`` to its report, streaming events as :func:`research`.
+
+    The stored question, context, syllabus and settings are used again; API keys and the
+    database location come from ``settings`` (default: the environment) at resume time. The
+    completed steps replay from the call cache with no search (or cached LLM) call, the run
+    continues live where it stopped, sources are saved idempotently (none lost, none
+    duplicated) and the same run row is updated (``in_progress`` again, then ``completed``).
+
+    Raises:
+        RunNotFoundError: no run with this id (a unique prefix of 6+ characters is accepted).
+        RunNotResumableError: the run already completed (its report is stored).
+    """
+    from deepcritical.state.runs import RunStore
+
+    base = settings or Settings()
+    store = await asyncio.to_thread(RunStore.open, base)
+    try:
+        record = await asyncio.to_thread(store.get_run, run_id)
+    finally:
+        store.close()
+    if record is None:
+        raise RunNotFoundError(
+            f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
+        )
+    if not record.resumable:
+        raise RunNotResumableError(
+            f"run {record.id} already finished ({record.status}); its report is stored: "
+            f"`deepcritical runs export {record.id}`"
+        )
+    stored = {k: v for k, v in record.settings.items() if k in Settings.model_fields}
+    stored.update(data_dir=base.data_dir, database_url=base.database_url, persist_runs=True)
+    run_settings = Settings(**stored)
+    syllabus = (
+        Syllabus.model_validate(record.syllabus)
+        if record.syllabus_fixed and record.syllabus
+        else None
+    )
+    async with aclosing(
+        _research(
+            record.question,
+            run_settings,
+            context=record.context,
+            model=model,
+            sources=sources,
+            embedder=embedder,
+            chat_client=chat_client,
+            syllabus=syllabus,
+            run_id=record.id,
+        )
+    ) as events:
+        async for event in events:
+            yield event
+
+
+async def _research(
+    question: str,
+    settings: Settings,
+    *,
+    context: str | None,
+    model: Model | None,
+    sources: Sequence[SearchSource] | None,
+    embedder: Embedder | None,
+    chat_client: SupportsChatGetResponse[Any] | None,
+    syllabus: Syllabus | None,
+    run_id: str | None = None,
+) -> AsyncGenerator[ResearchEvent, None]:
     question = check_question(question, settings.max_question_chars)
     _log_to_stderr()
     llm_model = model if model is not None else build_model(settings)
@@ -85,6 +192,12 @@ async def research(
     embedder = embedder or shared_embedder(settings.embedding_model)
 
     async with AsyncExitStack() as stack:
+        persisted: PersistentRun | None = None
+        if settings.persist_runs:
+            from deepcritical.state.lifecycle import PersistentRun
+
+            persisted = await PersistentRun.open(settings, question, context, syllabus, run_id)
+            stack.push_async_callback(persisted.aclose)
         if magentic and chat_client is None:
             stack.push_async_callback(close_chat_client, manager_client)
         client = new_http_client(settings.http_timeout_seconds)
@@ -92,9 +205,19 @@ async def research(
         run_sources = (
             list(sources) if sources is not None else build_sources(settings, client, embedder)
         )
+        if persisted is not None and sources is None:
+            run_sources = persisted.wrap_sources(run_sources)
+        if persisted is not None and model is None and llm_model is not None:
+            llm_model = persisted.wrap_model(llm_model)
         store = EvidenceStore(embedder, settings.near_duplicate_threshold)
         agents = build_agents(settings, llm_model, embedder)
         fallback = build_agents(settings, None, embedder) if llm_model is not None else None
+        if syllabus is not None:
+            agents = dataclasses.replace(agents, planner=SyllabusPlanner(agents.planner, syllabus))
+            if fallback is not None:
+                fallback = dataclasses.replace(
+                    fallback, planner=SyllabusPlanner(fallback.planner, syllabus)
+                )
         search = SearchAgent(run_sources, store, settings.results_per_query)
         names = [s.name for s in run_sources]
         orchestrator: IterativeOrchestrator | MagenticOrchestrator
@@ -115,9 +238,26 @@ async def research(
             orchestrator = IterativeOrchestrator(
                 settings, agents, store, search, names, fallback=fallback, llm_label=llm_label
             )
-        async with aclosing(orchestrator.run(question, context)) as events:
-            async for event in events:
-                yield event
+        if persisted is None:
+            async with aclosing(orchestrator.run(question, context)) as events:
+                async for event in events:
+                    yield event
+            return
+        await persisted.attach(store)
+        try:
+            async with aclosing(orchestrator.run(question, context)) as events:
+                async for event in events:
+                    warning = await persisted.record(event)
+                    yield event
+                    if warning is not None:
+                        yield warning
+        except (GeneratorExit, asyncio.CancelledError, KeyboardInterrupt):
+            persisted.end("cancelled", "the run was stopped before its report")
+            raise
+        except Exception as exc:
+            persisted.end("failed", f"{type(exc).__name__}: {exc}"[:2000])
+            raise
+        persisted.end("failed", "the run ended without a report")
 
 
 def _log_to_stderr() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -193,11 +194,29 @@ def research(
     out: Annotated[
         Path, typer.Option("--out", help="Markdown report path; JSON goes next to it (.json).")
     ] = Path("report.md"),
+    syllabus_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--syllabus",
+            help="YAML/JSON syllabus whose questions replace the planner's checklist "
+            "(e.g. syllabi/drug_profile.yaml).",
+        ),
+    ] = None,
 ) -> None:
-    """Research QUESTION and write a validated report (markdown + JSON)."""
+    """Research QUESTION and write a validated report (markdown + JSON).
+
+    The run is recorded (its id is printed first): `deepcritical runs resume ID` continues it
+    if it is interrupted."""
     from deepcritical.corpus.index import LocalCorpus
+    from deepcritical.state import Syllabus, SyllabusError
 
     _check_out_path(out)
+    syllabus = None
+    if syllabus_file is not None:
+        try:
+            syllabus = Syllabus.from_file(syllabus_file)
+        except SyllabusError as exc:
+            raise _fail(str(exc), 2) from exc
     source_list: list[str] | None = None
     if sources is not None:
         source_list = [s.strip() for s in sources.split(",") if s.strip()]
@@ -226,18 +245,23 @@ def research(
             2,
         )
     try:
-        code, result = asyncio.run(_run_research(question, settings, context))
+        code, result = asyncio.run(_run_research(question, settings, context, syllabus))
     except KeyboardInterrupt:
         console.print("[yellow]Interrupted.[/yellow]")
         raise typer.Exit(130) from None
     if result is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(result.report.to_markdown(), encoding="utf-8")
-        json_path = out.with_suffix(".json")
-        json_path.write_text(result.to_json(), encoding="utf-8")
-        _print_summary(result, out, json_path)
-        _print_usage(result)
+        _write_outputs(result, out)
     raise typer.Exit(code)
+
+
+def _write_outputs(result: RunResult, out: Path) -> None:
+    """Write the markdown report to ``out`` and the JSON next to it; print the summary."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(result.report.to_markdown(), encoding="utf-8")
+    json_path = out.with_suffix(".json")
+    json_path.write_text(result.to_json(), encoding="utf-8")
+    _print_summary(result, out, json_path)
+    _print_usage(result)
 
 
 def _check_out_path(out: Path) -> None:
@@ -261,23 +285,38 @@ def _check_out_path(out: Path) -> None:
 
 
 async def _run_research(
-    question: str, settings: Settings, context: str | None
+    question: str, settings: Settings, context: str | None, syllabus: Any = None
 ) -> tuple[int, RunResult | None]:
     from deepcritical.api import research as run_research
     from deepcritical.llm import ModelSpecError
     from deepcritical.orchestrators.iterative import QuestionError
 
+    return await _consume(
+        lambda: run_research(question, settings, context=context, syllabus=syllabus),
+        extra_errors=(QuestionError, ModelSpecError),
+    )
+
+
+async def _consume(
+    start: Callable[[], AsyncIterator[Any]], extra_errors: tuple[type[Exception], ...]
+) -> tuple[int, RunResult | None]:
+    """Print the events of ``start()``; (exit code, result). ``extra_errors`` exit with 2."""
     result: RunResult | None = None
     try:
         with console.status("Starting…") as status:
-            async for event in run_research(question, settings, context=context):
+            async for event in start():
                 status.update(f"[bold]{event.type}[/bold]: {event.message[:100]}")
                 _print_event(event)
+                if event.type == "started" and event.data.get("run_id"):
+                    run_id = event.data["run_id"]
+                    console.print(
+                        f"{'run id':>16} {run_id} (resume: deepcritical runs resume {run_id})"
+                    )
                 if event.type == "done":
                     result = event.result
                 elif event.type == "error":
                     return 1, None
-    except (QuestionError, ModelSpecError) as exc:
+    except extra_errors as exc:
         console.print(f"[red]Error:[/red] {exc}")
         return 2, None
     if result is None:
@@ -361,6 +400,11 @@ def _print_usage(result: RunResult) -> None:
     if usage.stage_seconds:
         stages = " · ".join(f"{stage} {sec:.1f} s" for stage, sec in usage.stage_seconds.items())
         console.print(f"Time per stage: {stages}")
+
+
+from deepcritical.cli_runs import runs_app  # noqa: E402 - needs the helpers above
+
+app.add_typer(runs_app, name="runs")
 
 
 def main() -> None:

@@ -79,6 +79,22 @@ class Settings(BaseSettings):
     )
     ncbi_email: str | None = None
     ncbi_tool: str = "deepcritical"
+    source_base_urls: dict[str, str] = Field(
+        default_factory=dict,
+        description="Source name -> API root replacing the public one (mirrors, test stubs), "
+        'e.g. DEEPCRITICAL_SOURCE_BASE_URLS=\'{"pubmed": "http://127.0.0.1:8080/entrez/eutils"}\'.',
+    )
+
+    # --- durable run state (deepcritical.state) ------------------------------------------------
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the run database (e.g. postgresql+psycopg://u:p@host/db); "
+        "default: the SQLite file <data_dir>/deepcritical.db. Secret: it may hold a password.",
+    )
+    persist_runs: bool = Field(default=True, description="Record every run (trace, resume).")
+    cache_ttl_seconds: float = Field(
+        default=86400.0, ge=0, description="Age in seconds after which cached calls are redone."
+    )
 
     @field_validator("sources", mode="before")
     @classmethod

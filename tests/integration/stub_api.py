@@ -687,6 +687,10 @@ class StubAPI:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._records: list[RequestRecord] = []
+        self._hold: Callable[[RequestRecord], bool] | None = None
+        self._released = threading.Event()
+        self.held = 0
+        """Requests held unanswered so far by :meth:`hold`."""
         self.errors: list[str] = []
         """Unexpected exceptions raised while answering (a bug in the stub); tests check it."""
         self._server: _Server | None = None
@@ -808,6 +812,20 @@ class StubAPI:
         with self._lock:
             self._records.clear()
 
+    def hold(self, predicate: Callable[[RequestRecord], bool]) -> None:
+        """Leave every later request for which ``predicate`` is true unanswered (its status
+        stays 0) until :meth:`release` or :meth:`stop`: a process killed meanwhile never got
+        those answers."""
+        with self._lock:
+            self._released.clear()
+            self._hold = predicate
+
+    def release(self) -> None:
+        """Answer the held requests and stop holding."""
+        with self._lock:
+            self._hold = None
+            self._released.set()
+
     def set_status(self, index: int, status: int) -> None:
         """Record the status request ``index`` was answered with."""
         with self._lock:
@@ -840,8 +858,17 @@ class StubAPI:
         params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         route = ROUTES.get(parts.path) or ("webpage" if parts.path.startswith("/web/") else "")
         with self._lock:
-            self._records.append(RequestRecord(route or "unknown", parts.path, params, arrived))
+            record = RequestRecord(route or "unknown", parts.path, params, arrived)
+            self._records.append(record)
             index = len(self._records) - 1
+            hold = self._hold
+            if hold is not None and hold(record):
+                self.held += 1
+            else:
+                hold = None
+        if hold is not None:
+            while not self._released.wait(0.05) and not self._stopping.is_set():
+                pass
         if self.latency_seconds > 0:
             self._stopping.wait(self.latency_seconds)
         fault = self._take_fault(route, params) if route else None

@@ -20,6 +20,7 @@ def build_sources(
     """
     timeout = settings.http_timeout_seconds
     tries = settings.http_retries
+    urls = settings.source_base_urls
     built: list[SearchSource] = []
     for name in settings.sources:
         if name == "local":
@@ -30,6 +31,7 @@ def build_sources(
                 LocalCorpusSource(LocalCorpus.open(settings.resolved_corpus_dir, embedder))
             )
         elif name == "pubmed":
+            from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
             from deepcritical.sources.pubmed import PubMedSource
 
             key = settings.ncbi_api_key.get_secret_value() if settings.ncbi_api_key else None
@@ -41,28 +43,51 @@ def build_sources(
                     tool=settings.ncbi_tool,
                     timeout_seconds=timeout,
                     tries=tries,
+                    base_url=urls.get(name, PUBMED_URL),
                 )
             )
         elif name == "trials":
+            from deepcritical.sources.clinicaltrials import DEFAULT_BASE_URL as TRIALS_URL
             from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
 
-            built.append(ClinicalTrialsSource(client, timeout_seconds=timeout, tries=tries))
+            built.append(
+                ClinicalTrialsSource(
+                    client,
+                    timeout_seconds=timeout,
+                    tries=tries,
+                    base_url=urls.get(name, TRIALS_URL),
+                )
+            )
         elif name == "europepmc":
+            from deepcritical.sources.europepmc import DEFAULT_BASE_URL as EPMC_URL
             from deepcritical.sources.europepmc import EuropePMCSource
 
-            built.append(EuropePMCSource(client, timeout_seconds=timeout, tries=tries))
+            built.append(
+                EuropePMCSource(
+                    client, timeout_seconds=timeout, tries=tries, base_url=urls.get(name, EPMC_URL)
+                )
+            )
         elif name == "openalex":
+            from deepcritical.sources.openalex import DEFAULT_BASE_URL as OPENALEX_URL
             from deepcritical.sources.openalex import OpenAlexSource
 
             built.append(
                 OpenAlexSource(
-                    client, timeout_seconds=timeout, tries=tries, mailto=settings.ncbi_email
+                    client,
+                    timeout_seconds=timeout,
+                    tries=tries,
+                    mailto=settings.ncbi_email,
+                    base_url=urls.get(name, OPENALEX_URL),
                 )
             )
         elif name == "web":
             from deepcritical.sources.web import WebSearchSource
 
-            built.append(WebSearchSource(client, timeout_seconds=timeout, tries=tries))
+            built.append(
+                WebSearchSource(
+                    client, timeout_seconds=timeout, tries=tries, base_url=urls.get(name)
+                )
+            )
         else:  # Settings validates names; this guards programmatic misuse
             raise ValueError(f"unknown source {name!r}")
     return built

@@ -1,0 +1,178 @@
+"""``deepcritical runs``: list, show, resume and export stored research runs.
+
+Registered on the main app by :mod:`deepcritical.cli` (``app.add_typer(runs_app, ...)``). A
+bad run id exits with code 2 and says where to find the valid ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from deepcritical.config import Settings
+from deepcritical.models import RunResult
+from deepcritical.state import RunNotFoundError, RunNotResumableError, RunRecord, RunStore
+
+runs_app = typer.Typer(
+    help="Stored research runs: list, show, resume, export.", no_args_is_help=True
+)
+
+
+def _open() -> RunStore:
+    from deepcritical import cli
+
+    settings = cli._settings()
+    try:
+        return RunStore.open(settings)
+    except Exception as exc:
+        raise cli._fail(f"cannot open the run database: {type(exc).__name__}: {exc}", 2) from exc
+
+
+def _require(store: RunStore, run_id: str) -> RunRecord:
+    from deepcritical import cli
+
+    record = store.get_run(run_id)
+    if record is None:
+        store.close()
+        raise cli._fail(f"no run with id {run_id!r}; `deepcritical runs list` shows the runs", 2)
+    return record
+
+
+def _status(record: RunRecord) -> str:
+    if record.interrupted:
+        return f"{record.status}: interrupted (resumable)"
+    return record.status
+
+
+@runs_app.command("list")
+def list_runs(
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, help="How many runs (newest first).")
+    ] = 50,
+) -> None:
+    """List the newest runs with status, progress and saved sources."""
+    from deepcritical import cli
+
+    store = _open()
+    try:
+        records = store.list_runs(limit)
+    finally:
+        store.close()
+    table = Table(title=f"Runs ({len(records)})")
+    for column in ("id", "created (UTC)", "status", "progress", "stage", "sources", "question"):
+        table.add_column(column)
+    for r in records:
+        table.add_row(
+            r.id,
+            r.created_at.strftime("%Y-%m-%d %H:%M"),
+            _status(r),
+            f"{r.progress:.0%}",
+            r.stage or "",
+            str(r.sources),
+            r.question[:80],
+        )
+    cli.out_console.print(table)
+
+
+@runs_app.command("show")
+def show_run(run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")]) -> None:
+    """Show a run: status, progress, stage, checklist, iterations, metrics."""
+    from deepcritical import cli
+
+    store = _open()
+    try:
+        r = _require(store, run_id)
+    finally:
+        store.close()
+    out = cli.out_console
+    out.print(f"Run {r.id}")
+    out.print(f"Question: {r.question}")
+    if r.refined_question:
+        out.print(f"Refined question: {r.refined_question}")
+    out.print(f"Status: {_status(r)} · progress {r.progress:.0%} · stage {r.stage or '-'}")
+    out.print(f"Created {r.created_at:%Y-%m-%d %H:%M:%S} UTC · updated {r.updated_at:%H:%M:%S}")
+    out.print(f"Attempts: {r.attempts} · sources saved: {r.sources}")
+    if r.error:
+        out.print(f"Error: {r.error}")
+    if r.checklist:
+        table = Table(title="Checklist")
+        for column in ("key", "status", "evidence", "description"):
+            table.add_column(column)
+        for item in r.checklist:
+            table.add_row(
+                str(item["key"]),
+                str(item["status"]),
+                f"{len(item['evidence_ids'])}/{item['min_evidence']}",
+                str(item["description"])[:80],
+            )
+        out.print(table)
+    for it in r.iterations:
+        out.print(
+            f"Round {it['round']}: {len(it.get('queries', []))} queries, "
+            f"results {it.get('results_per_source', {})}, new {it.get('new_items', '-')}"
+        )
+    metrics = {k: v for k, v in r.metrics.items() if k != "usage"}
+    out.print("Metrics: " + json.dumps(metrics, sort_keys=True))
+
+
+@runs_app.command("export")
+def export_run(
+    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (default: standard output).")
+    ] = None,
+) -> None:
+    """Export a run (run, checklist, iterations, sources by question, report) as JSON."""
+    from deepcritical import cli
+
+    store = _open()
+    try:
+        record = _require(store, run_id)
+        data = store.export_run(record.id)
+    finally:
+        store.close()
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if out is None:
+        cli.out_console.print_json(text)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    cli.console.print(f"[green]✓[/green] run {record.id} exported to {out}")
+
+
+@runs_app.command("resume")
+def resume_run(
+    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Markdown report path; JSON goes next to it (.json).")
+    ] = Path("report.md"),
+) -> None:
+    """Continue an interrupted run from its last completed step and write its report."""
+    from deepcritical import cli
+
+    cli._check_out_path(out)
+    settings = cli._settings()
+    try:
+        code, result = asyncio.run(_resume(run_id, settings))
+    except KeyboardInterrupt:
+        cli.console.print("[yellow]Interrupted.[/yellow] Resume again with the same command.")
+        raise typer.Exit(130) from None
+    if result is not None:
+        cli._write_outputs(result, out)
+    raise typer.Exit(code)
+
+
+async def _resume(run_id: str, settings: Settings) -> tuple[int, RunResult | None]:
+    from deepcritical import cli
+    from deepcritical.api import resume
+    from deepcritical.llm import ModelSpecError
+
+    return await cli._consume(
+        lambda: resume(run_id, settings),
+        extra_errors=(RunNotFoundError, RunNotResumableError, ModelSpecError),
+    )

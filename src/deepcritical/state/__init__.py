@@ -1,0 +1,31 @@
+"""Durable research state: run traces, question-aware source collection, call caches,
+checkpoints and resume.
+
+Public interface: :class:`RunStore` (``RunStore.open(settings)``, ``list_runs``, ``get_run``,
+``export_run``, ``close``) and :class:`RunRecord`. The database is SQLite
+(``<data_dir>/deepcritical.db``) unless ``DEEPCRITICAL_DATABASE_URL`` names another (PostgreSQL).
+"""
+
+from deepcritical.state.errors import (
+    RunNotFoundError,
+    RunNotResumableError,
+    StateError,
+    SyllabusError,
+    UnknownCitationError,
+    UnknownQuestionError,
+)
+from deepcritical.state.runs import RunRecord, RunStore
+from deepcritical.state.syllabus import QuestionSpec, Syllabus
+
+__all__ = [
+    "QuestionSpec",
+    "RunNotFoundError",
+    "RunNotResumableError",
+    "RunRecord",
+    "RunStore",
+    "StateError",
+    "Syllabus",
+    "SyllabusError",
+    "UnknownCitationError",
+    "UnknownQuestionError",
+]

@@ -1,0 +1,160 @@
+"""One run's link to the database: :class:`PersistentRun` (used by :mod:`deepcritical.api`).
+
+It opens the run database, creates the run row (or reopens a run being resumed), wraps the
+run's search sources and model in the call caches, checkpoints every event through a
+:class:`~deepcritical.state.recorder.RunRecorder`, touches the row every
+:data:`~deepcritical.state.runs.HEARTBEAT_SECONDS` while the run is alive, and records how
+the run ended when it ends without a ``done``/``error`` event (cancelled, crashed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+
+from pydantic_ai.models import Model
+
+from deepcritical.config import Settings
+from deepcritical.evidence.store import EvidenceStore
+from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.sources.base import SearchSource
+from deepcritical.state.cache import CachedModel, CachedSource, CallCache
+from deepcritical.state.recorder import RunRecorder
+from deepcritical.state.runs import HEARTBEAT_SECONDS, RunStore
+from deepcritical.state.sources import SourceCollector
+from deepcritical.state.syllabus import Syllabus
+
+__all__ = ["PersistentRun"]
+
+
+class PersistentRun:
+    """The database side of one run (see the module docstring).
+
+    Build it with :meth:`open`; call :meth:`attach` once the run's evidence store exists,
+    :meth:`record` for every event, :meth:`end` when the stream stops abnormally and
+    :meth:`aclose` at the end.
+    """
+
+    def __init__(
+        self,
+        runs: RunStore,
+        run_id: str,
+        settings: Settings,
+        syllabus: Syllabus | None,
+        *,
+        resuming: bool,
+        resumed_progress: float = 0.0,
+    ) -> None:
+        self.runs = runs
+        self.run_id = run_id
+        self.settings = settings
+        self.syllabus = syllabus
+        self.resuming = resuming
+        self.resumed_progress = resumed_progress
+        self.cache = CallCache(runs, settings.cache_ttl_seconds)
+        self.cached_sources: list[CachedSource] = []
+        self.cached_model: CachedModel | None = None
+        self.recorder: RunRecorder | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        question: str,
+        context: str | None,
+        syllabus: Syllabus | None,
+        run_id: str | None = None,
+    ) -> PersistentRun:
+        """Open the database and create the run (``run_id=None``) or reopen ``run_id``.
+
+        Raises:
+            RunNotFoundError: ``run_id`` is not in the database.
+            sqlalchemy.exc.SQLAlchemyError, OSError: the database cannot be opened.
+        """
+        runs = await asyncio.to_thread(RunStore.open, settings)
+        try:
+            if run_id is None:
+                new_id = await asyncio.to_thread(
+                    runs.create_run,
+                    question,
+                    settings.public_dict(),
+                    context=context,
+                    syllabus=syllabus,
+                )
+                return cls(runs, new_id, settings, syllabus, resuming=False)
+            record = await asyncio.to_thread(runs.get_run, run_id)
+            if record is None:
+                from deepcritical.state.errors import RunNotFoundError
+
+                raise RunNotFoundError(f"no run with id {run_id!r}")
+            return cls(
+                runs,
+                record.id,
+                settings,
+                syllabus,
+                resuming=True,
+                resumed_progress=record.progress,
+            )
+        except BaseException:
+            runs.close()
+            raise
+
+    def wrap_sources(self, sources: Sequence[SearchSource]) -> list[SearchSource]:
+        """``sources`` answered from the call cache when the same request was made before."""
+        self.cached_sources = [CachedSource(s, self.cache) for s in sources]
+        return list(self.cached_sources)
+
+    def wrap_model(self, model: Model) -> Model:
+        """``model`` answered from the call cache when the same request was made before."""
+        self.cached_model = CachedModel(model, self.cache)
+        return self.cached_model
+
+    async def attach(self, store: EvidenceStore) -> None:
+        """Start recording the run whose evidence lives in ``store`` (marks it in progress)."""
+        collector = SourceCollector(
+            self.runs, self.run_id, self.syllabus, citation_exists=lambda cid: cid in store
+        )
+        self.recorder = RunRecorder(
+            self.runs,
+            self.run_id,
+            store,
+            collector,
+            max_rounds=self.settings.max_rounds,
+            model=self.cached_model,
+            sources=self.cached_sources,
+            cache=self.cache,
+            resumed_progress=self.resumed_progress,
+            fixed_syllabus=self.syllabus is not None,
+        )
+        await asyncio.to_thread(self.recorder.begin, resume=self.resuming)
+        self._heartbeat = asyncio.create_task(self._beat())
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.runs.touch, self.run_id)
+
+    async def record(self, event: ResearchEvent) -> ResearchEvent | None:
+        """Checkpoint after ``event`` (``started`` gets ``run_id`` in its data); a warning
+        event to pass on when saving failed."""
+        if event.type == "started":
+            event.data["run_id"] = self.run_id
+        if self.recorder is None:
+            return None
+        return await self.recorder.record(event)
+
+    def end(self, status: str, error: str | None = None) -> None:
+        """Record an abnormal end (``failed``/``cancelled``) of a run still in progress."""
+        if self.recorder is not None:
+            self.recorder.end(status, error)
+
+    async def aclose(self) -> None:
+        """Stop the heartbeat and close the database."""
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._heartbeat
+        self.runs.close()

@@ -1,0 +1,323 @@
+"""The run repository: :class:`RunStore` (open, create, list, show, export runs) and
+:class:`RunRecord`, the read model of one run that the CLI and the web UI show.
+
+Every write is one transaction (:meth:`RunStore.transact`), retried with backoff when the
+database is momentarily locked or the connection drops (tenacity). A run killed mid-way stays
+``in_progress`` in the database; :attr:`RunRecord.interrupted` says so when no process has
+updated it for :data:`STALE_AFTER_SECONDS` (running runs touch ``updated_at`` every
+:data:`HEARTBEAT_SECONDS`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+from tenacity import (
+    retry,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from deepcritical.config import Settings
+from deepcritical.models import utc_now
+from deepcritical.state.db import create_db_engine, database_url, migrate
+from deepcritical.state.errors import RunNotFoundError
+from deepcritical.state.schema import RunRow, SourceQuestionRow, SourceRow, aware
+from deepcritical.state.syllabus import Syllabus
+
+__all__ = [
+    "FINISHED_STATUSES",
+    "HEARTBEAT_SECONDS",
+    "STALE_AFTER_SECONDS",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+]
+
+T = TypeVar("T")
+RunStatus = Literal["pending", "in_progress", "completed", "failed", "cancelled", "max_iterations"]
+FINISHED_STATUSES = frozenset({"completed", "max_iterations"})
+"""Statuses of runs that delivered a report (they cannot be resumed)."""
+HEARTBEAT_SECONDS = 10.0
+"""How often a running run touches its row's ``updated_at`` (seconds)."""
+STALE_AFTER_SECONDS = 60.0
+"""An ``in_progress`` run not updated for this long (seconds) is shown as interrupted."""
+
+
+class RunRecord(BaseModel):
+    """One run as stored (a read-only snapshot).
+
+    ``progress`` is 0..1; ``stage`` the step the run was in (``planning``, ``searching``...);
+    ``interrupted`` is true for an ``in_progress`` run nobody has updated for
+    :data:`STALE_AFTER_SECONDS` (its process died: resume it); ``sources`` the number of saved
+    sources; ``attempts`` 1 + the number of resumes.
+    """
+
+    id: str
+    question: str
+    context: str | None = None
+    status: str
+    progress: float
+    stage: str | None = None
+    refined_question: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+    error: str | None = None
+    report_markdown: str | None = None
+    interrupted: bool = False
+    sources: int = 0
+    attempts: int = 1
+    checklist: list[dict[str, Any]] = []
+    iterations: list[dict[str, Any]] = []
+    metrics: dict[str, Any] = {}
+    settings: dict[str, Any] = {}
+    syllabus: dict[str, Any] | None = None
+    syllabus_fixed: bool = False
+
+    @property
+    def resumable(self) -> bool:
+        """True unless the run already delivered its report."""
+        return self.status not in FINISHED_STATUSES
+
+
+def _retrying(fn: Callable[[], T]) -> T:
+    call = retry(
+        retry=retry_if_exception_type(OperationalError),
+        stop=stop_after_attempt(4),
+        wait=wait_exponential(multiplier=0.2, max=3.0),
+        reraise=True,
+    )(fn)
+    return call()
+
+
+class RunStore:
+    """Repository of runs in one database (SQLite file or PostgreSQL).
+
+    Open it with :meth:`open` (from settings) or :meth:`open_url`; both create or migrate the
+    schema. Safe to share between threads (one engine, a session per transaction). Close it
+    with :meth:`close` (disposes the engine's connections).
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, settings: Settings) -> RunStore:
+        """The store at ``settings.database_url`` (default ``<data_dir>/deepcritical.db``).
+
+        Raises:
+            sqlalchemy.exc.SQLAlchemyError: the database cannot be reached or migrated.
+            OSError: the SQLite directory cannot be created.
+        """
+        return cls.open_url(database_url(settings))
+
+    @classmethod
+    def open_url(cls, url: str) -> RunStore:
+        """The store at SQLAlchemy ``url``, migrated to the newest schema."""
+        engine = create_db_engine(url)
+        try:
+            _retrying(lambda: migrate(engine))
+        except Exception:
+            engine.dispose()
+            raise
+        return cls(engine)
+
+    def close(self) -> None:
+        """Release every connection."""
+        self.engine.dispose()
+
+    def transact(self, work: Callable[[Session], T]) -> T:
+        """Run ``work(session)`` in one transaction and commit; retried (whole) up to 4 times
+        when the database is locked or unreachable; rolled back when ``work`` raises."""
+
+        def attempt() -> T:
+            with self._sessions.begin() as session:
+                return work(session)
+
+        return _retrying(attempt)
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        question: str,
+        settings: dict[str, Any],
+        *,
+        context: str | None = None,
+        syllabus: Syllabus | None = None,
+    ) -> str:
+        """Insert a ``pending`` run and return its id (32 hex characters).
+
+        ``settings`` must already be public (:meth:`Settings.public_dict`: no secrets).
+        """
+        run_id = uuid.uuid4().hex
+
+        def insert(session: Session) -> None:
+            now = utc_now()
+            session.add(
+                RunRow(
+                    id=run_id,
+                    question=question,
+                    context=context,
+                    settings=settings,
+                    syllabus=syllabus.model_dump(mode="json") if syllabus else None,
+                    syllabus_fixed=syllabus is not None,
+                    status="pending",
+                    progress=0.0,
+                    stage=None,
+                    checklist=[],
+                    iterations=[],
+                    metrics={},
+                    attempts=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+
+        self.transact(insert)
+        return run_id
+
+    def require_row(self, session: Session, run_id: str) -> RunRow:
+        """The run's row in ``session``.
+
+        Raises:
+            RunNotFoundError: no run with this id.
+        """
+        row = session.get(RunRow, run_id)
+        if row is None:
+            raise RunNotFoundError(
+                f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
+            )
+        return row
+
+    def touch(self, run_id: str) -> None:
+        """Set the run's ``updated_at`` to now (heartbeat of a running run)."""
+
+        def work(session: Session) -> None:
+            row = session.get(RunRow, run_id)
+            if row is not None:
+                row.updated_at = utc_now()
+
+        self.transact(work)
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run with ``run_id`` (a unique prefix of at least 6 characters works too), or
+        ``None``."""
+
+        def read(session: Session) -> RunRecord | None:
+            row = session.get(RunRow, run_id)
+            if row is None and len(run_id) >= 6:
+                rows = session.scalars(
+                    select(RunRow).where(RunRow.id.startswith(run_id, autoescape=True)).limit(2)
+                ).all()
+                row = rows[0] if len(rows) == 1 else None
+            return None if row is None else self._record(session, row, full=True)
+
+        return self.transact(read)
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        """The ``limit`` newest runs, newest first (without checklist, iterations, settings)."""
+
+        def read(session: Session) -> list[RunRecord]:
+            rows = session.scalars(
+                select(RunRow).order_by(RunRow.created_at.desc(), RunRow.id).limit(limit)
+            ).all()
+            counted = session.execute(
+                select(SourceRow.run_id, func.count())
+                .where(SourceRow.run_id.in_([r.id for r in rows]))
+                .group_by(SourceRow.run_id)
+            ).all()
+            counts = {str(run): int(n) for run, n in counted}
+            return [self._record(session, r, full=False, sources=counts.get(r.id, 0)) for r in rows]
+
+        return self.transact(read)
+
+    def _record(
+        self, session: Session, row: RunRow, *, full: bool, sources: int | None = None
+    ) -> RunRecord:
+        if sources is None:
+            sources = session.scalar(
+                select(func.count()).select_from(SourceRow).where(SourceRow.run_id == row.id)
+            )
+        updated = aware(row.updated_at)
+        stale = utc_now() - updated > timedelta(seconds=STALE_AFTER_SECONDS)
+        return RunRecord(
+            id=row.id,
+            question=row.question,
+            context=row.context,
+            status=row.status,
+            progress=row.progress,
+            stage=row.stage,
+            refined_question=row.refined_question,
+            created_at=aware(row.created_at),
+            updated_at=updated,
+            finished_at=aware(row.finished_at) if row.finished_at else None,
+            error=row.error,
+            report_markdown=row.report_markdown if full else None,
+            interrupted=row.status in {"in_progress", "pending"} and stale,
+            sources=sources or 0,
+            attempts=row.attempts,
+            checklist=list(row.checklist or []) if full else [],
+            iterations=list(row.iterations or []) if full else [],
+            metrics=dict(row.metrics or {}),
+            settings=dict(row.settings or {}) if full else {},
+            syllabus=row.syllabus,
+            syllabus_fixed=row.syllabus_fixed,
+        )
+
+    def export_run(self, run_id: str) -> dict[str, Any]:
+        """Everything stored about a run, JSON-able: ``{"run": {...}, "checklist": [...],
+        "iterations": [...], "sources_by_question": {key: [source, ...]}, "report": {...}
+        | None, "report_markdown": str | None}``. Sources assigned to no question are under
+        ``"_unassigned"``.
+
+        Raises:
+            RunNotFoundError: no run with this id.
+        """
+        record = self.get_run(run_id)
+        if record is None:
+            raise RunNotFoundError(
+                f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
+            )
+        from deepcritical.state.sources import sources_by_question
+
+        def read(session: Session) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+            row = self.require_row(session, record.id)
+            grouped = sources_by_question(session, record.id)
+            return row.result, {
+                k: [s.model_dump(mode="json") for s in v] for k, v in grouped.items()
+            }
+
+        result, grouped = self.transact(read)
+        run = record.model_dump(mode="json", exclude={"checklist", "iterations", "report_markdown"})
+        return {
+            "run": run,
+            "checklist": record.checklist,
+            "iterations": record.iterations,
+            "sources_by_question": grouped,
+            "report": (result or {}).get("report"),
+            "report_markdown": record.report_markdown,
+        }
+
+    def question_counts(self, run_id: str) -> dict[str, int]:
+        """Saved sources per question key of the run."""
+
+        def read(session: Session) -> dict[str, int]:
+            rows = session.execute(
+                select(SourceQuestionRow.question_key, func.count())
+                .where(SourceQuestionRow.run_id == run_id)
+                .group_by(SourceQuestionRow.question_key)
+            ).all()
+            return {str(k): int(n) for k, n in rows}
+
+        return self.transact(read)

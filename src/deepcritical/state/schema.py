@@ -1,0 +1,143 @@
+"""The tables of the run database (SQLAlchemy 2.0 typed ORM).
+
+- ``runs``: one row per research run (the tool trace), updated at every checkpoint.
+- ``sources``: every source a run saved, once per run (unique on ``source_type`` +
+  ``external_id``, and on ``citation_id``); ``number`` is the run-local source number (#1...).
+- ``source_keys``: identifier keys of a source (``pmid:...``, ``doi:...``; see
+  :func:`deepcritical.evidence.identifiers.identifier_keys`), unique per run: the same paper
+  from two sources is one source.
+- ``source_questions``: which syllabus questions a source was assigned to.
+- ``call_cache``: results of search and LLM calls keyed by a hash of the request.
+
+Times are timezone-aware UTC (SQLite hands back naive values: :func:`aware` fixes them).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from deepcritical.models import utc_now
+
+__all__ = [
+    "Base",
+    "CacheRow",
+    "RunRow",
+    "SourceKeyRow",
+    "SourceQuestionRow",
+    "SourceRow",
+    "aware",
+]
+
+MAX_EXTERNAL_ID_CHARS = 2000
+MAX_KEY_CHARS = 1000
+
+
+def aware(value: datetime) -> datetime:
+    """``value`` as an aware UTC datetime (SQLite stores no time zone)."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the run database."""
+
+
+class RunRow(Base):
+    """One research run: question, settings (no secrets), status and everything learned."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    question: Mapped[str] = mapped_column(Text)
+    context: Mapped[str | None] = mapped_column(Text)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    syllabus: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    syllabus_fixed: Mapped[bool] = mapped_column(default=False)
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    stage: Mapped[str | None] = mapped_column(String(40))
+    refined_question: Mapped[str | None] = mapped_column(Text)
+    checklist: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    iterations: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    report_markdown: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utc_now, index=True
+    )
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SourceRow(Base):
+    """A source saved by a run (stored once; see the module docstring)."""
+
+    __tablename__ = "sources"
+    __table_args__ = (
+        UniqueConstraint("run_id", "source_type", "external_id", name="uq_source_external"),
+        UniqueConstraint("run_id", "number", name="uq_source_number"),
+        UniqueConstraint("run_id", "citation_id", name="uq_source_citation"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    source_type: Mapped[str] = mapped_column(String(40))
+    external_id: Mapped[str] = mapped_column(String(MAX_EXTERNAL_ID_CHARS))
+    url: Mapped[str | None] = mapped_column(Text)
+    title: Mapped[str] = mapped_column(Text, default="")
+    citation_id: Mapped[str] = mapped_column(String(64))
+    key_excerpts: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    evidence: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+class SourceKeyRow(Base):
+    """An identifier key of a saved source, unique within its run."""
+
+    __tablename__ = "source_keys"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(MAX_KEY_CHARS), primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), index=True)
+
+
+class SourceQuestionRow(Base):
+    """Assignment of a saved source to one syllabus question."""
+
+    __tablename__ = "source_questions"
+    __table_args__ = (Index("ix_source_questions_run_question", "run_id", "question_key"),)
+
+    source_id: Mapped[int] = mapped_column(
+        ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True
+    )
+    question_key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+
+
+class CacheRow(Base):
+    """A cached search or LLM call: ``key`` is the SHA-256 of the request, ``payload`` the
+    JSON of the answer."""
+
+    __tablename__ = "call_cache"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    label: Mapped[str] = mapped_column(String(200), default="")
+    payload: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
