@@ -65,6 +65,18 @@ class Settings(BaseSettings):
     checklist_assign_threshold: float = Field(default=0.35, ge=-1.0, le=1.0)
     report_max_evidence: int = Field(default=12, ge=1, le=100)
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    grounding: bool = Field(
+        default=True,
+        description="Check every cited sentence of the report against its sources "
+        "(claim-level grounding); unsupported sentences are removed.",
+    )
+    grounding_threshold: float = Field(
+        default=0.65,
+        ge=-1.0,
+        le=1.0,
+        description="Cosine similarity (all-MiniLM-L6-v2) at which a source passage supports "
+        "a sentence; see deepcritical.report.grounding.DEFAULT_THRESHOLD.",
+    )
 
     # --- sources ---------------------------------------------------------------------------
     sources: list[str] = Field(default_factory=lambda: list(DEFAULT_SOURCES))

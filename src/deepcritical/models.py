@@ -293,6 +293,7 @@ class CitationValidation(BaseModel):
 
 StopReason = Literal[
     "sufficient",
+    "all_satisfied",
     "max_rounds",
     "max_sources",
     "time_budget",
@@ -304,7 +305,8 @@ StopReason = Literal[
     "manager_round_limit",
     "manager_stalled",
 ]
-"""Why a run stopped gathering. The ``manager_*`` values come from the ``magentic``
+"""Why a run stopped gathering (``all_satisfied``: the reflection step found every
+checklist item satisfied). The ``manager_*`` values come from the ``magentic``
 orchestrator only: its manager declared the request satisfied before any stop rule in code
 closed gathering, reached its round limit, or stalled beyond its reset limit."""
 
@@ -434,6 +436,10 @@ class ReportMetadata(BaseModel):
     """Share of cited sentences supported by a passage of a cited source, before removal;
     ``None`` when the report was not grounded or cites nothing."""
     grounding_check: GroundingCheck | None = None
+    verdict: Literal["yes", "no", "uncertain"] | None = None
+    """Explicit answer to a yes/no question, from the balance of evidence on the first
+    hypothesis (see :mod:`deepcritical.orchestrators.report_stage`); ``None`` for other
+    questions."""
 
 
 CITATION_MARKER = re.compile(r"\[(E\d+(?:\s*,\s*E\d+)*)\]")
@@ -503,99 +509,11 @@ class ResearchReport(BaseModel):
         return CITATION_MARKER.sub(repl, text)
 
     def to_markdown(self) -> str:
-        """The report as markdown, citations numbered ``[1]`` and references listed in order."""
-        numbers = self.reference_numbers()
+        """The report as markdown, citations numbered ``[1]`` and references listed in order
+        (see :func:`deepcritical.report.markdown.render_markdown`)."""
+        from deepcritical.report.markdown import render_markdown  # report/ imports models
 
-        def num(text: str) -> str:
-            return self._numbered(text, numbers)
-
-        md = self.metadata
-        out: list[str] = [f"# {self.title}", "", f"**Research question:** {self.research_question}"]
-        out += ["", "## Executive summary", "", num(self.executive_summary)]
-        if self.methodology:
-            out += ["", "## Methodology", "", num(self.methodology)]
-        if self.hypotheses_tested:
-            out += ["", "## Hypotheses tested", ""]
-            for h in self.hypotheses_tested:
-                chain = " → ".join(p for p in [h.drug, h.target, h.pathway, h.effect] if p)
-                sup = ", ".join(
-                    f"[{numbers[e]}]" for e in h.supporting_evidence_ids if e in numbers
-                )
-                con = ", ".join(
-                    f"[{numbers[e]}]" for e in h.contradicting_evidence_ids if e in numbers
-                )
-                line = f"- **{num(h.statement)}** (confidence {h.confidence:.2f})"
-                if chain:
-                    line += f"  \n  Chain: {chain}"
-                line += f"  \n  Supporting: {sup or 'none'}; contradicting: {con or 'none'}"
-                out.append(line)
-        if self.findings:
-            out += ["", "## Findings"]
-            for s in self.findings:
-                out += ["", f"### {num(s.heading)}", "", num(s.content)]
-        if self.limitations:
-            out += ["", "## Limitations", ""]
-            out += [f"- {num(lim)}" for lim in self.limitations]
-        if self.conclusion:
-            out += ["", "## Conclusion", "", num(self.conclusion)]
-        out += ["", "## References", ""]
-        by_id: dict[str, Reference] = {}
-        for ref in self.references:
-            by_id.setdefault(ref.evidence_id, ref)
-        for eid, n in sorted(numbers.items(), key=lambda kv: kv[1]):
-            line = f"{n}. {by_id[eid].citation.format_reference()}"
-            if by_id[eid].study_design is not None:
-                line += f" *Study design: {by_id[eid].study_design}.*"
-            out.append(line)
-        if not numbers:
-            out.append("No references.")
-        cv = md.citation_validation
-        searched = ", ".join(SOURCE_LABELS.get(s, s) for s in md.sources_searched) or "none"
-        out += [
-            "",
-            "---",
-            "",
-            f"*Sources searched: {searched}"
-            f" · papers reviewed: {md.papers_reviewed} · iterations: {md.iterations}"
-            f" · confidence: {md.confidence:.2f} · checklist coverage: {md.checklist_coverage:.0%}"
-            f" · stopped: {md.stop_reason or 'n/a'} · model: {md.llm}*  ",
-            f"*Citation check: {cv.references_checked} references and {cv.markers_checked}"
-            f" inline citations checked against the evidence store; {cv.references_removed}"
-            f" references, {cv.markers_removed} citations and {cv.sentences_removed} sentences"
-            " removed.*  ",
-        ]
-        gc = md.grounding_check
-        if gc is not None:
-            how = (
-                f"NLI entailment ≥ {gc.nli_threshold:g}"
-                if gc.method == "embedding+nli" and gc.nli_threshold is not None
-                else f"cosine similarity ≥ {gc.threshold:g}"
-            )
-            if gc.sentences_checked and md.grounding_score is not None:
-                found = (
-                    f"{gc.sentences_supported} of {gc.sentences_checked} cited sentences are"
-                    f" supported by a passage of a cited source (grounding score"
-                    f" {md.grounding_score:.2f}; {how})"
-                )
-            else:
-                found = "no cited sentence to check"
-
-            def count(n: int, noun: str) -> str:
-                return f"{n} {noun}{'' if n == 1 else 's'}"
-
-            out.append(
-                f"*Grounding check: {found};"
-                f" {count(gc.sentences_removed, 'unsupported sentence')},"
-                f" {count(gc.citations_removed, 'unsupported citation')} and"
-                f" {count(gc.references_removed, 'reference')} removed.*  "
-            )
-        out.extend(f"*Note: {note}*  " for note in md.notes)
-        if md.source_failures:
-            fails = "; ".join(
-                f"{SOURCE_LABELS.get(s, s)}: {why}" for s, why in md.source_failures.items()
-            )
-            out.append(f"*Sources unavailable: {fails}.*")
-        return "\n".join(out) + "\n"
+        return render_markdown(self)
 
     def to_json(self, indent: int | None = 2) -> str:
         """The report as JSON (pydantic serialisation; evidence ids kept as ``E3``)."""

@@ -140,8 +140,11 @@ def corpus(pubmedqa_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Corp
     return Corpus(directory, question, gold, embedder)
 
 
-def settings_for(corpus: Corpus, data_dir: Path) -> Settings:
+def settings_for(corpus: Corpus, data_dir: Path, *, grounding: bool = False) -> Settings:
+    """Settings of a scripted run; grounding off unless asked (these tests check citation
+    validation of the writer's exact text; test_grounding_e2e.py runs with grounding on)."""
     return Settings(
+        grounding=grounding,
         llm="none",  # ignored: the model is passed to research()
         sources=["local"],
         data_dir=data_dir,

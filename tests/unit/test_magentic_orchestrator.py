@@ -99,6 +99,7 @@ def settings(**overrides: Any) -> Settings:
         "sources": ["local"],
         "llm_retries": 1,
         "time_budget_seconds": 60,
+        "grounding": False,  # the hashing test embedder does not measure support
     }
     values.update(overrides)
     return Settings(**values)

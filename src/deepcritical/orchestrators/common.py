@@ -45,6 +45,8 @@ from deepcritical.models import (
     UsageReport,
 )
 from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.orchestrators.report_stage import add_run_context, add_run_findings
+from deepcritical.report.grounding import ground_report
 from deepcritical.report.validation import citation_problems, validate_report
 
 __all__ = [
@@ -522,9 +524,15 @@ class ResearchRun:
         ``done`` (or ``error`` when there is no draft or validation left problems).
 
         The methodology is written here from what happened (never by a model), the metadata
-        is filled in (stop reason, notes, usage...), then every reference and inline citation
-        is checked against the store (:func:`validate_report`); a report in which
-        :func:`citation_problems` still finds anything is refused.
+        is filled in (stop reason, notes, usage...), the "Conflicting findings" section and
+        the verdict of a yes/no question are added
+        (:func:`~deepcritical.orchestrators.report_stage.add_run_findings`), then every
+        reference and inline citation is checked against the store (:func:`validate_report`),
+        every cited sentence is grounded in its sources when ``settings.grounding`` is on
+        (:func:`~deepcritical.report.grounding.ground_report`: unsupported sentences removed,
+        supporting quotes and the grounding score recorded), the design summary and run
+        limitations are added, and :func:`citation_problems` is run again: a report in which
+        it still finds anything is refused.
         """
         state, plan = self.state, self.plan
         if draft is None:
@@ -559,7 +567,24 @@ class ResearchRun:
                     "notes": [*state.notes, *draft.metadata.notes],
                 }
             )
+            failures = draft.metadata.source_failures
+            draft = add_run_findings(
+                draft, self.question, state.hypotheses, evidence_by_id, self.store.embedder
+            )
             report = validate_report(draft, evidence_by_id)
+            problems = citation_problems(report, evidence_by_id)
+        if not problems and self.settings.grounding:
+            with self.accounting.stage("grounding"):
+                report = await asyncio.to_thread(
+                    ground_report,
+                    report,
+                    evidence_by_id,
+                    self.store.embedder,
+                    threshold=self.settings.grounding_threshold,
+                )
+                problems = citation_problems(report, evidence_by_id)
+        if not problems:
+            report = add_run_context(report, evidence_by_id, failures)
             problems = citation_problems(report, evidence_by_id)
         if problems:  # validation must leave nothing behind; refuse to ship otherwise
             self.emit(
