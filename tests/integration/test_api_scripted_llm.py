@@ -75,6 +75,7 @@ ROLE_BY_FIELD = {
     "mechanism_score": "judge",
     "sections": "findings",
     "executive_summary": "summary",
+    "follow_up_queries": "reflection",
     "queries": "queries",  # checked last: the planner's output has "queries" too
 }
 FENCED_ID = re.compile(r'<source id="(E\d+)" nonce="[0-9a-f]+">')
@@ -307,6 +308,14 @@ class ScriptedLLM:
             ),
         }
 
+    def _reflection(self, prompt: str) -> dict[str, Any]:
+        self._shown(prompt)  # the findings are fenced
+        return {
+            "items": [{"key": "patient_preference", "status": "partial", "missing": "trials"}],
+            "follow_up_queries": ["first names general practice survey"],
+            "reasoning": "Scripted reflection.",
+        }
+
     def _unknown(self, prompt: str) -> dict[str, Any]:  # pragma: no cover - a new role
         raise AssertionError(f"a request for an unknown output: {prompt[:200]}")
 
@@ -366,7 +375,15 @@ async def test_scripted_llm_run_keeps_only_stored_citations(corpus: Corpus, tmp_
     meta = report.metadata
 
     assert {e.type for e in events} >= EXPECTED_EVENTS
-    assert llm.roles() == {"planner", "queries", "hypothesis", "judge", "findings", "summary"}
+    assert llm.roles() == {
+        "planner",
+        "queries",
+        "hypothesis",
+        "judge",
+        "reflection",
+        "findings",
+        "summary",
+    }
     assert meta.llm == f"function:{MODEL_NAME}"
     assert meta.stop_reason in STOP_REASONS
     assert meta.iterations >= 1
@@ -492,8 +509,9 @@ async def test_prompt_injection_is_fenced_and_its_id_never_reaches_the_report(
         assert "</source>" not in call.prompt
         assert "</source 0000>" not in call.prompt
         body = next(b for sid, b in blocks if sid == injected_id)
-        assert "‹/source>" in body
-        assert '‹source id="E999"' in body
+        if call.role != "reflection":  # reflection shows only the first 200 characters
+            assert "‹/source>" in body
+            assert '‹source id="E999"' in body
         # every block opened is closed with this prompt's nonce, and nothing else closes one
         opened = len(re.findall(r"<source id=", call.prompt))
         closed = len(re.findall(r"</source", call.prompt))

@@ -27,6 +27,8 @@ import structlog
 
 from deepcritical.agents.checklist import assign_to_checklist
 from deepcritical.agents.factory import AgentSet
+from deepcritical.agents.queries import fresh_queries
+from deepcritical.agents.reflection import Reflection, apply_reflection
 from deepcritical.agents.search import SearchAgent, SearchRound
 from deepcritical.agents.usage import UsageTracker
 from deepcritical.config import Settings
@@ -93,6 +95,8 @@ class RunState:
     ``draft`` is a report drafted during gathering (the Magentic ``ReportAgent``), with
     ``draft_store_size`` the number of evidence items the store held when it was drafted.
     ``methodology`` holds extra lines for the report's methodology (orchestrator specific).
+    ``reflections`` holds one reflection per round; ``follow_ups`` the follow-up queries of
+    the last one, run first in the next round.
     """
 
     plan: ResearchPlan | None = None
@@ -107,22 +111,28 @@ class RunState:
     draft: ResearchReport | None = None
     draft_store_size: int = -1
     methodology: list[str] = field(default_factory=list)
+    reflections: list[Reflection] = field(default_factory=list)
+    follow_ups: list[str] = field(default_factory=list)
 
 
 def gathering_stop_rule(
     *,
     sufficient: bool,
+    all_satisfied: bool = False,
     store_size: int,
     max_sources: int,
     round_no: int,
     added: int,
     max_rounds: int,
 ) -> StopReason | None:
-    """The stop rules in code, checked after a search round (and its judgement), in order:
-    the judge's ``sufficient``, the evidence limit, a later round adding nothing, the round
-    limit. ``None``: keep gathering."""
+    """The stop rules in code, checked after a search round (its judgement and reflection),
+    in order: the judge's ``sufficient``, every checklist item satisfied (reflection), the
+    evidence limit, a later round adding nothing, the round limit. ``None``: keep
+    gathering."""
     if sufficient:
         return "sufficient"
+    if all_satisfied:
+        return "all_satisfied"
     if store_size >= max_sources:
         return "max_sources"
     if round_no > 1 and added == 0:
@@ -359,9 +369,16 @@ class ResearchRun:
 
     async def write_queries(self, round_no: int, assessment: JudgeAssessment | None) -> list[str]:
         """At most ``max_queries_per_round`` queries for round ``round_no``, none tried
-        before (``[]`` when the query generators have nothing new)."""
+        before (``[]`` when the query generators have nothing new). The last reflection's
+        follow-up queries are given to the generator first among the suggested queries
+        (``assessment.next_queries``)."""
         s = self.settings
         tried = list(self.state.queries)
+        if self.state.follow_ups:  # the last reflection's follow-ups go first as suggestions
+            base = assessment or JudgeAssessment()
+            suggested = [*self.state.follow_ups, *base.next_queries]
+            assessment = base.model_copy(update={"next_queries": list(dict.fromkeys(suggested))})
+            self.state.follow_ups = []
 
         async def write(a: AgentSet) -> list[str]:
             return await a.queries.queries(
@@ -369,7 +386,7 @@ class ResearchRun:
             )
 
         proposed = await self.guarded("query generator", write, "query_generation") or []
-        return [q for q in proposed if q not in self.state.queries][: s.max_queries_per_round]
+        return fresh_queries(proposed, self.state.queries, s.max_queries_per_round)
 
     def begin_round(self, round_no: int, queries: Sequence[str]) -> None:
         """Record round ``round_no`` and its queries; emit ``searching``."""
@@ -502,6 +519,39 @@ class ResearchRun:
             )
         )
         return assessment
+
+    async def reflect(self, round_no: int, evidence: Sequence[Evidence]) -> Reflection | None:
+        """Reflect on the checklist after round ``round_no`` (statuses written into the plan,
+        follow-up queries kept for the next round); emit ``reflection``. ``None`` when every
+        reflector failed."""
+        state = self.state
+
+        async def reflect(a: AgentSet) -> Reflection:
+            return await a.reflector.reflect(self.plan, evidence, list(state.queries))
+
+        reflection = await self.guarded("reflection", reflect, "reflection")
+        if reflection is None:
+            return None
+        reflection = apply_reflection(self.plan, reflection)
+        state.reflections.append(reflection)
+        state.follow_ups = list(reflection.follow_up_queries)
+        counts = {
+            status: sum(i.status == status for i in reflection.items)
+            for status in ("satisfied", "partial", "unsatisfied")
+        }
+        self.emit(
+            ResearchEvent(
+                type="reflection",
+                round=round_no,
+                message=(
+                    f"Reflection: {counts['satisfied']} satisfied, {counts['partial']} partial, "
+                    f"{counts['unsatisfied']} unsatisfied; "
+                    f"{len(reflection.follow_up_queries)} follow-up searches"
+                ),
+                data=reflection.model_dump(mode="json"),
+            )
+        )
+        return reflection
 
     async def write_draft(self) -> ResearchReport | None:
         """A draft report from a diverse (MMR) selection of the store; ``None`` when every

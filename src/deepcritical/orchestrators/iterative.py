@@ -1,10 +1,11 @@
 """The deterministic ``iterative`` orchestrator: plan -> (search -> assign -> hypothesise ->
-judge) x rounds -> report -> validate.
+judge -> reflect) x rounds -> report -> validate -> ground.
 
 Stop rules live in code, whatever the judge says (:func:`~deepcritical.orchestrators.common.
 gathering_stop_rule`, shared with the ``magentic`` orchestrator): the judge's ``sufficient``
-verdict, the round limit, the evidence limit (``max_sources``), the time budget, and a round
-that adds no new evidence. The steps and the report stage are those of
+verdict, every checklist item satisfied (the reflection step), the round limit, the
+evidence limit (``max_sources``), the time budget, and a round that adds no new evidence.
+The steps and the report stage are those of
 :class:`~deepcritical.orchestrators.common.ResearchRun`. Every run that gets past planning
 ends with a validated report built from the evidence store, and the report metadata says why
 the run stopped.
@@ -186,10 +187,14 @@ class IterativeOrchestrator:
             assessment = await run.judge(round_no, evidence_slice) or assessment
             for event in run.drain():
                 yield event
+            reflection = await run.reflect(round_no, evidence_slice)
+            for event in run.drain():
+                yield event
 
             # Stop rules, in code.
             stop = gathering_stop_rule(
                 sufficient=assessment is not None and assessment.sufficient,
+                all_satisfied=reflection is not None and reflection.all_satisfied,
                 store_size=len(store),
                 max_sources=s.max_sources,
                 round_no=round_no,
