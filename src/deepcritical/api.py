@@ -23,6 +23,7 @@ from deepcritical.llm import (
     close_chat_client,
     parse_model_spec,
 )
+from deepcritical.models import ReportPreferences
 from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.orchestrators.iterative import IterativeOrchestrator, check_question
 from deepcritical.sources.base import SearchSource
@@ -41,6 +42,7 @@ async def research(
     settings: Settings | None = None,
     *,
     context: str | None = None,
+    preferences: ReportPreferences | None = None,
     model: Model | None = None,
     sources: Sequence[SearchSource] | None = None,
     embedder: Embedder | None = None,
@@ -53,6 +55,8 @@ async def research(
         question: the research question (at most ``settings.max_question_chars`` characters).
         settings: run settings; defaults to :class:`Settings` read from the environment.
         context: optional background from the user, passed to the planner.
+        preferences: the user's report preferences (audience, length, focus), given to the
+            report writer; defaults: scientists, standard length, no particular focus.
         model: a pydantic-ai model to use instead of the one ``settings.llm`` names (tests
             pass scripted models here).
         sources: search sources to use instead of those ``settings.sources`` names.
@@ -115,7 +119,7 @@ async def research(
             orchestrator = IterativeOrchestrator(
                 settings, agents, store, search, names, fallback=fallback, llm_label=llm_label
             )
-        async with aclosing(orchestrator.run(question, context)) as events:
+        async with aclosing(orchestrator.run(question, context, preferences)) as events:
             async for event in events:
                 yield event
 

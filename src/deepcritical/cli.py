@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from deepcritical.config import Settings
-from deepcritical.models import SOURCE_LABELS, RunResult
+from deepcritical.models import SOURCE_LABELS, ReportPreferences, RunResult
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -190,6 +190,18 @@ def research(
     context: Annotated[
         str | None, typer.Option("--context", help="Background for the planner.")
     ] = None,
+    audience: Annotated[
+        str | None,
+        typer.Option("--audience", help="Who reads the report, e.g. 'clinicians'."),
+    ] = None,
+    length: Annotated[
+        str | None,
+        typer.Option("--length", help="Report length: brief | standard | detailed."),
+    ] = None,
+    focus: Annotated[
+        str | None,
+        typer.Option("--focus", help="An aspect the report should emphasise."),
+    ] = None,
     out: Annotated[
         Path, typer.Option("--out", help="Markdown report path; JSON goes next to it (.json).")
     ] = Path("report.md"),
@@ -198,6 +210,7 @@ def research(
     from deepcritical.corpus.index import LocalCorpus
 
     _check_out_path(out)
+    preferences = _preferences(audience, length, focus)
     source_list: list[str] | None = None
     if sources is not None:
         source_list = [s.strip() for s in sources.split(",") if s.strip()]
@@ -226,7 +239,7 @@ def research(
             2,
         )
     try:
-        code, result = asyncio.run(_run_research(question, settings, context))
+        code, result = asyncio.run(_run_research(question, settings, context, preferences))
     except KeyboardInterrupt:
         console.print("[yellow]Interrupted.[/yellow]")
         raise typer.Exit(130) from None
@@ -260,8 +273,27 @@ def _check_out_path(out: Path) -> None:
             break
 
 
+def _preferences(
+    audience: str | None, length: str | None, focus: str | None
+) -> ReportPreferences | None:
+    """The report preferences of the --audience/--length/--focus options (``None`` when none
+    is given); exits with code 2 on a bad --length."""
+    if audience is None and length is None and focus is None:
+        return None
+    choice = (length or "standard").strip().lower()
+    if choice not in ("brief", "standard", "detailed"):
+        raise _fail(f"--length {length}: choose brief, standard or detailed", 2)
+    try:
+        return ReportPreferences(audience=audience or "", length=choice, focus=focus or "")
+    except ValueError as exc:
+        raise _fail(f"report preferences: {exc}", 2) from None
+
+
 async def _run_research(
-    question: str, settings: Settings, context: str | None
+    question: str,
+    settings: Settings,
+    context: str | None,
+    preferences: ReportPreferences | None = None,
 ) -> tuple[int, RunResult | None]:
     from deepcritical.api import research as run_research
     from deepcritical.llm import ModelSpecError
@@ -270,7 +302,9 @@ async def _run_research(
     result: RunResult | None = None
     try:
         with console.status("Starting…") as status:
-            async for event in run_research(question, settings, context=context):
+            async for event in run_research(
+                question, settings, context=context, preferences=preferences
+            ):
                 status.update(f"[bold]{event.type}[/bold]: {event.message[:100]}")
                 _print_event(event)
                 if event.type == "done":

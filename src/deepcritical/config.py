@@ -57,6 +57,19 @@ class Settings(BaseSettings):
     time_budget_seconds: float = Field(default=600.0, gt=0)
     results_per_query: int = Field(default=10, ge=1, le=100)
     max_queries_per_round: int = Field(default=4, ge=1, le=20)
+    max_questions: int = Field(
+        default=3, ge=0, le=10, description="Sub-questions the LLM planner may add."
+    )
+    queries_per_question: int = Field(
+        default=2, ge=1, le=5, description="First-round queries per sub-question."
+    )
+    pubmed_date_from: int | None = Field(
+        default=None,
+        ge=1800,
+        le=3000,
+        description="Earliest publication year: PubMed queries get a date filter "
+        '("2015"[dp] : "3000"[dp]).',
+    )
     max_question_chars: int = Field(default=2000, ge=10)
 
     # --- evidence store and report -----------------------------------------------------------

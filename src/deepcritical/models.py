@@ -187,14 +187,59 @@ class ChecklistItem(BaseModel):
     evidence_ids: list[str] = Field(default_factory=list)
 
 
+ReportLength = Literal["brief", "standard", "detailed"]
+
+
+class ReportPreferences(BaseModel):
+    """What the user wants from the report (from the request: API, CLI, UI).
+
+    ``audience``: who reads it ("clinicians", "drug-discovery scientists"; "" = scientists);
+    ``length``: ``brief`` (2-3 findings sections), ``standard`` (3-5) or ``detailed`` (4-6);
+    ``focus``: an aspect to emphasise ("safety in the elderly"; "" = none).
+    """
+
+    audience: str = Field(default="", max_length=200)
+    length: ReportLength = "standard"
+    focus: str = Field(default="", max_length=300)
+
+    def lines(self) -> list[str]:
+        """Plain-text lines for a prompt (``[]`` when everything is the default)."""
+        out = []
+        if self.audience.strip():
+            out.append(f"Audience: {' '.join(self.audience.split())}")
+        if self.length != "standard":
+            out.append(f"Length: {self.length}")
+        if self.focus.strip():
+            out.append(f"Focus: {' '.join(self.focus.split())}")
+        return out
+
+
+class SubQuestion(BaseModel):
+    """One sub-question of the plan and the queries that search for it."""
+
+    question: str
+    queries: list[str] = Field(default_factory=list)
+
+
 class ResearchPlan(BaseModel):
-    """The plan made before searching: refined question, checklist and first queries."""
+    """The plan made before searching: refined question, scope, checklist, sub-questions and
+    first queries, plus the user's report preferences.
+
+    ``scope_in`` / ``scope_out``: what the answer covers and leaves out (one phrase each);
+    ``mesh_terms``: MeSH descriptors of the question (for PubMed ``[MeSH Terms]`` queries);
+    ``sub_questions``: at most ``Settings.max_questions``, each with its queries.
+    """
 
     question: str
     refined_question: str
     checklist: list[ChecklistItem] = Field(min_length=1)
     queries: list[str] = Field(default_factory=list)
     key_terms: list[str] = Field(default_factory=list)
+    scope_in: list[str] = Field(default_factory=list)
+    scope_out: list[str] = Field(default_factory=list)
+    mesh_terms: list[str] = Field(default_factory=list)
+    sub_questions: list[SubQuestion] = Field(default_factory=list)
+    preferences: ReportPreferences = Field(default_factory=ReportPreferences)
 
     def unsatisfied(self) -> list[ChecklistItem]:
         """Checklist items not yet satisfied, in plan order."""

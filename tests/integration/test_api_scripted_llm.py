@@ -1,7 +1,8 @@
 """The LLM path end to end through ``deepcritical.api.research`` with a scripted model.
 
 A pydantic-ai :class:`FunctionModel` plays every LLM role (planner, query generator,
-hypothesis generator, judge, writer findings, writer summary) on a real local corpus: a subset
+hypothesis generator, judge, reflection, writer outline, writer sections, writer summary) on a
+real local corpus: a subset
 of the PubMedQA abstracts (the gold abstracts of the first 40 dev questions plus 60 others)
 and one prompt-injection abstract, imported once per module. The scripted writer cites one
 real id of the slice it was shown, a fabricated id ``E999`` and a fabricated ``[PMID: ...]``:
@@ -73,7 +74,8 @@ ROLE_BY_FIELD = {
     "checklist": "planner",
     "hypotheses": "hypothesis",
     "mechanism_score": "judge",
-    "sections": "findings",
+    "outline": "outline",
+    "content": "findings",
     "executive_summary": "summary",
     "follow_up_queries": "reflection",
     "queries": "queries",  # checked last: the planner's output has "queries" too
@@ -90,7 +92,7 @@ EXPECTED_EVENTS = {
     "judge_assessment",
     "done",
 }
-STOP_REASONS = {"sufficient", "max_rounds", "max_sources", "no_new_evidence"}
+STOP_REASONS = {"sufficient", "all_satisfied", "max_rounds", "max_sources", "no_new_evidence"}
 
 
 # --------------------------------------------------------------------------- corpus
@@ -273,25 +275,25 @@ class ScriptedLLM:
             "reasoning": "Survey evidence exists; age differences are thinly covered.",
         }
 
-    def _findings(self, prompt: str) -> dict[str, Any]:
+    def _outline(self, prompt: str) -> dict[str, Any]:
         real = self._cited(prompt)
         return {
             "title": "Scripted review of first names in general practice",
-            "sections": [
-                {
-                    "heading": "Patient preference",
-                    "content": (
-                        f"Most patients liked being called by their first names [{real}]. "
-                        f"A large trial proved first names harmful [{FAKE_ID}]. "
-                        f"A registry confirmed this [PMID: {FAKE_PMID}]. "
-                        f"Younger patients preferred first names [{real}, {FAKE_ID}]."
-                    ),
-                },
-                {
-                    "heading": "Fabricated evidence",
-                    "content": f"First names are mandatory for all patients [{FAKE_ID}].",
-                },
+            "outline": [
+                {"heading": "Patient preference", "purpose": "preference", "evidence_ids": [real]},
+                {"heading": "Fabricated evidence", "evidence_ids": [FAKE_ID]},
             ],
+        }
+
+    def _findings(self, prompt: str) -> dict[str, Any]:
+        real = self._cited(prompt)
+        return {
+            "content": (
+                f"Most patients liked being called by their first names [{real}]. "
+                f"A large trial proved first names harmful [{FAKE_ID}]. "
+                f"A registry confirmed this [PMID: {FAKE_PMID}]. "
+                f"Younger patients preferred first names [{real}, {FAKE_ID}]."
+            ),
         }
 
     def _summary(self, prompt: str) -> dict[str, Any]:
@@ -381,6 +383,7 @@ async def test_scripted_llm_run_keeps_only_stored_citations(corpus: Corpus, tmp_
         "hypothesis",
         "judge",
         "reflection",
+        "outline",
         "findings",
         "summary",
     }
@@ -442,7 +445,7 @@ async def test_invalid_json_from_every_agent_falls_back_to_extractive(
     report = result.report
     meta = report.metadata
 
-    assert {"planner", "queries", "hypothesis", "judge", "findings"} <= llm.roles()
+    assert {"planner", "queries", "hypothesis", "judge", "outline"} <= llm.roles()
     assert meta.llm == f"function:{MODEL_NAME}"
     assert meta.stop_reason in STOP_REASONS
     notes = " ".join(meta.notes)
@@ -509,7 +512,9 @@ async def test_prompt_injection_is_fenced_and_its_id_never_reaches_the_report(
         assert "</source>" not in call.prompt
         assert "</source 0000>" not in call.prompt
         body = next(b for sid, b in blocks if sid == injected_id)
-        if call.role != "reflection":  # reflection shows only the first 200 characters
+        # reflection, outline and summary show a compressed digest (the first 200-400
+        # characters, before the forged tags); the other roles show the whole abstract
+        if call.role not in ("reflection", "outline", "summary"):
             assert "‹/source>" in body
             assert '‹source id="E999"' in body
         # every block opened is closed with this prompt's nonce, and nothing else closes one

@@ -54,21 +54,20 @@ class MisattributingLLM(ScriptedLLM):
     right: tuple[str, str] = ("", "")
     wrong: tuple[str, str, str] = ("", "", "")  # (sentence, true id, cited id)
 
+    def _outline(self, prompt: str) -> dict[str, Any]:
+        ids = [sid for sid, _nonce, _body in FENCED_BLOCK.findall(prompt)]
+        return {
+            "title": "Scripted grounding review",
+            "outline": [{"heading": "Patient preference", "evidence_ids": ids}],
+        }
+
     def _findings(self, prompt: str) -> dict[str, Any]:
         shown = quotable(prompt)
         assert len(shown) >= 2, "the writer needs two quotable sources"
         (a_id, a_text), (b_id, b_text) = shown[0], shown[1]
         self.right = (a_text, a_id)
         self.wrong = (b_text, b_id, a_id)
-        return {
-            "title": "Scripted grounding review",
-            "sections": [
-                {
-                    "heading": "Patient preference",
-                    "content": f"{a_text[:-1]} [{a_id}]. {b_text[:-1]} [{a_id}].",
-                }
-            ],
-        }
+        return {"content": f"{a_text[:-1]} [{a_id}]. {b_text[:-1]} [{a_id}]."}
 
     def _summary(self, prompt: str) -> dict[str, Any]:
         return {

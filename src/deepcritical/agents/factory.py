@@ -76,7 +76,11 @@ def build_llm_agents(
         usage=usage or UsageTracker(),
     )
     return AgentSet(
-        planner=LLMPlanner(config),
+        planner=LLMPlanner(
+            config,
+            max_questions=settings.max_questions,
+            queries_per_question=settings.queries_per_question,
+        ),
         queries=LLMQueryGenerator(config),
         hypotheses=LLMHypothesisGenerator(config),
         judge=LLMJudge(config),

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from deepcritical.agents.fencing import Fence, new_fence
+from deepcritical.agents.digest import compressed_findings
+from deepcritical.agents.fencing import new_fence
 from deepcritical.agents.lenient import LenientStrList
 from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.queries import fresh_queries, item_queries
 from deepcritical.agents.runner import StructuredAgent
 from deepcritical.agents.templates import render_prompt
-from deepcritical.evidence.grading import grade_evidence
 from deepcritical.models import ChecklistStatus, Evidence, ResearchPlan
 
 __all__ = [
@@ -38,14 +38,10 @@ __all__ = [
     "LLMReflector",
     "Reflection",
     "apply_reflection",
-    "compressed_findings",
 ]
 
 MAX_FOLLOW_UPS = 6
 """Follow-up queries kept from one reflection."""
-
-FINDING_CHARS = 200
-"""Characters of an item's text in its one-line summary."""
 
 
 class ItemReflection(BaseModel):
@@ -67,21 +63,6 @@ class Reflection(BaseModel):
     def all_satisfied(self) -> bool:
         """True when there is at least one item and every item is satisfied."""
         return bool(self.items) and all(i.status == ChecklistStatus.SATISFIED for i in self.items)
-
-
-def compressed_findings(
-    evidence: Sequence[Evidence], fence: Fence, chars: int = FINDING_CHARS
-) -> list[str]:
-    """Two lines per item: the id, design and checklist items in the clear
-    (``E3 (cohort study; items: mechanism):``), then the title and the first ``chars``
-    characters of its text inside the item's fence (source text is data)."""
-    lines = []
-    for e in evidence:
-        keys = ", ".join(e.checklist_keys) or "none"
-        title = " ".join(e.citation.display_title().split())
-        lines.append(f"{e.id} ({grade_evidence(e).value}; items: {keys}):")
-        lines.append(fence.wrap(e.id, f"{title}. {e.snippet(chars)}"))
-    return lines
 
 
 def apply_reflection(plan: ResearchPlan, reflection: Reflection) -> Reflection:

@@ -39,6 +39,7 @@ from deepcritical.models import (
     Hypothesis,
     JudgeAssessment,
     LLMUsage,
+    ReportPreferences,
     ResearchPlan,
     ResearchReport,
     RunResult,
@@ -247,6 +248,7 @@ class ResearchRun:
         question: str,
         context: str | None,
         settings: Settings,
+        preferences: ReportPreferences | None = None,
         agents: AgentSet,
         store: EvidenceStore,
         search: SearchAgent,
@@ -259,6 +261,7 @@ class ResearchRun:
     ) -> None:
         self.question = question
         self.context = context
+        self.preferences = preferences
         self.settings = settings
         self.agents = agents
         self.fallback = fallback
@@ -353,6 +356,8 @@ class ResearchRun:
         plan = await self.guarded("planner", make, "planning")
         if plan is None:
             return None
+        if self.preferences is not None:
+            plan.preferences = self.preferences.model_copy()
         self.state.plan = plan
         self.emit(
             ResearchEvent(
@@ -362,6 +367,11 @@ class ResearchRun:
                     "refined_question": plan.refined_question,
                     "checklist": [c.model_dump(mode="json") for c in plan.checklist],
                     "queries": plan.queries,
+                    "scope_in": plan.scope_in,
+                    "scope_out": plan.scope_out,
+                    "mesh_terms": plan.mesh_terms,
+                    "sub_questions": [q.model_dump(mode="json") for q in plan.sub_questions],
+                    "preferences": plan.preferences.model_dump(mode="json"),
                 },
             )
         )

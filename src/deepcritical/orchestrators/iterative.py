@@ -28,7 +28,7 @@ from deepcritical.agents.factory import AgentSet
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import JudgeAssessment
+from deepcritical.models import JudgeAssessment, ReportPreferences
 from deepcritical.orchestrators.common import (
     QuestionError,
     ResearchRun,
@@ -80,11 +80,17 @@ class IterativeOrchestrator:
         self.llm_label = llm_label
         self.clock = clock
 
-    def new_run(self, question: str, context: str | None = None) -> ResearchRun:
+    def new_run(
+        self,
+        question: str,
+        context: str | None = None,
+        preferences: ReportPreferences | None = None,
+    ) -> ResearchRun:
         """The shared context of one run of ``question`` (see :class:`ResearchRun`)."""
         return ResearchRun(
             question=question,
             context=context,
+            preferences=preferences,
             settings=self.settings,
             agents=self.agents,
             store=self.store,
@@ -97,15 +103,19 @@ class IterativeOrchestrator:
         )
 
     async def run(
-        self, question: str, context: str | None = None
+        self,
+        question: str,
+        context: str | None = None,
+        preferences: ReportPreferences | None = None,
     ) -> AsyncGenerator[ResearchEvent, None]:
         """Research ``question``; yield events, the last being ``done`` (with the result).
+        ``preferences``: the user's report preferences (audience, length, focus).
 
         Raises:
             QuestionError: before any event, when the question is empty or too long.
         """
         question = check_question(question, self.settings.max_question_chars)
-        run = self.new_run(question, context)
+        run = self.new_run(question, context, preferences)
         yield ResearchEvent(
             type="started",
             message=f"Researching: {question}",
