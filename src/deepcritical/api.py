@@ -99,7 +99,12 @@ async def research(
         store = EvidenceStore(embedder, settings.near_duplicate_threshold)
         agents = build_agents(settings, llm_model, embedder)
         fallback = build_agents(settings, None, embedder) if llm_model is not None else None
-        search = SearchAgent(run_sources, store, settings.results_per_query)
+        search = SearchAgent(
+            run_sources,
+            store,
+            settings.results_per_query,
+            pubmed_date_from=settings.pubmed_date_from,
+        )
         names = [s.name for s in run_sources]
         orchestrator: IterativeOrchestrator | MagenticOrchestrator
         if magentic and manager_client is not None:

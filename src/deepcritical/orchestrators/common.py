@@ -415,10 +415,14 @@ class ResearchRun:
 
     async def run_search(self, round_no: int, queries: Sequence[str]) -> SearchRound:
         """Search ``queries`` on every source into the store, assign the new items to the
-        checklist; emit source warnings and ``evidence_added``."""
+        checklist; emit source warnings and ``evidence_added``. The round's results are
+        re-ranked by relevance to the question and checklist, and at most the room left
+        under ``max_sources`` is kept (the most relevant)."""
         plan, state = self.plan, self.state
         with self.accounting.stage("searching"):
-            result = await self.search.run(queries)
+            targets = [plan.refined_question, *(c.description for c in plan.checklist)]
+            room = max(self.settings.max_sources - len(self.store), 0)
+            result = await self.search.run(queries, relevance_to=targets, keep=room)
         self.accounting.record_search(result, self.source_names)
         for source, reason in result.failures.items():
             state.source_failures[source] = reason
