@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from deepcritical.api import research
+from deepcritical.models import ReportPreferences
 from tests.integration.test_api_scripted_llm import (
     FENCED_BLOCK,
     Corpus,
@@ -152,3 +153,32 @@ async def test_grounding_removes_a_sentence_citing_a_real_but_irrelevant_source(
     else:
         assert "Conflicting findings" not in headings
         assert report.metadata.verdict == "yes"
+
+
+async def test_report_preferences_reach_the_plan_and_every_writer_prompt(
+    corpus: Corpus,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    llm = MisattributingLLM()
+    preferences = ReportPreferences(audience="clinicians", length="brief", focus="older adults")
+    events = await collect(
+        research(
+            corpus.question,
+            settings_for(corpus, tmp_path, grounding=True),
+            model=llm.model(),
+            embedder=corpus.embedder,
+            preferences=preferences,
+        )
+    )
+    result = result_of(events)
+    assert result.plan is not None
+    assert result.plan.preferences == preferences
+    planning = next(e for e in events if e.type == "planning")
+    assert planning.data["preferences"]["audience"] == "clinicians"
+    writer_calls = [c for c in llm.calls if c.role in ("outline", "findings", "summary")]
+    assert {c.role for c in writer_calls} == {"outline", "findings", "summary"}
+    for call in writer_calls:
+        assert "Audience: clinicians" in call.prompt
+        assert "Focus: older adults" in call.prompt
+    outline = next(c for c in llm.calls if c.role == "outline")
+    assert "2 to 3 findings sections" in outline.instructions  # brief

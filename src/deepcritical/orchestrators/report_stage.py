@@ -211,10 +211,14 @@ def add_run_context(
     evidence: Mapping[str, Evidence],
     source_failures: Mapping[str, str],
 ) -> ResearchReport:
-    """``report`` (modified in place and returned) with the design summary of its references
-    appended to the methodology and :func:`extra_limitations` added to its limitations.
+    """``report`` (modified in place and returned) with the study design of every reference
+    set (when grounding did not set it), the design summary of its references appended to
+    the methodology and :func:`extra_limitations` added to its limitations.
     Adds no citation; run after grounding (it describes the references that remain)."""
     cited = [evidence[r.evidence_id] for r in report.references if r.evidence_id in evidence]
+    for ref in report.references:
+        if ref.study_design is None and ref.evidence_id in evidence:
+            ref.study_design = grade_evidence(evidence[ref.evidence_id])
     summary = design_summary(cited)
     if summary:
         report.methodology = f"{report.methodology.rstrip()}\n\n{summary}".strip()
