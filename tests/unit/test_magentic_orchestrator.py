@@ -170,6 +170,7 @@ async def test_normal_finish_builds_a_validated_report_from_the_participants() -
         "query_generator",
         "hypothesis",
         "judge",
+        "reflection",
         "writer.outline",
         "writer.section",
         "writer.summary",
