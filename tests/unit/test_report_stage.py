@@ -63,7 +63,10 @@ def hyp(supporting: list[str], contradicting: list[str]) -> Hypothesis:
         ("Is metformin protective?", ["E1"], ["E2"], "uncertain"),
         ("Can metformin protect?", [], ["E2"], "no"),
         ("Should we use metformin?", [], [], "uncertain"),
+        ("Biliary atresia: should all patients undergo surgery?", ["E1"], [], "yes"),
+        ("Inhibin: a new marker of hydatidiform mole?", [], ["E2"], "no"),
         ("How does metformin act on tau?", ["E1"], [], None),
+        ("Metformin in dementia: what is known?", ["E1"], [], None),
         ("Metformin and dementia", ["E1"], [], None),
     ],
 )

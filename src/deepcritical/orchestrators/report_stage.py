@@ -57,15 +57,23 @@ MAX_SUPPORTING = 2
 Verdict = Literal["yes", "no", "uncertain"]
 
 _YES_NO = re.compile(
-    r"^\s*(?:is|are|was|were|does|do|did|can|could|should|has|have|had|will|would|may|might)\b",
+    r"^\s*(?:is|are|was|were|does|do|did|can|could|should|shall|must|has|have|had|will"
+    r"|would|may|might)\b",
     re.IGNORECASE,
 )
+_WH = re.compile(r"^\s*(?:what|how|why|which|when|where|who|whom|whose)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"[:;]|\.\s")
 
 
 def is_yes_no_question(question: str) -> bool:
-    """True when ``question`` opens with an auxiliary verb ("Does metformin ...?") and asks
-    one thing (no " or " between alternatives is not checked: "Is A or B better?" counts)."""
-    return _YES_NO.match(question) is not None
+    """True for a yes/no question: a clause opens with an auxiliary verb ("Does metformin
+    ...?", "Biliary atresia: should all patients ...?"), or the question ends with "?" and no
+    clause opens with a wh-word ("Inhibin: a new marker of hydatidiform mole?"). "How does
+    metformin act?" and a statement without "?" are not."""
+    clauses = [c for c in _CLAUSE.split(question) if c.strip()]
+    if any(_YES_NO.match(c) for c in clauses):
+        return True
+    return question.strip().endswith("?") and not any(_WH.match(c) for c in clauses)
 
 
 def verdict_of(question: str, hypotheses: Sequence[Hypothesis]) -> Verdict | None:
