@@ -19,6 +19,7 @@ from deepcritical.orchestrators.report_stage import (
     CONFLICT_HEADING,
     add_run_context,
     add_run_findings,
+    add_verdict,
     conflicting_findings_section,
     design_summary,
     extra_limitations,
@@ -106,9 +107,10 @@ def test_run_findings_replace_a_writer_conflicts_section_and_state_the_verdict()
             ReportSection(heading="Conflicting findings", content="Invented conflict [E3]."),
         ]
     )
-    out = add_run_findings(
-        draft, "Does metformin protect?", [hyp(["E1"], ["E2"])], EVIDENCE, HashingEmbedder()
-    )
+    hypotheses = [hyp(["E1"], ["E2"])]
+    out = add_run_findings(draft, hypotheses, EVIDENCE, HashingEmbedder())
+    out.hypotheses_tested = hypotheses
+    out = add_verdict(out, "Does metformin protect?")
     assert [s.heading for s in out.findings] == ["Efficacy", CONFLICT_HEADING]
     assert "Invented conflict" not in out.findings[1].content
     assert out.metadata.verdict == "uncertain"
@@ -116,9 +118,9 @@ def test_run_findings_replace_a_writer_conflicts_section_and_state_the_verdict()
         "Verdict: uncertain — derived from the balance of evidence on hypothesis H1 "
         "(1 supporting, 1 contradicting source), not from a reading of effect sizes."
     )
-    plain = add_run_findings(
-        report([]), "How does metformin act?", [hyp(["E1"], [])], EVIDENCE, HashingEmbedder()
-    )
+    plain = add_run_findings(report([]), [hyp(["E1"], [])], EVIDENCE, HashingEmbedder())
+    plain.hypotheses_tested = [hyp(["E1"], [])]
+    plain = add_verdict(plain, "How does metformin act?")
     assert plain.metadata.verdict is None
     assert "Verdict" not in plain.conclusion
     assert plain.findings == []

@@ -48,7 +48,11 @@ from deepcritical.models import (
     UsageReport,
 )
 from deepcritical.orchestrators.events import ResearchEvent
-from deepcritical.orchestrators.report_stage import add_run_context, add_run_findings
+from deepcritical.orchestrators.report_stage import (
+    add_run_context,
+    add_run_findings,
+    add_verdict,
+)
 from deepcritical.report.grounding import ground_report
 from deepcritical.report.validation import citation_problems, validate_report
 
@@ -632,10 +636,8 @@ class ResearchRun:
                 }
             )
             failures = draft.metadata.source_failures
-            draft = add_run_findings(
-                draft, self.question, state.hypotheses, evidence_by_id, self.store.embedder
-            )
-            report = validate_report(draft, evidence_by_id)
+            draft = add_run_findings(draft, state.hypotheses, evidence_by_id, self.store.embedder)
+            report = add_verdict(validate_report(draft, evidence_by_id), self.question)
             problems = citation_problems(report, evidence_by_id)
         if not problems and self.settings.grounding:
             with self.accounting.stage("grounding"):

@@ -42,6 +42,7 @@ __all__ = [
     "Verdict",
     "add_run_context",
     "add_run_findings",
+    "add_verdict",
     "conflicting_findings_section",
     "design_summary",
     "extra_limitations",
@@ -191,27 +192,33 @@ def extra_limitations(cited: Sequence[Evidence], source_failures: Mapping[str, s
 
 def add_run_findings(
     draft: ResearchReport,
-    question: str,
     hypotheses: Sequence[Hypothesis],
     evidence: Mapping[str, Evidence],
     embedder: Embedder,
 ) -> ResearchReport:
     """``draft`` (modified in place and returned) with the "Conflicting findings" section
     (replacing a writer's section of that heading) when a hypothesis has contradicting
-    evidence, and the verdict of a yes/no question in ``metadata.verdict`` and as the last
-    sentence of the conclusion. Run before citation validation and grounding."""
+    evidence in ``evidence``. Run before citation validation and grounding."""
     section = conflicting_findings_section(hypotheses, evidence, embedder)
     if section is not None:
         draft.findings = [
             s for s in draft.findings if s.heading.strip().lower() != CONFLICT_HEADING.lower()
         ]
         draft.findings.append(section)
+    return draft
+
+
+def add_verdict(report: ResearchReport, question: str) -> ResearchReport:
+    """``report`` (modified in place and returned) with the verdict of a yes/no ``question``
+    in ``metadata.verdict`` and as the last sentence of the conclusion, from the report's own
+    (validated) hypotheses. Run after citation validation (the counts are of real ids)."""
+    hypotheses = report.hypotheses_tested
     verdict = verdict_of(question, hypotheses)
     if verdict is not None:
         sentence = verdict_sentence(verdict, hypotheses[0] if hypotheses else None)
-        draft.conclusion = f"{draft.conclusion.rstrip()}\n\n{sentence}".strip()
-        draft.metadata = draft.metadata.model_copy(update={"verdict": verdict})
-    return draft
+        report.conclusion = f"{report.conclusion.rstrip()}\n\n{sentence}".strip()
+        report.metadata = report.metadata.model_copy(update={"verdict": verdict})
+    return report
 
 
 def add_run_context(
