@@ -427,7 +427,9 @@ class GroundedClaim(BaseModel):
     source supports it; ``score``: the best similarity (entailment with NLI) over its cited
     sources; ``kept_ids``: the ids it still cites after grounding; ``removed``: the sentence
     was removed; ``grounded_sentence``: the sentence as it reads after grounding ("" when
-    removed).
+    removed); ``rewritten``: the sentence was unsupported and was replaced by a rewrite (in
+    ``grounded_sentence``) that its cited sources support (``supported`` stays false: it is
+    about the sentence as written; ``quotes`` and ``kept_ids`` are those of the rewrite).
     """
 
     location: str
@@ -439,6 +441,7 @@ class GroundedClaim(BaseModel):
     kept_ids: list[str] = Field(default_factory=list)
     removed: bool = False
     grounded_sentence: str = ""
+    rewritten: bool = False
 
 
 class GroundingCheck(BaseModel):
@@ -454,6 +457,7 @@ class GroundingCheck(BaseModel):
     sentences_checked: int = 0
     sentences_supported: int = 0
     sentences_removed: int = 0
+    sentences_rewritten: int = 0
     citations_removed: int = 0
     references_removed: int = 0
     removed_reference_ids: list[str] = Field(default_factory=list)
