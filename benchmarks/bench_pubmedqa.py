@@ -143,6 +143,7 @@ class ScriptedLLM:
             ("content", self._findings),
             ("executive_summary", self._summary),
             ("follow_up_queries", self._reflection),
+            ("rewritten_sentence", self._rewriter),
             ("queries", self._queries),
         ):
             if name in fields:
@@ -215,6 +216,9 @@ class ScriptedLLM:
             "next_queries": [],
             "reasoning": "Scripted judge: never sufficient.",
         }
+
+    def _rewriter(self, prompt: str) -> dict[str, Any]:
+        return {"rewritten_sentence": ""}  # declines: grounding removes what it rejects
 
     def _reflection(self, prompt: str) -> dict[str, Any]:
         return {"items": [], "follow_up_queries": [], "reasoning": "Scripted reflection."}

@@ -90,6 +90,13 @@ class Settings(BaseSettings):
         description="Cosine similarity (all-MiniLM-L6-v2) at which a source passage supports "
         "a sentence; see deepcritical.report.grounding.DEFAULT_THRESHOLD.",
     )
+    grounding_rewrites: int = Field(
+        default=5,
+        ge=0,
+        le=50,
+        description="Unsupported sentences offered to the LLM rewriter per report (with a "
+        "model only; 0: unsupported sentences are always removed).",
+    )
 
     # --- sources ---------------------------------------------------------------------------
     sources: list[str] = Field(default_factory=lambda: list(DEFAULT_SOURCES))

@@ -50,6 +50,7 @@ ROLE_BY_FIELD = {
     "content": "writer.section",
     "executive_summary": "writer.summary",
     "follow_up_queries": "reflection",
+    "rewritten_sentence": "rewriter",
     "queries": "query_generator",  # last: the planner's output has "queries" too
 }
 FENCED_ID = re.compile(r'<source id="(E\d+)" nonce="[0-9a-f]+">')
@@ -256,6 +257,7 @@ class RoleScript:
             "writer.outline": self._outline,
             "writer.section": self._section,
             "reflection": self._reflection,
+            "rewriter": self._rewriter,
             "writer.summary": self._summary,
         }.get(role)
         if method is None:
@@ -376,6 +378,9 @@ class RoleScript:
         if "Section to write: Mechanism" in prompt:
             return {"content": f"AMPK activation inhibits mTOR signalling [{shown[0]}]."}
         return {"content": f"Metformin users had fewer cancers [{shown[0]}]."}
+
+    def _rewriter(self, prompt: str) -> dict[str, Any]:
+        return {"rewritten_sentence": ""}  # declines
 
     def _reflection(self, prompt: str) -> dict[str, Any]:
         """Every checklist item partial (gathering goes on to the round limit)."""

@@ -78,6 +78,7 @@ ROLE_BY_FIELD = {
     "content": "findings",
     "executive_summary": "summary",
     "follow_up_queries": "reflection",
+    "rewritten_sentence": "rewriter",
     "queries": "queries",  # checked last: the planner's output has "queries" too
 }
 FENCED_ID = re.compile(r'<source id="(E\d+)" nonce="[0-9a-f]+">')
@@ -317,6 +318,9 @@ class ScriptedLLM:
             "follow_up_queries": ["first names general practice survey"],
             "reasoning": "Scripted reflection.",
         }
+
+    def _rewriter(self, prompt: str) -> dict[str, Any]:
+        return {"rewritten_sentence": ""}  # declines: the unsupported sentence is removed
 
     def _unknown(self, prompt: str) -> dict[str, Any]:  # pragma: no cover - a new role
         raise AssertionError(f"a request for an unknown output: {prompt[:200]}")

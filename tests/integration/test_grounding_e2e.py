@@ -52,6 +52,7 @@ class MisattributingLLM(ScriptedLLM):
     """Writes one right and one misattributed quote; optionally a contradicting id."""
 
     contradict: bool = False
+    rewrites: bool = False
     right: tuple[str, str] = ("", "")
     wrong: tuple[str, str, str] = ("", "", "")  # (sentence, true id, cited id)
 
@@ -69,6 +70,17 @@ class MisattributingLLM(ScriptedLLM):
         self.right = (a_text, a_id)
         self.wrong = (b_text, b_id, a_id)
         return {"content": f"{a_text[:-1]} [{a_id}]. {b_text[:-1]} [{a_id}]."}
+
+    def _rewriter(self, prompt: str) -> dict[str, Any]:
+        """With ``rewrites``: the passage shown for the cited source, cited (a faithful
+        rewrite); otherwise declines."""
+        if not self.rewrites:
+            return {"rewritten_sentence": ""}
+        blocks = [
+            (sid, body) for sid, _n, body in FENCED_BLOCK.findall(prompt) if sid != "sentence"
+        ]
+        sid, passage = blocks[0]
+        return {"rewritten_sentence": f"{passage.strip().rstrip('.')} [{sid}]."}
 
     def _summary(self, prompt: str) -> dict[str, Any]:
         return {
@@ -182,3 +194,37 @@ async def test_report_preferences_reach_the_plan_and_every_writer_prompt(
         assert "Focus: older adults" in call.prompt
     outline = next(c for c in llm.calls if c.role == "outline")
     assert "2 to 3 findings sections" in outline.instructions  # brief
+
+
+async def test_with_a_rewriter_the_misattributed_sentence_is_rewritten_from_its_source(
+    corpus: Corpus,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    llm = MisattributingLLM(rewrites=True)
+    events = await collect(
+        research(
+            corpus.question,
+            settings_for(corpus, tmp_path, grounding=True),
+            model=llm.model(),
+            embedder=corpus.embedder,
+        )
+    )
+    result = result_of(events)
+    report = result.report
+    assert_cites_only_stored_evidence(result)
+    wrong_sentence, _true_id, cited_id = llm.wrong
+    findings = "\n".join(s.content for s in report.findings)
+    assert wrong_sentence[:-1] not in findings
+    claim = next(c for c in report.grounding if c.sentence.startswith(wrong_sentence[:-1]))
+    assert claim.rewritten
+    assert not claim.removed
+    assert claim.kept_ids == [cited_id]
+    assert claim.grounded_sentence in findings  # the rewrite took the sentence's place
+    source = {e.id: e for e in result.evidence}[cited_id]
+    assert claim.quotes[0].quote in f"{source.citation.title}\n{source.content}"  # verbatim
+    rewrites = [c for c in llm.calls if c.role == "rewriter"]
+    assert rewrites
+    assert wrong_sentence[:40] in rewrites[0].prompt  # the unsupported sentence, fenced
+    check = report.metadata.grounding_check
+    assert check is not None
+    assert check.sentences_rewritten >= 1

@@ -187,6 +187,8 @@ class ScriptedLLM:
                 "findings",
                 {"content": f"Stay was shorter [{ids[0]}]. A fabricated trial agreed [E999]."},
             )
+        elif "rewritten_sentence" in props:
+            role, out = "rewriter", {"rewritten_sentence": ""}
         elif "follow_up_queries" in props:
             role, out = "reflection", {"items": [], "follow_up_queries": ["laparoscopy cost"]}
         elif "executive_summary" in props:

@@ -23,6 +23,7 @@ from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
 from deepcritical.agents.queries import ExtractiveQueryGenerator, LLMQueryGenerator
 from deepcritical.agents.reflection import ExtractiveReflector, LLMReflector
+from deepcritical.agents.rewriter import LLMSentenceRewriter
 from deepcritical.agents.usage import UsageTracker
 from deepcritical.agents.writer import LLMReportWriter
 from deepcritical.config import Settings
@@ -38,6 +39,8 @@ class AgentSet:
     Attributes:
         planner, queries, hypotheses, judge, writer, reflector: the role implementations
             (``reflector`` defaults to the extractive one).
+        rewriter: rewrites sentences grounding found unsupported (LLM sets only; ``None``:
+            unsupported sentences are removed).
         usage: per-role LLM usage of this set (empty for extractive agents).
         mode: ``"llm"`` or ``"extractive"`` (``"custom"`` when built by hand).
     """
@@ -50,6 +53,7 @@ class AgentSet:
     usage: UsageTracker = field(default_factory=UsageTracker)
     mode: str = "custom"
     reflector: Reflector = field(default_factory=ExtractiveReflector)
+    rewriter: LLMSentenceRewriter | None = None
 
 
 def build_extractive_agents(settings: Settings, embedder: Embedder) -> AgentSet:
@@ -86,6 +90,7 @@ def build_llm_agents(
         judge=LLMJudge(config),
         writer=LLMReportWriter(config),
         reflector=LLMReflector(config),
+        rewriter=LLMSentenceRewriter(config),
         usage=config.usage,
         mode="llm",
     )

@@ -36,6 +36,7 @@ from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import (
     SOURCE_LABELS,
     Evidence,
+    GroundedClaim,
     Hypothesis,
     JudgeAssessment,
     LLMUsage,
@@ -53,7 +54,7 @@ from deepcritical.orchestrators.report_stage import (
     add_run_findings,
     add_verdict,
 )
-from deepcritical.report.grounding import ground_report
+from deepcritical.report.grounding import RewriteFunction, ground_report
 from deepcritical.report.validation import citation_problems, validate_report
 
 __all__ = [
@@ -647,6 +648,8 @@ class ResearchRun:
                     evidence_by_id,
                     self.store.embedder,
                     threshold=self.settings.grounding_threshold,
+                    rewrite=self.rewrite_function(),
+                    max_rewrites=self.settings.grounding_rewrites,
                 )
                 problems = citation_problems(report, evidence_by_id)
         if not problems:
@@ -693,6 +696,25 @@ class ResearchRun:
         return result
 
     # --- report helpers --------------------------------------------------------------------
+
+    def rewrite_function(self) -> RewriteFunction | None:
+        """The grounding check's rewriter: a synchronous bridge (called from the grounding
+        worker thread) to the LLM rewriter on this event loop; ``None`` without one or with
+        ``grounding_rewrites = 0``. Each call waits at most twice the LLM timeout (seconds)."""
+        rewriter = self.agents.rewriter
+        if rewriter is None or self.settings.grounding_rewrites <= 0:
+            return None
+        loop = asyncio.get_running_loop()
+        timeout = 2 * self.settings.llm_timeout_seconds
+
+        def rewrite(claim: GroundedClaim) -> str | None:
+            passages = [(q.evidence_id, q.quote) for q in claim.quotes if q.quote]
+            future = asyncio.run_coroutine_threadsafe(
+                rewriter.rewrite(claim.sentence, passages), loop
+            )
+            return future.result(timeout=timeout)
+
+        return rewrite
 
     def usage_report(self) -> UsageReport:
         """LLM, search and time usage of the run so far."""

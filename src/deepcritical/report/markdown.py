@@ -48,7 +48,10 @@ def grounding_appendix(report: ResearchReport, numbers: dict[str, int]) -> list[
         " supports it (verbatim source text)."
     )
     for claim in kept:
-        out += ["", f"- {numbered(claim.grounded_sentence or claim.sentence, numbers)}"]
+        line = f"- {numbered(claim.grounded_sentence or claim.sentence, numbers)}"
+        if claim.rewritten:
+            line += " *(rewritten: the sentence as drafted was not supported)*"
+        out += ["", line]
         for quote in claim.quotes:
             if not quote.supports or quote.evidence_id not in numbers:
                 continue
@@ -145,7 +148,9 @@ def render_markdown(report: ResearchReport) -> str:
             f"*Grounding check: {found};"
             f" {count(gc.sentences_removed, 'unsupported sentence')},"
             f" {count(gc.citations_removed, 'unsupported citation')} and"
-            f" {count(gc.references_removed, 'reference')} removed.*  "
+            f" {count(gc.references_removed, 'reference')} removed"
+            + (f"; {gc.sentences_rewritten} rewritten" if gc.sentences_rewritten else "")
+            + ".*  "
         )
     out.extend(f"*Note: {note}*  " for note in md.notes)
     if md.source_failures:
