@@ -10,17 +10,17 @@ queries, search, hypothesise, judge, write, finish); each emits the run's
 
 Failure policy (both orchestrators): a failing LLM role falls back to its extractive
 implementation with a ``warning`` event and a note in the report metadata; a run that got past
-planning always ends in a report built from the store and validated here
-(:meth:`ResearchRun.finish`), whose metadata says why gathering stopped.
+planning always ends in a report built from the store, validated and grounded
+(:meth:`ResearchRun.finish`, :mod:`deepcritical.orchestrators.finishing`), whose metadata
+says why gathering stopped. The run's record, stop rules and accounting live in
+:mod:`deepcritical.orchestrators.run_state` (re-exported here).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import structlog
@@ -36,26 +36,24 @@ from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import (
     SOURCE_LABELS,
     Evidence,
-    GroundedClaim,
     Hypothesis,
     JudgeAssessment,
-    LLMUsage,
     ReportPreferences,
     ResearchPlan,
     ResearchReport,
     RunResult,
-    SourceUsage,
-    StopReason,
     UsageReport,
 )
 from deepcritical.orchestrators.events import ResearchEvent
-from deepcritical.orchestrators.report_stage import (
-    add_run_context,
-    add_run_findings,
-    add_verdict,
+from deepcritical.orchestrators.finishing import finish_run, methodology
+from deepcritical.orchestrators.run_state import (
+    QuestionError,
+    RunAccounting,
+    RunState,
+    check_question,
+    gathering_stop_rule,
+    number_hypotheses,
 )
-from deepcritical.report.grounding import RewriteFunction, ground_report
-from deepcritical.report.validation import citation_problems, validate_report
 
 __all__ = [
     "EventSink",
@@ -71,157 +69,6 @@ __all__ = [
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 EventSink = Callable[[ResearchEvent], None]
-
-
-class QuestionError(ValueError):
-    """The research question is empty or longer than ``Settings.max_question_chars``."""
-
-
-def check_question(question: str, max_chars: int) -> str:
-    """The question stripped of surrounding white space.
-
-    Raises:
-        QuestionError: empty, or more than ``max_chars`` characters.
-    """
-    text = " ".join(question.split())
-    if not text:
-        raise QuestionError("the research question is empty")
-    if len(text) > max_chars:
-        raise QuestionError(
-            f"the research question has {len(text)} characters; the limit is {max_chars} "
-            "(put background material in the context instead)"
-        )
-    return text
-
-
-@dataclass
-class RunState:
-    """What the run has learned so far (all of it ends up in the report metadata).
-
-    ``draft`` is a report drafted during gathering (the Magentic ``ReportAgent``), with
-    ``draft_store_size`` the number of evidence items the store held when it was drafted.
-    ``methodology`` holds extra lines for the report's methodology (orchestrator specific).
-    ``reflections`` holds one reflection per round; ``follow_ups`` the follow-up queries of
-    the last one, run first in the next round.
-    """
-
-    plan: ResearchPlan | None = None
-    hypotheses: list[Hypothesis] = field(default_factory=list)
-    assessments: list[JudgeAssessment] = field(default_factory=list)
-    queries: list[str] = field(default_factory=list)
-    rounds: int = 0
-    source_failures: dict[str, str] = field(default_factory=dict)
-    sources_answered: set[str] = field(default_factory=set)
-    notes: list[str] = field(default_factory=list)
-    stop_reason: StopReason | None = None
-    draft: ResearchReport | None = None
-    draft_store_size: int = -1
-    methodology: list[str] = field(default_factory=list)
-    reflections: list[Reflection] = field(default_factory=list)
-    follow_ups: list[str] = field(default_factory=list)
-
-
-def gathering_stop_rule(
-    *,
-    sufficient: bool,
-    all_satisfied: bool = False,
-    store_size: int,
-    max_sources: int,
-    round_no: int,
-    added: int,
-    max_rounds: int,
-) -> StopReason | None:
-    """The stop rules in code, checked after a search round (its judgement and reflection),
-    in order: the judge's ``sufficient``, every checklist item satisfied (reflection), the
-    evidence limit, a later round adding nothing, the round limit. ``None``: keep
-    gathering."""
-    if sufficient:
-        return "sufficient"
-    if all_satisfied:
-        return "all_satisfied"
-    if store_size >= max_sources:
-        return "max_sources"
-    if round_no > 1 and added == 0:
-        return "no_new_evidence"
-    if round_no >= max_rounds:
-        return "max_rounds"
-    return None
-
-
-def number_hypotheses(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
-    """``hypotheses`` with ``H1``, ``H2``... given to those without an id."""
-    return [
-        h if h.id else h.model_copy(update={"id": f"H{i}"})
-        for i, h in enumerate(hypotheses, start=1)
-    ]
-
-
-@dataclass
-class _SourceCount:
-    calls: int = 0
-    failed_calls: int = 0
-    results: int = 0
-
-
-class RunAccounting:
-    """Wall-clock seconds per stage and search calls per source of one run."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self.stage_seconds: dict[str, float] = {}
-        self._sources: dict[str, _SourceCount] = {}
-
-    def add_time(self, stage: str, seconds: float) -> None:
-        """Add ``seconds`` to ``stage``."""
-        self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + max(seconds, 0.0)
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Time the block as (part of) stage ``name``, also when it raises or is cancelled."""
-        started = self.clock()
-        try:
-            yield
-        finally:
-            self.add_time(name, self.clock() - started)
-
-    def record_search(self, result: SearchRound, source_names: Sequence[str]) -> None:
-        """Count the calls of one search round: every query went to every source; a call
-        failed when it produced nothing but an error (absent from ``hits_per_query``)."""
-        calls = len(result.queries)
-        if calls == 0:
-            return
-        for source in source_names:
-            entry = self._sources.setdefault(source, _SourceCount())
-            answered = sum(1 for per in result.hits_per_query.values() if source in per)
-            entry.calls += calls
-            entry.failed_calls += max(calls - answered, 0)
-            entry.results += result.hits_per_source.get(source, 0)
-
-    def report(self, trackers: Sequence[UsageTracker]) -> UsageReport:
-        """The usage report: LLM usage per role summed over ``trackers``, plus what this
-        object counted."""
-        llm: dict[str, LLMUsage] = {}
-        total = LLMUsage()
-        for tracker in trackers:
-            for role, used in tracker.by_role().items():
-                entry = llm.setdefault(role, LLMUsage())
-                for target in (entry, total):
-                    target.runs += used.runs
-                    target.failures += used.failures
-                    target.requests += used.requests
-                    target.input_tokens += used.input_tokens
-                    target.output_tokens += used.output_tokens
-        return UsageReport(
-            llm=llm,
-            llm_total=total,
-            search={
-                name: SourceUsage(
-                    calls=count.calls, failed_calls=count.failed_calls, results=count.results
-                )
-                for name, count in self._sources.items()
-            },
-            stage_seconds={k: round(v, 3) for k, v in self.stage_seconds.items()},
-        )
 
 
 class ResearchRun:
@@ -589,132 +436,10 @@ class ResearchRun:
     async def finish(
         self, draft: ResearchReport | None, done_data: dict[str, Any] | None = None
     ) -> RunResult | None:
-        """Turn ``draft`` into the run's validated report; emit ``report_section`` events and
-        ``done`` (or ``error`` when there is no draft or validation left problems).
-
-        The methodology is written here from what happened (never by a model), the metadata
-        is filled in (stop reason, notes, usage...), the "Conflicting findings" section and
-        the verdict of a yes/no question are added
-        (:func:`~deepcritical.orchestrators.report_stage.add_run_findings`), then every
-        reference and inline citation is checked against the store (:func:`validate_report`),
-        every cited sentence is grounded in its sources when ``settings.grounding`` is on
-        (:func:`~deepcritical.report.grounding.ground_report`: unsupported sentences removed,
-        supporting quotes and the grounding score recorded), the design summary and run
-        limitations are added, and :func:`citation_problems` is run again: a report in which
-        it still finds anything is refused.
-        """
-        state, plan = self.state, self.plan
-        if draft is None:
-            self.emit(
-                ResearchEvent(
-                    type="error", message="report writing failed: " + "; ".join(state.notes)
-                )
-            )
-            return None
-        with self.accounting.stage("validation"):
-            evidence_by_id = {e.id: e for e in self.store.all()}
-            if not draft.hypotheses_tested:
-                draft.hypotheses_tested = list(state.hypotheses)
-            draft.methodology = self.methodology()
-            draft.metadata = draft.metadata.model_copy(
-                update={
-                    "sources_searched": self.source_names,
-                    "source_failures": {
-                        k: v
-                        for k, v in state.source_failures.items()
-                        if k not in state.sources_answered
-                    },
-                    "papers_reviewed": len(self.store),
-                    "iterations": state.rounds,
-                    "confidence": self.confidence(),
-                    "stop_reason": state.stop_reason or "max_rounds",
-                    "orchestrator": self.orchestrator,
-                    "llm": self.llm_label,
-                    "duration_seconds": round(self.elapsed(), 3),
-                    "checklist_coverage": plan.coverage(),
-                    "queries": list(state.queries),
-                    "notes": [*state.notes, *draft.metadata.notes],
-                }
-            )
-            failures = draft.metadata.source_failures
-            draft = add_run_findings(draft, state.hypotheses, evidence_by_id, self.store.embedder)
-            report = add_verdict(validate_report(draft, evidence_by_id), self.question)
-            problems = citation_problems(report, evidence_by_id)
-        if not problems and self.settings.grounding:
-            with self.accounting.stage("grounding"):
-                report = await asyncio.to_thread(
-                    ground_report,
-                    report,
-                    evidence_by_id,
-                    self.store.embedder,
-                    threshold=self.settings.grounding_threshold,
-                    rewrite=self.rewrite_function(),
-                    max_rewrites=self.settings.grounding_rewrites,
-                )
-                problems = citation_problems(report, evidence_by_id)
-        if not problems:
-            report = add_run_context(report, evidence_by_id, failures)
-            problems = citation_problems(report, evidence_by_id)
-        if problems:  # validation must leave nothing behind; refuse to ship otherwise
-            self.emit(
-                ResearchEvent(
-                    type="error",
-                    message="citation validation left problems: " + "; ".join(problems),
-                )
-            )
-            return None
-        report.metadata.usage = self.usage_report()
-        for section in report.findings:
-            self.emit(
-                ResearchEvent(
-                    type="report_section",
-                    message=section.heading,
-                    data={"heading": section.heading},
-                )
-            )
-        cv = report.metadata.citation_validation
-        result = RunResult(
-            report=report, plan=plan, evidence=self.store.all(), assessments=state.assessments
-        )
-        self.emit(
-            ResearchEvent(
-                type="done",
-                round=state.rounds,
-                message=(
-                    f"Report ready: {len(report.references)} references, stopped: "
-                    f"{report.metadata.stop_reason}; citation check removed "
-                    f"{cv.references_removed} references, {cv.markers_removed} citations"
-                ),
-                data={
-                    "stop_reason": report.metadata.stop_reason,
-                    "usage": report.metadata.usage.model_dump(mode="json"),
-                    **(done_data or {}),
-                },
-                result=result,
-            )
-        )
-        return result
-
-    # --- report helpers --------------------------------------------------------------------
-
-    def rewrite_function(self) -> RewriteFunction | None:
-        """The grounding check's rewriter: a synchronous bridge (called from the grounding
-        worker thread) to the LLM rewriter on this event loop; ``None`` without one or with
-        ``grounding_rewrites = 0``. Each call waits at most twice the LLM timeout (seconds)."""
-        rewriter = self.agents.rewriter
-        if rewriter is None or self.settings.grounding_rewrites <= 0:
-            return None
-        loop = asyncio.get_running_loop()
-        timeout = 2 * self.settings.llm_timeout_seconds
-
-        def rewrite(claim: GroundedClaim) -> str | None:
-            passages = [(q.evidence_id, q.quote) for q in claim.quotes if q.quote]
-            future = asyncio.run_coroutine_threadsafe(
-                rewriter.rewrite(claim.sentence, passages), loop
-            )
-            return future.result(timeout=timeout)
-
-        return rewrite
+        """Turn ``draft`` into the run's validated, grounded report; emit ``report_section``
+        events and ``done`` (or ``error`` when there is no draft or validation left problems).
+        See :func:`deepcritical.orchestrators.finishing.finish_run`."""
+        return await finish_run(self, draft, done_data)
 
     def usage_report(self) -> UsageReport:
         """LLM, search and time usage of the run so far."""
@@ -727,25 +452,6 @@ class ResearchRun:
         return round(0.5 * coverage + 0.5 * best, 2)
 
     def methodology(self) -> str:
-        """Factual account of the run (built from what happened, never by a model)."""
-        plan, state = self.plan, self.state
-        labels = [SOURCE_LABELS.get(s, s) for s in self.source_names]
-        lines = [
-            f"Sources searched: {', '.join(labels)}. "
-            f"{state.rounds} search round(s), {len(state.queries)} queries, "
-            f"{len(self.store)} distinct records kept after de-duplication by identifier "
-            "(PMID, DOI, PMCID, NCT ID, URL) and by near-duplicate text.",
-            f"Checklist ({len(plan.checklist)} items, coverage {plan.coverage():.0%}): "
-            + "; ".join(f"{c.description} — {c.status.value}" for c in plan.checklist)
-            + ".",
-            f"Evidence for the report was chosen by maximal marginal relevance "
-            f"(λ = {self.settings.mmr_lambda:g}) among all records; every citation was checked "
-            "against the evidence collected in this run.",
-        ]
-        lines.extend(state.methodology)
-        if state.queries:
-            lines.append("Queries: " + "; ".join(f"“{q}”" for q in state.queries) + ".")
-        failed = {k: v for k, v in state.source_failures.items() if k not in state.sources_answered}
-        for src, reason in failed.items():
-            lines.append(f"{SOURCE_LABELS.get(src, src)} unavailable: {reason}.")
-        return "\n\n".join(lines)
+        """Factual account of the run (built from what happened, never by a model; see
+        :func:`deepcritical.orchestrators.finishing.methodology`)."""
+        return methodology(self)
