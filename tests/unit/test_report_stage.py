@@ -26,6 +26,7 @@ from deepcritical.orchestrators.report_stage import (
     is_yes_no_question,
     verdict_of,
 )
+from deepcritical.report.validation import citation_problems
 from tests.conftest import HashingEmbedder
 
 
@@ -175,3 +176,30 @@ def test_markdown_shows_supporting_quotes_of_kept_sentences_only() -> None:
     )
     assert "Tau vanished" not in appendix
     assert "unrelated" not in appendix
+
+
+async def test_a_failing_grounding_check_degrades_the_report_instead_of_losing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deepcritical.config import Settings
+    from deepcritical.orchestrators import finishing
+    from tests.unit.test_iterative_orchestrator import (
+        CountingSource,
+        collect,
+        final,
+        orchestrator,
+    )
+
+    def broken(*args: object, **kwargs: object) -> ResearchReport:
+        raise RuntimeError("embedder crashed")
+
+    monkeypatch.setattr(finishing, "ground_report", broken)
+    settings = Settings(max_rounds=1, results_per_query=3, sources=["local"])
+    orch, store = orchestrator([CountingSource()], settings=settings)
+    events = await collect(orch)
+    report = final(events)  # the run still ends with its report
+    assert report.metadata.grounding_check is None
+    assert report.metadata.grounding_score is None
+    assert any("grounding check failed" in n for n in report.metadata.notes)
+    assert any("grounding check failed" in e.message for e in events if e.type == "warning")
+    assert citation_problems(report, {e.id: e for e in store.all()}) == []

@@ -83,20 +83,33 @@ async def finish_run(
             }
         )
         failures = draft.metadata.source_failures
-        draft = add_run_findings(draft, state.hypotheses, evidence_by_id, run.store.embedder)
+        try:
+            draft = add_run_findings(draft, state.hypotheses, evidence_by_id, run.store.embedder)
+        except Exception as exc:  # the report goes out without that section, never lost
+            _degrade(run, draft, f"the conflicting-findings section could not be built ({exc})")
         report = add_verdict(validate_report(draft, evidence_by_id), run.question)
         problems = citation_problems(report, evidence_by_id)
     if not problems and run.settings.grounding:
         with run.accounting.stage("grounding"):
-            report = await asyncio.to_thread(
-                ground_report,
-                report,
-                evidence_by_id,
-                run.store.embedder,
-                threshold=run.settings.grounding_threshold,
-                rewrite=rewrite_function(run),
-                max_rewrites=run.settings.grounding_rewrites,
-            )
+            try:
+                report = await asyncio.to_thread(
+                    ground_report,
+                    report,
+                    evidence_by_id,
+                    run.store.embedder,
+                    threshold=run.settings.grounding_threshold,
+                    rewrite=rewrite_function(run),
+                    max_rewrites=run.settings.grounding_rewrites,
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # keep the validated report, and say it is not grounded
+                _degrade(
+                    run,
+                    report,
+                    f"the grounding check failed ({type(exc).__name__}: {exc}); citations were "
+                    "validated, but sentences were not checked against their sources",
+                )
             problems = citation_problems(report, evidence_by_id)
     if not problems:
         report = add_run_context(report, evidence_by_id, failures)
@@ -155,9 +168,20 @@ def rewrite_function(run: ResearchRun) -> RewriteFunction | None:
     def rewrite(claim: GroundedClaim) -> str | None:
         passages = [(q.evidence_id, q.quote) for q in claim.quotes if q.quote]
         future = asyncio.run_coroutine_threadsafe(rewriter.rewrite(claim.sentence, passages), loop)
-        return future.result(timeout=timeout)
+        try:
+            return future.result(timeout=timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
 
     return rewrite
+
+
+def _degrade(run: ResearchRun, report: ResearchReport, what: str) -> None:
+    """Warn (event and run notes) and note in ``report`` that a report step was skipped."""
+    note = f"Report stage: {what}."
+    run.warn(note)
+    report.metadata.notes.append(note)
 
 
 def methodology(run: ResearchRun) -> str:
