@@ -9,34 +9,38 @@ into a temporary data directory (all-MiniLM-L6-v2, offline).
 
 For each of the first N dev questions, every configuration runs
 ``deepcritical.api.research(question, Settings(llm="none", sources=["local"], data_dir=<tmp>,
-max_rounds=2), embedder=shared_embedder())`` and then grounds the final report with
-:func:`deepcritical.report.grounding.ground_report` (default threshold), which the
-orchestrator does not do yet. Configurations:
+max_rounds=2), embedder=shared_embedder())``; the run grounds its own report
+(``Settings.grounding``, default threshold), so the figures are those of the report a user
+gets. Configurations:
 
 - ``extractive``: no model (``--llm none``).
 - ``scripted`` (``--scripted``): a pydantic-ai ``FunctionModel`` plays every LLM role. Its
   writer quotes one sentence of each source it is shown and cites every second quote with the
-  id of *another* shown source (a misattributed citation to a real, retrieved, on-topic
-  paper: the hardest case for grounding). It measures the LLM path and grounding against a
+  id of *another* shown source of the same section (a misattributed citation to a real,
+  retrieved, on-topic paper: the hardest case for grounding); its outline splits the sources
+  shown into two sections. It measures the LLM path and grounding against a
   known truth, not the quality of a language model.
 
 Printed per configuration (means over questions):
 
 - gold retrieved: the gold abstract is among the run's evidence;
-- gold cited: the gold abstract is among the report's references (before / after grounding);
+- gold cited: the gold abstract is among the report's references, before grounding (the
+  final references plus those grounding removed) / after grounding (the final report);
 - references (before / after grounding);
 - grounding score: share of cited sentences supported by a passage of a cited source;
   sentences and citations removed by grounding;
-- answer agreement: no configuration writes an explicit yes/no/maybe verdict, so "report
-  verdict" is n/a. As a proxy, the verdict is read from the hypothesis the run tested (the
-  question phrased as a claim): more supporting than contradicting items -> "yes", more
-  contradicting -> "no", otherwise "maybe". For the extractive hypothesis generator an item
-  contradicts when a negation cue ("no significant", "did not", ...) appears in its
-  conclusions, so this measures cue words, not understanding; the always-"yes" baseline is
-  printed next to it (the scripted hypothesis always has two supporting ids and one
-  contradicting, so its proxy is always "yes": ignore it);
-- wall time per question (research, grounding), and prompt tokens per run (0 without a
-  model; the scripted model's counts are pydantic-ai's estimates).
+- answer agreement, verdict stated in the report: PubMedQA questions are yes/no questions,
+  so the report states a verdict (``metadata.verdict``: yes / no / uncertain, derived from
+  the balance of supporting and contradicting sources of the first hypothesis, see
+  :mod:`deepcritical.orchestrators.report_stage`); "uncertain" is compared with "maybe".
+  The always-"yes" baseline is printed next to the hypothesis-stance proxy (more supporting
+  than contradicting items -> "yes", more contradicting -> "no", otherwise "maybe"). For the
+  extractive hypothesis generator an item contradicts when a negation cue ("no
+  significant", "did not", ...) appears in its conclusions, so this measures cue words, not
+  understanding (the scripted hypothesis always has two supporting ids and one
+  contradicting, so its verdict is always "yes": ignore it);
+- wall time per question (research, of which grounding), and prompt tokens per run (0
+  without a model; the scripted model's counts are pydantic-ai's estimates).
 
 ``--calibrate`` instead measures, on all 500 dev questions, the cosine similarities that set
 :data:`deepcritical.report.grounding.DEFAULT_THRESHOLD` (takes a few minutes): a verbatim
@@ -135,8 +139,11 @@ class ScriptedLLM:
             ("checklist", self._planner),
             ("hypotheses", self._hypothesis),
             ("mechanism_score", self._judge),
-            ("sections", self._findings),
+            ("outline", self._outline),
+            ("content", self._findings),
             ("executive_summary", self._summary),
+            ("follow_up_queries", self._reflection),
+            ("rewritten_sentence", self._rewriter),
             ("queries", self._queries),
         ):
             if name in fields:
@@ -210,6 +217,24 @@ class ScriptedLLM:
             "reasoning": "Scripted judge: never sufficient.",
         }
 
+    def _rewriter(self, prompt: str) -> dict[str, Any]:
+        return {"rewritten_sentence": ""}  # declines: grounding removes what it rejects
+
+    def _reflection(self, prompt: str) -> dict[str, Any]:
+        return {"items": [], "follow_up_queries": [], "reasoning": "Scripted reflection."}
+
+    def _outline(self, prompt: str) -> dict[str, Any]:
+        ids = [sid for sid, _nonce, _body in FENCED_BLOCK.findall(prompt)][:8]
+        half = max(2, (len(ids) + 1) // 2)
+        groups = [ids[:half], ids[half:]] if len(ids) - half >= 2 else [ids]
+        return {
+            "title": f"Scripted review: {self._question(prompt)}",
+            "outline": [
+                {"heading": f"Findings {i}", "purpose": "findings", "evidence_ids": group}
+                for i, group in enumerate(groups, start=1)
+            ],
+        }
+
     def _findings(self, prompt: str) -> dict[str, Any]:
         shown = self._shown(prompt)[:8]
         paragraphs = []
@@ -219,10 +244,9 @@ class ScriptedLLM:
                 continue  # a single source: no other id to misattribute to
             self.attributions.append(Attribution(sentence, sid, cited))
             paragraphs.append(f"{sentence[:-1]} [{cited}].")
-        return {
-            "title": f"Scripted review: {self._question(prompt)}",
-            "sections": [{"heading": "Findings", "content": "\n\n".join(paragraphs) or "None."}],
-        }
+        if not paragraphs and shown:
+            paragraphs.append(f"{shown[0][1][:-1]} [{shown[0][0]}].")
+        return {"content": "\n\n".join(paragraphs) or "None."}
 
     def _summary(self, prompt: str) -> dict[str, Any]:
         ids = re.findall(r"cite only these ids: ([E\d, ]+)\)", prompt)
@@ -248,6 +272,7 @@ class Outcome:
     sentences_removed: int
     citations_removed: int
     proxy_verdict: str
+    verdict: str | None
     answer: str
     seconds: float
     grounding_seconds: float
@@ -280,7 +305,6 @@ async def run_one(
     scripted: ScriptedLLM | None,
 ) -> Outcome | str:
     from deepcritical.api import research
-    from deepcritical.report.grounding import ground_report
     from deepcritical.report.validation import citation_problems
 
     start = time.perf_counter()
@@ -298,31 +322,35 @@ async def run_one(
     if result is None:
         return "no result"
     evidence = {e.id: e for e in result.evidence}
-    start = time.perf_counter()
-    grounded = await asyncio.to_thread(ground_report, result.report, evidence, embedder)
-    grounding_seconds = time.perf_counter() - start
-    if citation_problems(grounded, evidence):
-        return "grounded report has citation problems"
+    report = result.report
+    if citation_problems(report, evidence):
+        return "the final report has citation problems"
+    check = report.metadata.grounding_check
+    if check is None:
+        return "the report was not grounded (Settings.grounding is off?)"
     gold = question["pmid"]
-    check = grounded.metadata.grounding_check
+    gold_ids = {e.id for e in result.evidence if e.citation.pmid == gold}
+    after = {r.evidence_id for r in report.references}
+    before = after | set(check.removed_reference_ids)
     outcome = Outcome(
-        gold_retrieved=any(e.citation.pmid == gold for e in result.evidence),
-        gold_cited=any(r.citation.pmid == gold for r in result.report.references),
-        gold_cited_grounded=any(r.citation.pmid == gold for r in grounded.references),
-        references=len(result.report.references),
-        references_grounded=len(grounded.references),
-        grounding_score=grounded.metadata.grounding_score,
-        sentences_removed=check.sentences_removed if check else 0,
-        citations_removed=check.citations_removed if check else 0,
-        proxy_verdict=proxy_verdict(result.report),
+        gold_retrieved=bool(gold_ids),
+        gold_cited=bool(gold_ids & before),
+        gold_cited_grounded=bool(gold_ids & after),
+        references=len(before),
+        references_grounded=len(after),
+        grounding_score=report.metadata.grounding_score,
+        sentences_removed=check.sentences_removed,
+        citations_removed=check.citations_removed,
+        proxy_verdict=proxy_verdict(report),
+        verdict=report.metadata.verdict,
         answer=question["answer"],
         seconds=seconds,
-        grounding_seconds=grounding_seconds,
-        prompt_tokens=prompt_tokens(result.report),
+        grounding_seconds=report.metadata.usage.stage_seconds.get("grounding", 0.0),
+        prompt_tokens=prompt_tokens(report),
     )
     if scripted is not None:
         kept: dict[tuple[str, str], bool] = {}
-        for claim in grounded.grounding:
+        for claim in report.grounding:
             for eid in claim.evidence_ids:
                 kept[(claim.sentence.split(" [")[0], eid)] = eid in claim.kept_ids
         for a in scripted.attributions:
@@ -340,6 +368,18 @@ async def run_one(
 
 def mean(values: Sequence[float]) -> float:
     return statistics.fmean(values) if values else float("nan")
+
+
+def stated_agreement(outcomes: Sequence[Outcome]) -> str:
+    """Share of reports stating a verdict whose verdict equals the label ("uncertain" counts
+    as "maybe"), with how many stated one."""
+    stated = [o for o in outcomes if o.verdict is not None]
+    if not stated:
+        return "n/a (no report states a verdict)"
+    agree = mean(
+        [{"uncertain": "maybe"}.get(o.verdict or "", o.verdict) == o.answer for o in stated]
+    )
+    return f"{agree:.1%} of {len(stated)} reports stating one"
 
 
 def report_configuration(name: str, outcomes: list[Outcome], failures: list[str]) -> None:
@@ -378,7 +418,13 @@ def report_configuration(name: str, outcomes: list[Outcome], failures: list[str]
             f"{mean([o.sentences_removed for o in outcomes]):.2f} / "
             f"{mean([o.citations_removed for o in outcomes]):.2f}",
         ),
-        ("answer agreement, verdict stated in the report", "n/a (no verdict is written)"),
+        ("answer agreement, verdict stated in the report", stated_agreement(outcomes)),
+        (
+            "report verdicts yes / no / uncertain / none",
+            " / ".join(
+                str(sum(o.verdict == v for o in outcomes)) for v in ("yes", "no", "uncertain", None)
+            ),
+        ),
         (
             "answer agreement, hypothesis-stance proxy",
             f"{agree:.1%} (always-'yes' baseline {baseline:.1%})",
@@ -560,7 +606,6 @@ def main(argv: list[str] | None = None) -> int:
     from deepcritical.config import Settings
     from deepcritical.corpus.index import LocalCorpus
     from deepcritical.evidence.embeddings import shared_embedder
-    from deepcritical.report.grounding import DEFAULT_THRESHOLD
 
     questions = load_questions(questions_file, args.n)
     embedder = shared_embedder()
@@ -574,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"corpus: {imported.added} abstracts imported in {time.perf_counter() - start:.0f} s"
             f"; {len(questions)} dev questions; max_rounds={args.rounds};"
-            f" grounding threshold {DEFAULT_THRESHOLD} (all-MiniLM-L6-v2)"
+            f" grounding threshold {settings.grounding_threshold} (all-MiniLM-L6-v2)"
         )
         configurations: list[tuple[str, ScriptedLLM | None]] = [("extractive (--llm none)", None)]
         if args.scripted:

@@ -29,6 +29,7 @@ from deepcritical.llm import (
     close_chat_client,
     parse_model_spec,
 )
+from deepcritical.models import ReportPreferences
 from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.orchestrators.iterative import IterativeOrchestrator, check_question
 from deepcritical.sources.base import SearchSource
@@ -50,6 +51,7 @@ async def research(
     settings: Settings | None = None,
     *,
     context: str | None = None,
+    preferences: ReportPreferences | None = None,
     model: Model | None = None,
     sources: Sequence[SearchSource] | None = None,
     embedder: Embedder | None = None,
@@ -63,6 +65,8 @@ async def research(
         question: the research question (at most ``settings.max_question_chars`` characters).
         settings: run settings; defaults to :class:`Settings` read from the environment.
         context: optional background from the user, passed to the planner.
+        preferences: the user's report preferences (audience, length, focus), given to the
+            report writer; defaults: scientists, standard length, no particular focus.
         model: a pydantic-ai model to use instead of the one ``settings.llm`` names (tests
             pass scripted models here).
         sources: search sources to use instead of those ``settings.sources`` names.
@@ -89,6 +93,7 @@ async def research(
             question,
             settings or Settings(),
             context=context,
+            preferences=preferences,
             model=model,
             sources=sources,
             embedder=embedder,
@@ -168,6 +173,7 @@ async def _research(
     settings: Settings,
     *,
     context: str | None,
+    preferences: ReportPreferences | None = None,
     model: Model | None,
     sources: Sequence[SearchSource] | None,
     embedder: Embedder | None,
@@ -218,7 +224,12 @@ async def _research(
                 fallback = dataclasses.replace(
                     fallback, planner=SyllabusPlanner(fallback.planner, syllabus)
                 )
-        search = SearchAgent(run_sources, store, settings.results_per_query)
+        search = SearchAgent(
+            run_sources,
+            store,
+            settings.results_per_query,
+            pubmed_date_from=settings.pubmed_date_from,
+        )
         names = [s.name for s in run_sources]
         orchestrator: IterativeOrchestrator | MagenticOrchestrator
         if magentic and manager_client is not None:
@@ -239,13 +250,13 @@ async def _research(
                 settings, agents, store, search, names, fallback=fallback, llm_label=llm_label
             )
         if persisted is None:
-            async with aclosing(orchestrator.run(question, context)) as events:
+            async with aclosing(orchestrator.run(question, context, preferences)) as events:
                 async for event in events:
                     yield event
             return
         await persisted.attach(store)
         try:
-            async with aclosing(orchestrator.run(question, context)) as events:
+            async with aclosing(orchestrator.run(question, context, preferences)) as events:
                 async for event in events:
                     warning = await persisted.record(event)
                     yield event

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from deepcritical.config import Settings
-from deepcritical.models import SOURCE_LABELS, RunResult
+from deepcritical.models import SOURCE_LABELS, ReportPreferences, RunResult
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -191,6 +191,18 @@ def research(
     context: Annotated[
         str | None, typer.Option("--context", help="Background for the planner.")
     ] = None,
+    audience: Annotated[
+        str | None,
+        typer.Option("--audience", help="Who reads the report, e.g. 'clinicians'."),
+    ] = None,
+    length: Annotated[
+        str | None,
+        typer.Option("--length", help="Report length: brief | standard | detailed."),
+    ] = None,
+    focus: Annotated[
+        str | None,
+        typer.Option("--focus", help="An aspect the report should emphasise."),
+    ] = None,
     out: Annotated[
         Path, typer.Option("--out", help="Markdown report path; JSON goes next to it (.json).")
     ] = Path("report.md"),
@@ -217,6 +229,7 @@ def research(
             syllabus = Syllabus.from_file(syllabus_file)
         except SyllabusError as exc:
             raise _fail(str(exc), 2) from exc
+    preferences = _preferences(audience, length, focus)
     source_list: list[str] | None = None
     if sources is not None:
         source_list = [s.strip() for s in sources.split(",") if s.strip()]
@@ -245,7 +258,9 @@ def research(
             2,
         )
     try:
-        code, result = asyncio.run(_run_research(question, settings, context, syllabus))
+        code, result = asyncio.run(
+            _run_research(question, settings, context, syllabus, preferences)
+        )
     except KeyboardInterrupt:
         console.print("[yellow]Interrupted.[/yellow]")
         raise typer.Exit(130) from None
@@ -284,15 +299,37 @@ def _check_out_path(out: Path) -> None:
             break
 
 
+def _preferences(
+    audience: str | None, length: str | None, focus: str | None
+) -> ReportPreferences | None:
+    """The report preferences of the --audience/--length/--focus options (``None`` when none
+    is given); exits with code 2 on a bad --length."""
+    if audience is None and length is None and focus is None:
+        return None
+    choice = (length or "standard").strip().lower()
+    if choice not in ("brief", "standard", "detailed"):
+        raise _fail(f"--length {length}: choose brief, standard or detailed", 2)
+    try:
+        return ReportPreferences(audience=audience or "", length=choice, focus=focus or "")
+    except ValueError as exc:
+        raise _fail(f"report preferences: {exc}", 2) from None
+
+
 async def _run_research(
-    question: str, settings: Settings, context: str | None, syllabus: Any = None
+    question: str,
+    settings: Settings,
+    context: str | None,
+    syllabus: Any = None,
+    preferences: ReportPreferences | None = None,
 ) -> tuple[int, RunResult | None]:
     from deepcritical.api import research as run_research
     from deepcritical.llm import ModelSpecError
     from deepcritical.orchestrators.iterative import QuestionError
 
     return await _consume(
-        lambda: run_research(question, settings, context=context, syllabus=syllabus),
+        lambda: run_research(
+            question, settings, context=context, syllabus=syllabus, preferences=preferences
+        ),
         extra_errors=(QuestionError, ModelSpecError),
     )
 

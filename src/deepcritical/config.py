@@ -57,6 +57,19 @@ class Settings(BaseSettings):
     time_budget_seconds: float = Field(default=600.0, gt=0)
     results_per_query: int = Field(default=10, ge=1, le=100)
     max_queries_per_round: int = Field(default=4, ge=1, le=20)
+    max_questions: int = Field(
+        default=3, ge=0, le=10, description="Sub-questions the LLM planner may add."
+    )
+    queries_per_question: int = Field(
+        default=2, ge=1, le=5, description="First-round queries per sub-question."
+    )
+    pubmed_date_from: int | None = Field(
+        default=None,
+        ge=1800,
+        le=3000,
+        description="Earliest publication year: PubMed queries get a date filter "
+        '("2015"[dp] : "3000"[dp]).',
+    )
     max_question_chars: int = Field(default=2000, ge=10)
 
     # --- evidence store and report -----------------------------------------------------------
@@ -65,6 +78,25 @@ class Settings(BaseSettings):
     checklist_assign_threshold: float = Field(default=0.35, ge=-1.0, le=1.0)
     report_max_evidence: int = Field(default=12, ge=1, le=100)
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    grounding: bool = Field(
+        default=True,
+        description="Check every cited sentence of the report against its sources "
+        "(claim-level grounding); unsupported sentences are removed.",
+    )
+    grounding_threshold: float = Field(
+        default=0.65,
+        ge=-1.0,
+        le=1.0,
+        description="Cosine similarity (all-MiniLM-L6-v2) at which a source passage supports "
+        "a sentence; see deepcritical.report.grounding.DEFAULT_THRESHOLD.",
+    )
+    grounding_rewrites: int = Field(
+        default=5,
+        ge=0,
+        le=50,
+        description="Unsupported sentences offered to the LLM rewriter per report (with a "
+        "model only; 0: unsupported sentences are always removed).",
+    )
 
     # --- sources ---------------------------------------------------------------------------
     sources: list[str] = Field(default_factory=lambda: list(DEFAULT_SOURCES))

@@ -187,14 +187,59 @@ class ChecklistItem(BaseModel):
     evidence_ids: list[str] = Field(default_factory=list)
 
 
+ReportLength = Literal["brief", "standard", "detailed"]
+
+
+class ReportPreferences(BaseModel):
+    """What the user wants from the report (from the request: API, CLI, UI).
+
+    ``audience``: who reads it ("clinicians", "drug-discovery scientists"; "" = scientists);
+    ``length``: ``brief`` (2-3 findings sections), ``standard`` (3-5) or ``detailed`` (4-6);
+    ``focus``: an aspect to emphasise ("safety in the elderly"; "" = none).
+    """
+
+    audience: str = Field(default="", max_length=200)
+    length: ReportLength = "standard"
+    focus: str = Field(default="", max_length=300)
+
+    def lines(self) -> list[str]:
+        """Plain-text lines for a prompt (``[]`` when everything is the default)."""
+        out = []
+        if self.audience.strip():
+            out.append(f"Audience: {' '.join(self.audience.split())}")
+        if self.length != "standard":
+            out.append(f"Length: {self.length}")
+        if self.focus.strip():
+            out.append(f"Focus: {' '.join(self.focus.split())}")
+        return out
+
+
+class SubQuestion(BaseModel):
+    """One sub-question of the plan and the queries that search for it."""
+
+    question: str
+    queries: list[str] = Field(default_factory=list)
+
+
 class ResearchPlan(BaseModel):
-    """The plan made before searching: refined question, checklist and first queries."""
+    """The plan made before searching: refined question, scope, checklist, sub-questions and
+    first queries, plus the user's report preferences.
+
+    ``scope_in`` / ``scope_out``: what the answer covers and leaves out (one phrase each);
+    ``mesh_terms``: MeSH descriptors of the question (for PubMed ``[MeSH Terms]`` queries);
+    ``sub_questions``: at most ``Settings.max_questions``, each with its queries.
+    """
 
     question: str
     refined_question: str
     checklist: list[ChecklistItem] = Field(min_length=1)
     queries: list[str] = Field(default_factory=list)
     key_terms: list[str] = Field(default_factory=list)
+    scope_in: list[str] = Field(default_factory=list)
+    scope_out: list[str] = Field(default_factory=list)
+    mesh_terms: list[str] = Field(default_factory=list)
+    sub_questions: list[SubQuestion] = Field(default_factory=list)
+    preferences: ReportPreferences = Field(default_factory=ReportPreferences)
 
     def unsatisfied(self) -> list[ChecklistItem]:
         """Checklist items not yet satisfied, in plan order."""
@@ -293,6 +338,7 @@ class CitationValidation(BaseModel):
 
 StopReason = Literal[
     "sufficient",
+    "all_satisfied",
     "max_rounds",
     "max_sources",
     "time_budget",
@@ -304,7 +350,8 @@ StopReason = Literal[
     "manager_round_limit",
     "manager_stalled",
 ]
-"""Why a run stopped gathering. The ``manager_*`` values come from the ``magentic``
+"""Why a run stopped gathering (``all_satisfied``: the reflection step found every
+checklist item satisfied). The ``manager_*`` values come from the ``magentic``
 orchestrator only: its manager declared the request satisfied before any stop rule in code
 closed gathering, reached its round limit, or stalled beyond its reset limit."""
 
@@ -380,7 +427,9 @@ class GroundedClaim(BaseModel):
     source supports it; ``score``: the best similarity (entailment with NLI) over its cited
     sources; ``kept_ids``: the ids it still cites after grounding; ``removed``: the sentence
     was removed; ``grounded_sentence``: the sentence as it reads after grounding ("" when
-    removed).
+    removed); ``rewritten``: the sentence was unsupported and was replaced by a rewrite (in
+    ``grounded_sentence``) that its cited sources support (``supported`` stays false: it is
+    about the sentence as written; ``quotes`` and ``kept_ids`` are those of the rewrite).
     """
 
     location: str
@@ -392,6 +441,7 @@ class GroundedClaim(BaseModel):
     kept_ids: list[str] = Field(default_factory=list)
     removed: bool = False
     grounded_sentence: str = ""
+    rewritten: bool = False
 
 
 class GroundingCheck(BaseModel):
@@ -407,6 +457,7 @@ class GroundingCheck(BaseModel):
     sentences_checked: int = 0
     sentences_supported: int = 0
     sentences_removed: int = 0
+    sentences_rewritten: int = 0
     citations_removed: int = 0
     references_removed: int = 0
     removed_reference_ids: list[str] = Field(default_factory=list)
@@ -434,6 +485,10 @@ class ReportMetadata(BaseModel):
     """Share of cited sentences supported by a passage of a cited source, before removal;
     ``None`` when the report was not grounded or cites nothing."""
     grounding_check: GroundingCheck | None = None
+    verdict: Literal["yes", "no", "uncertain"] | None = None
+    """Explicit answer to a yes/no question, from the balance of evidence on the first
+    hypothesis (see :mod:`deepcritical.orchestrators.report_stage`); ``None`` for other
+    questions."""
 
 
 CITATION_MARKER = re.compile(r"\[(E\d+(?:\s*,\s*E\d+)*)\]")
@@ -503,99 +558,11 @@ class ResearchReport(BaseModel):
         return CITATION_MARKER.sub(repl, text)
 
     def to_markdown(self) -> str:
-        """The report as markdown, citations numbered ``[1]`` and references listed in order."""
-        numbers = self.reference_numbers()
+        """The report as markdown, citations numbered ``[1]`` and references listed in order
+        (see :func:`deepcritical.report.markdown.render_markdown`)."""
+        from deepcritical.report.markdown import render_markdown  # report/ imports models
 
-        def num(text: str) -> str:
-            return self._numbered(text, numbers)
-
-        md = self.metadata
-        out: list[str] = [f"# {self.title}", "", f"**Research question:** {self.research_question}"]
-        out += ["", "## Executive summary", "", num(self.executive_summary)]
-        if self.methodology:
-            out += ["", "## Methodology", "", num(self.methodology)]
-        if self.hypotheses_tested:
-            out += ["", "## Hypotheses tested", ""]
-            for h in self.hypotheses_tested:
-                chain = " → ".join(p for p in [h.drug, h.target, h.pathway, h.effect] if p)
-                sup = ", ".join(
-                    f"[{numbers[e]}]" for e in h.supporting_evidence_ids if e in numbers
-                )
-                con = ", ".join(
-                    f"[{numbers[e]}]" for e in h.contradicting_evidence_ids if e in numbers
-                )
-                line = f"- **{num(h.statement)}** (confidence {h.confidence:.2f})"
-                if chain:
-                    line += f"  \n  Chain: {chain}"
-                line += f"  \n  Supporting: {sup or 'none'}; contradicting: {con or 'none'}"
-                out.append(line)
-        if self.findings:
-            out += ["", "## Findings"]
-            for s in self.findings:
-                out += ["", f"### {num(s.heading)}", "", num(s.content)]
-        if self.limitations:
-            out += ["", "## Limitations", ""]
-            out += [f"- {num(lim)}" for lim in self.limitations]
-        if self.conclusion:
-            out += ["", "## Conclusion", "", num(self.conclusion)]
-        out += ["", "## References", ""]
-        by_id: dict[str, Reference] = {}
-        for ref in self.references:
-            by_id.setdefault(ref.evidence_id, ref)
-        for eid, n in sorted(numbers.items(), key=lambda kv: kv[1]):
-            line = f"{n}. {by_id[eid].citation.format_reference()}"
-            if by_id[eid].study_design is not None:
-                line += f" *Study design: {by_id[eid].study_design}.*"
-            out.append(line)
-        if not numbers:
-            out.append("No references.")
-        cv = md.citation_validation
-        searched = ", ".join(SOURCE_LABELS.get(s, s) for s in md.sources_searched) or "none"
-        out += [
-            "",
-            "---",
-            "",
-            f"*Sources searched: {searched}"
-            f" · papers reviewed: {md.papers_reviewed} · iterations: {md.iterations}"
-            f" · confidence: {md.confidence:.2f} · checklist coverage: {md.checklist_coverage:.0%}"
-            f" · stopped: {md.stop_reason or 'n/a'} · model: {md.llm}*  ",
-            f"*Citation check: {cv.references_checked} references and {cv.markers_checked}"
-            f" inline citations checked against the evidence store; {cv.references_removed}"
-            f" references, {cv.markers_removed} citations and {cv.sentences_removed} sentences"
-            " removed.*  ",
-        ]
-        gc = md.grounding_check
-        if gc is not None:
-            how = (
-                f"NLI entailment ≥ {gc.nli_threshold:g}"
-                if gc.method == "embedding+nli" and gc.nli_threshold is not None
-                else f"cosine similarity ≥ {gc.threshold:g}"
-            )
-            if gc.sentences_checked and md.grounding_score is not None:
-                found = (
-                    f"{gc.sentences_supported} of {gc.sentences_checked} cited sentences are"
-                    f" supported by a passage of a cited source (grounding score"
-                    f" {md.grounding_score:.2f}; {how})"
-                )
-            else:
-                found = "no cited sentence to check"
-
-            def count(n: int, noun: str) -> str:
-                return f"{n} {noun}{'' if n == 1 else 's'}"
-
-            out.append(
-                f"*Grounding check: {found};"
-                f" {count(gc.sentences_removed, 'unsupported sentence')},"
-                f" {count(gc.citations_removed, 'unsupported citation')} and"
-                f" {count(gc.references_removed, 'reference')} removed.*  "
-            )
-        out.extend(f"*Note: {note}*  " for note in md.notes)
-        if md.source_failures:
-            fails = "; ".join(
-                f"{SOURCE_LABELS.get(s, s)}: {why}" for s, why in md.source_failures.items()
-            )
-            out.append(f"*Sources unavailable: {fails}.*")
-        return "\n".join(out) + "\n"
+        return render_markdown(self)
 
     def to_json(self, indent: int | None = 2) -> str:
         """The report as JSON (pydantic serialisation; evidence ids kept as ``E3``)."""

@@ -5,7 +5,8 @@
   JSON progress ledgers (a scripted sequence of next speakers; booleans optionally written as
   strings, as small models do), the facts/plan updates of a replan and the final answer.
 - :class:`RoleScript` answers every structured-output role of the pydantic-ai agents
-  (planner, query generator, hypothesis generator, judge, writer findings and summary), read
+  (planner, query generator, hypothesis generator, judge, reflection, writer outline, writer
+  sections and summary), read
   from the output tool's JSON schema, citing only ids fenced in the prompt.
 - :class:`ScriptedChatClient` (an agent-framework ``BaseChatClient``) and
   :meth:`RoleScript.model` (a pydantic-ai ``FunctionModel``) play them in process.
@@ -14,7 +15,8 @@
 
 Every answer reports token usage; the scripts tally what they reported per usage role
 (``manager``, ``planner``, ``query_generator``, ``hypothesis``, ``judge``,
-``writer.findings``, ``writer.summary``) so tests can compare it with the report metadata.
+``writer.outline``, ``writer.section``, ``writer.summary``) so tests can compare it with the
+report metadata.
 """
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ ROLE_BY_FIELD = {
     "checklist": "planner",
     "hypotheses": "hypothesis",
     "mechanism_score": "judge",
-    "sections": "writer.findings",
+    "outline": "writer.outline",
+    "content": "writer.section",
     "executive_summary": "writer.summary",
+    "follow_up_queries": "reflection",
+    "rewritten_sentence": "rewriter",
     "queries": "query_generator",  # last: the planner's output has "queries" too
 }
 FENCED_ID = re.compile(r'<source id="(E\d+)" nonce="[0-9a-f]+">')
@@ -249,7 +254,10 @@ class RoleScript:
             "query_generator": self._queries,
             "hypothesis": self._hypothesis,
             "judge": self._judge,
-            "writer.findings": self._findings,
+            "writer.outline": self._outline,
+            "writer.section": self._section,
+            "reflection": self._reflection,
+            "rewriter": self._rewriter,
             "writer.summary": self._summary,
         }.get(role)
         if method is None:
@@ -351,23 +359,36 @@ class RoleScript:
             "reasoning": "Scripted judgement.",
         }
 
-    def _findings(self, prompt: str) -> dict[str, Any]:
+    def _outline(self, prompt: str) -> dict[str, Any]:
         shown = self._shown(prompt)
         assert shown, "the writer was shown no source"
         first = shown[0]
         second = shown[1] if len(shown) > 1 else first
         return {
             "title": "Metformin and cancer risk: a scripted review",
-            "sections": [
-                {
-                    "heading": "Cancer incidence",
-                    "content": f"Metformin users had fewer cancers [{first}].",
-                },
-                {
-                    "heading": "Mechanism",
-                    "content": f"AMPK activation inhibits mTOR signalling [{second}].",
-                },
+            "outline": [
+                {"heading": "Cancer incidence", "purpose": "incidence", "evidence_ids": [first]},
+                {"heading": "Mechanism", "purpose": "mechanism", "evidence_ids": [second]},
             ],
+        }
+
+    def _section(self, prompt: str) -> dict[str, Any]:
+        shown = self._shown(prompt)
+        assert shown, "the section was shown no source"
+        if "Section to write: Mechanism" in prompt:
+            return {"content": f"AMPK activation inhibits mTOR signalling [{shown[0]}]."}
+        return {"content": f"Metformin users had fewer cancers [{shown[0]}]."}
+
+    def _rewriter(self, prompt: str) -> dict[str, Any]:
+        return {"rewritten_sentence": ""}  # declines
+
+    def _reflection(self, prompt: str) -> dict[str, Any]:
+        """Every checklist item partial (gathering goes on to the round limit)."""
+        keys = re.findall(r"^- (\w+) \(\d+/\d+ sources", prompt, re.MULTILINE)
+        return {
+            "items": [{"key": k, "status": "partial", "missing": "more trials"} for k in keys],
+            "follow_up_queries": ["metformin cancer cohort study"],
+            "reasoning": "Scripted reflection.",
         }
 
     def _summary(self, prompt: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The LLM path end to end through ``deepcritical.api.research`` with a scripted model.
 
 A pydantic-ai :class:`FunctionModel` plays every LLM role (planner, query generator,
-hypothesis generator, judge, writer findings, writer summary) on a real local corpus: a subset
+hypothesis generator, judge, reflection, writer outline, writer sections, writer summary) on a
+real local corpus: a subset
 of the PubMedQA abstracts (the gold abstracts of the first 40 dev questions plus 60 others)
 and one prompt-injection abstract, imported once per module. The scripted writer cites one
 real id of the slice it was shown, a fabricated id ``E999`` and a fabricated ``[PMID: ...]``:
@@ -73,8 +74,11 @@ ROLE_BY_FIELD = {
     "checklist": "planner",
     "hypotheses": "hypothesis",
     "mechanism_score": "judge",
-    "sections": "findings",
+    "outline": "outline",
+    "content": "findings",
     "executive_summary": "summary",
+    "follow_up_queries": "reflection",
+    "rewritten_sentence": "rewriter",
     "queries": "queries",  # checked last: the planner's output has "queries" too
 }
 FENCED_ID = re.compile(r'<source id="(E\d+)" nonce="[0-9a-f]+">')
@@ -89,7 +93,7 @@ EXPECTED_EVENTS = {
     "judge_assessment",
     "done",
 }
-STOP_REASONS = {"sufficient", "max_rounds", "max_sources", "no_new_evidence"}
+STOP_REASONS = {"sufficient", "all_satisfied", "max_rounds", "max_sources", "no_new_evidence"}
 
 
 # --------------------------------------------------------------------------- corpus
@@ -140,8 +144,11 @@ def corpus(pubmedqa_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Corp
     return Corpus(directory, question, gold, embedder)
 
 
-def settings_for(corpus: Corpus, data_dir: Path) -> Settings:
+def settings_for(corpus: Corpus, data_dir: Path, *, grounding: bool = False) -> Settings:
+    """Settings of a scripted run; grounding off unless asked (these tests check citation
+    validation of the writer's exact text; test_grounding_e2e.py runs with grounding on)."""
     return Settings(
+        grounding=grounding,
         llm="none",  # ignored: the model is passed to research()
         sources=["local"],
         data_dir=data_dir,
@@ -269,25 +276,25 @@ class ScriptedLLM:
             "reasoning": "Survey evidence exists; age differences are thinly covered.",
         }
 
-    def _findings(self, prompt: str) -> dict[str, Any]:
+    def _outline(self, prompt: str) -> dict[str, Any]:
         real = self._cited(prompt)
         return {
             "title": "Scripted review of first names in general practice",
-            "sections": [
-                {
-                    "heading": "Patient preference",
-                    "content": (
-                        f"Most patients liked being called by their first names [{real}]. "
-                        f"A large trial proved first names harmful [{FAKE_ID}]. "
-                        f"A registry confirmed this [PMID: {FAKE_PMID}]. "
-                        f"Younger patients preferred first names [{real}, {FAKE_ID}]."
-                    ),
-                },
-                {
-                    "heading": "Fabricated evidence",
-                    "content": f"First names are mandatory for all patients [{FAKE_ID}].",
-                },
+            "outline": [
+                {"heading": "Patient preference", "purpose": "preference", "evidence_ids": [real]},
+                {"heading": "Fabricated evidence", "evidence_ids": [FAKE_ID]},
             ],
+        }
+
+    def _findings(self, prompt: str) -> dict[str, Any]:
+        real = self._cited(prompt)
+        return {
+            "content": (
+                f"Most patients liked being called by their first names [{real}]. "
+                f"A large trial proved first names harmful [{FAKE_ID}]. "
+                f"A registry confirmed this [PMID: {FAKE_PMID}]. "
+                f"Younger patients preferred first names [{real}, {FAKE_ID}]."
+            ),
         }
 
     def _summary(self, prompt: str) -> dict[str, Any]:
@@ -303,6 +310,17 @@ class ScriptedLLM:
                 f"This was proven in a registry [PMID: {FAKE_PMID}]."
             ),
         }
+
+    def _reflection(self, prompt: str) -> dict[str, Any]:
+        self._shown(prompt)  # the findings are fenced
+        return {
+            "items": [{"key": "patient_preference", "status": "partial", "missing": "trials"}],
+            "follow_up_queries": ["first names general practice survey"],
+            "reasoning": "Scripted reflection.",
+        }
+
+    def _rewriter(self, prompt: str) -> dict[str, Any]:
+        return {"rewritten_sentence": ""}  # declines: the unsupported sentence is removed
 
     def _unknown(self, prompt: str) -> dict[str, Any]:  # pragma: no cover - a new role
         raise AssertionError(f"a request for an unknown output: {prompt[:200]}")
@@ -363,7 +381,16 @@ async def test_scripted_llm_run_keeps_only_stored_citations(corpus: Corpus, tmp_
     meta = report.metadata
 
     assert {e.type for e in events} >= EXPECTED_EVENTS
-    assert llm.roles() == {"planner", "queries", "hypothesis", "judge", "findings", "summary"}
+    assert llm.roles() == {
+        "planner",
+        "queries",
+        "hypothesis",
+        "judge",
+        "reflection",
+        "outline",
+        "findings",
+        "summary",
+    }
     assert meta.llm == f"function:{MODEL_NAME}"
     assert meta.stop_reason in STOP_REASONS
     assert meta.iterations >= 1
@@ -422,7 +449,7 @@ async def test_invalid_json_from_every_agent_falls_back_to_extractive(
     report = result.report
     meta = report.metadata
 
-    assert {"planner", "queries", "hypothesis", "judge", "findings"} <= llm.roles()
+    assert {"planner", "queries", "hypothesis", "judge", "outline"} <= llm.roles()
     assert meta.llm == f"function:{MODEL_NAME}"
     assert meta.stop_reason in STOP_REASONS
     notes = " ".join(meta.notes)
@@ -489,8 +516,11 @@ async def test_prompt_injection_is_fenced_and_its_id_never_reaches_the_report(
         assert "</source>" not in call.prompt
         assert "</source 0000>" not in call.prompt
         body = next(b for sid, b in blocks if sid == injected_id)
-        assert "‹/source>" in body
-        assert '‹source id="E999"' in body
+        # reflection, outline and summary show a compressed digest (the first 200-400
+        # characters, before the forged tags); the other roles show the whole abstract
+        if call.role not in ("reflection", "outline", "summary"):
+            assert "‹/source>" in body
+            assert '‹source id="E999"' in body
         # every block opened is closed with this prompt's nonce, and nothing else closes one
         opened = len(re.findall(r"<source id=", call.prompt))
         closed = len(re.findall(r"</source", call.prompt))

@@ -193,8 +193,20 @@ def research_run(setup: CorpusSetup, name: str, *extra: str | Path) -> ResearchR
 
 @pytest.fixture(scope="module")
 def local_run(corpus_setup: CorpusSetup) -> ResearchRun:
-    """``research QUESTION --llm none --corpus DIR``: the local corpus only."""
-    return research_run(corpus_setup, "local", "--corpus", corpus_setup.data_dir / "corpus")
+    """``research QUESTION --llm none --corpus DIR`` (plus report preferences): the local
+    corpus only."""
+    return research_run(
+        corpus_setup,
+        "local",
+        "--corpus",
+        corpus_setup.data_dir / "corpus",
+        "--audience",
+        "general practitioners",
+        "--length",
+        "brief",
+        "--focus",
+        "older patients",
+    )
 
 
 def network_reachable() -> bool:
@@ -382,8 +394,15 @@ def test_research_retrieves_and_cites_the_gold_abstract(
 
 def test_corpus_option_searches_the_local_corpus_only(local_run: ResearchRun) -> None:
     assert local_run.run.returncode == 0, local_run.run.describe()
-    meta = load_result(local_run).report.metadata
+    result = load_result(local_run)
+    meta = result.report.metadata
     assert meta.sources_searched == ["local"]
+    assert result.plan is not None
+    assert result.plan.preferences.model_dump() == {
+        "audience": "general practitioners",
+        "length": "brief",
+        "focus": "older patients",
+    }
     assert meta.source_failures == {}
     assert "unavailable" not in local_run.markdown_path.read_text(encoding="utf-8")
 
@@ -444,6 +463,10 @@ BAD_INPUTS: dict[str, BadInput] = {
     "openai-without-key": BadInput(
         lambda s, _: [s.question, *_with_corpus(s, "--llm", "openai:gpt-4o")],
         "OPENAI_API_KEY",
+    ),
+    "bad-report-length": BadInput(
+        lambda s, _: [s.question, *_with_corpus(s, "--llm", "none", "--length", "epic")],
+        "--length epic: choose brief, standard or detailed",
     ),
     "local-without-corpus": BadInput(
         lambda s, _: [s.question, "--llm", "none", "--sources", "local"],

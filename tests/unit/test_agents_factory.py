@@ -53,7 +53,7 @@ def test_a_model_gives_llm_agents_sharing_one_usage_tracker() -> None:
     assert isinstance(agents.planner, LLMPlanner)
     assert agents.planner._agent.usage is agents.usage
     assert agents.planner._agent._agent  # a pydantic-ai Agent was built
-    assert agents.writer._findings.usage is agents.usage  # type: ignore[attr-defined]
+    assert agents.writer._outline.usage is agents.usage  # type: ignore[attr-defined]
     assert agents.planner._agent.timeout_seconds == Settings().llm_timeout_seconds
 
 
@@ -174,21 +174,23 @@ class ScriptedLLM:
                     "reasoning": "More needed.",
                 },
             )
-        elif "sections" in props:
+        elif "outline" in props:
             role, out = (
                 "findings",
                 {
                     "title": "Laparoscopy and stay",
-                    "sections": [
-                        {
-                            "heading": "Length of stay",
-                            "content": (
-                                f"Stay was shorter [{ids[0]}]. A fabricated trial agreed [E999]."
-                            ),
-                        }
-                    ],
+                    "outline": [{"heading": "Length of stay", "evidence_ids": ids[:3]}],
                 },
             )
+        elif "content" in props:
+            role, out = (
+                "findings",
+                {"content": f"Stay was shorter [{ids[0]}]. A fabricated trial agreed [E999]."},
+            )
+        elif "rewritten_sentence" in props:
+            role, out = "rewriter", {"rewritten_sentence": ""}
+        elif "follow_up_queries" in props:
+            role, out = "reflection", {"items": [], "follow_up_queries": ["laparoscopy cost"]}
         elif "executive_summary" in props:
             role, out = (
                 "summary",
@@ -225,14 +227,24 @@ async def test_llm_set_runs_a_whole_question_with_a_scripted_model(pubmedqa_dir:
     assert set(marker_ids(text)) <= set(llm.shown["findings"])
     assert report.hypotheses_tested
     assert "E999" not in report.hypotheses_tested[0].supporting_evidence_ids
-    assert {"planner", "queries", "hypothesis", "judge", "findings", "summary"} <= set(llm.calls)
+    assert {
+        "planner",
+        "queries",
+        "hypothesis",
+        "judge",
+        "reflection",
+        "findings",
+        "summary",
+    } <= set(llm.calls)
     usage = agents.usage.by_role()
     assert {
         "planner",
         "query_generator",
         "hypothesis",
         "judge",
-        "writer.findings",
+        "reflection",
+        "writer.outline",
+        "writer.section",
         "writer.summary",
     } <= set(usage)
     assert agents.usage.total().requests == len(llm.calls)

@@ -176,7 +176,16 @@ def test_study_designs(kwargs: dict[str, object], design: StudyDesign) -> None:
 
 
 def test_templates_load_and_refuse_missing_values() -> None:
-    for name in ("planner", "queries", "hypothesis", "judge", "writer_findings", "writer_summary"):
+    for name in (
+        "planner",
+        "queries",
+        "hypothesis",
+        "judge",
+        "reflection",
+        "writer_outline",
+        "writer_section",
+        "writer_summary",
+    ):
         assert load_prompt(name).strip()
     rendered = render_prompt("judge", untrusted="NOTE $x {y}")
     assert rendered.endswith("NOTE $x {y}")

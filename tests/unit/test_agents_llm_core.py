@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import date
 from typing import Any
 
 import pytest
@@ -44,11 +45,11 @@ async def test_valid_output_is_returned_and_usage_recorded() -> None:
         return tool_call(info, {"answer": "yes", "n": "3"})
 
     agent: StructuredAgent[None, Out] = StructuredAgent(
-        "tester", FunctionModel(fn), Out, type(None), usage=usage
+        "tester", FunctionModel(fn), Out, type(None), usage=usage, today=lambda: date(2031, 2, 3)
     )
     out = await agent.run("SYSTEM TEXT", "user text", None)
     assert out == Out(answer="yes", n=3)
-    assert seen == ["SYSTEM TEXT"]
+    assert seen == ["Today's date is 2031-02-03.\n\nSYSTEM TEXT"]  # the date in every prompt
     record = usage.by_role()["tester"]
     assert (record.runs, record.failures, record.requests) == (1, 0, 1)
     assert record.input_tokens > 0

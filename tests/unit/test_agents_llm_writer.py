@@ -1,4 +1,5 @@
-"""The LLM report writer: slice-only citations, fenced prompts, two calls, cleaned markers."""
+"""The LLM report writer: outline, one call per section with only its evidence, summary;
+slice-only citations, fenced prompts, cleaned markers."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from deepcritical.models import (
     Citation,
     Evidence,
     Hypothesis,
+    ReportPreferences,
     ResearchPlan,
     marker_ids,
 )
@@ -79,20 +81,20 @@ def evidence(n: int) -> Evidence:
 
 
 SLICE = [evidence(2), evidence(4), evidence(9)]
-FINDINGS = {
+OUTLINE = {
     "title": "Metformin and Alzheimer's disease",
-    "sections": [
-        {
-            "heading": "Clinical efficacy",
-            "content": (
-                "Metformin improved executive function in a pilot trial [E2]. "
-                "A large trial proved a cure [E40]. "
-                "Effects on memory were mixed [e4; E31].\n\n"
-                "Mice showed lower tau [PMID: 504]. A famous paper agrees [PMID: 123456]."
-            ),
-        },
-        {"heading": "Invented", "content": "Everything here is made up [E77]."},
+    "outline": [
+        {"heading": "Clinical efficacy", "purpose": "trials", "evidence_ids": ["E2", "e4"]},
+        {"heading": "Invented", "purpose": "nothing", "evidence_ids": ["E77"]},
     ],
+}
+SECTION = {
+    "content": (
+        "Metformin improved executive function in a pilot trial [E2]. "
+        "A large trial proved a cure [E40]. "
+        "Effects on memory were mixed [e4; E31].\n\n"
+        "Mice showed lower tau [PMID: 504]. A famous paper agrees [PMID: 123456]."
+    ),
 }
 SUMMARY = {
     "executive_summary": "Evidence is limited [E2, E12]. It is mostly preclinical [E9].",
@@ -101,20 +103,29 @@ SUMMARY = {
 }
 
 
+def fenced_ids(prompt: str) -> list[str]:
+    return re.findall(r'<source id="(E\d+)" nonce=', prompt)
+
+
 async def test_writer_cites_only_the_slice_and_fences_sources() -> None:
-    script = Script(FINDINGS, SUMMARY)
+    script = Script(OUTLINE, SECTION, SUMMARY)
     writer = LLMReportWriter(script.config())
     hyp = [Hypothesis(id="H1", statement="Metformin lowers tau", supporting_evidence_ids=["E4"])]
     report = await writer.write(PLAN, SLICE, hyp, None)
 
-    assert script.calls == 2
+    assert script.calls == 3  # outline, one section (the invented one had no shown id), summary
     for prompt, instructions in zip(script.prompts, script.instructions, strict=True):
         nonce = re.search(r'nonce="([0-9a-f]{12})"', prompt)
         assert nonce is not None
-        assert re.findall(r'<source id="(E\d+)" nonce=', prompt) == ["E2", "E4", "E9"]
-        assert prompt.count(f"</source {nonce.group(1)}>") >= 3
+        assert prompt.count(f"</source {nonce.group(1)}>") == prompt.count("<source id=")
         assert nonce.group(1) in instructions
         assert "untrusted" in instructions
+        assert instructions.startswith("Today's date is ")
+    outline_prompt, section_prompt, summary_prompt = script.prompts
+    assert fenced_ids(outline_prompt) == ["E2", "E4", "E9"]
+    assert fenced_ids(section_prompt) == ["E2", "E4"]  # only the section's own evidence
+    assert "Section to write: Clinical efficacy" in section_prompt
+    assert fenced_ids(summary_prompt) == ["E2", "E4", "E9"]
     # the fabricated-citation sentences are gone, the mixed markers keep their good ids
     text = " ".join(report.texts())
     assert set(marker_ids(text)) <= {"E2", "E4", "E9"}
@@ -130,11 +141,11 @@ async def test_writer_cites_only_the_slice_and_fences_sources() -> None:
     assert [r.evidence_id for r in report.references] == ["E2", "E9", "E4"]  # reading order
     assert report.hypotheses_tested == hyp
     # what the writer's own check removed is said, not hidden
-    assert writer.last_cleanup.removed_ids == ["PMID: 123456", "E40", "E31", "E77", "E12"]
-    assert len(writer.last_cleanup.dropped_sentences) == 3
+    assert writer.last_cleanup.removed_ids == ["PMID: 123456", "E40", "E31", "E12"]
+    assert len(writer.last_cleanup.dropped_sentences) == 2
     [note] = report.metadata.notes
-    assert "PMID: 123456, E40, E31, E77, E12" in note
-    assert "3 sentence(s)" in note
+    assert "PMID: 123456, E40, E31, E12" in note
+    assert "2 sentence(s)" in note
     # and the draft passes citation validation untouched
     by_id = {e.id: e for e in SLICE}
     validated = validate_report(report, by_id)
@@ -142,16 +153,83 @@ async def test_writer_cites_only_the_slice_and_fences_sources() -> None:
     assert validated.metadata.citation_validation.markers_removed == 0
 
 
-async def test_findings_citing_nothing_shown_are_sent_back_then_fail() -> None:
-    bad = {"title": "x", "sections": [{"heading": "h", "content": "Claims [E50]."}]}
+async def test_each_section_prompt_holds_only_that_sections_evidence() -> None:
+    outline = {
+        "title": "t",
+        "outline": [
+            {"heading": "Mechanistic findings", "evidence_ids": ["E9"]},
+            {"heading": "Clinical findings", "evidence_ids": ["E2", "E4"]},
+        ],
+    }
+    script = Script(outline, {"content": "Tau fell [E9]."}, {"content": "Scores rose [E2]."})
+    script.outputs.append(SUMMARY)
+    report = await LLMReportWriter(script.config()).write(PLAN, SLICE, [], None)
+    assert script.calls == 4
+    mechanistic, clinical = script.prompts[1], script.prompts[2]
+    assert fenced_ids(mechanistic) == ["E9"]
+    assert "metformin result 9" in mechanistic
+    assert "metformin result 2" not in mechanistic
+    assert fenced_ids(clinical) == ["E2", "E4"]
+    assert "metformin result 9" not in clinical
+    assert [s.heading for s in report.findings] == ["Mechanistic findings", "Clinical findings"]
+    assert report.findings[0].content == "Tau fell [E9]."
+
+
+async def test_a_section_citing_a_source_of_another_section_loses_that_citation() -> None:
+    outline = {"title": "t", "outline": [{"heading": "Clinical", "evidence_ids": ["E2"]}]}
+    section = {"content": "Scores rose [E2]. Tau fell [E9]."}  # E9 was not shown here
+    script = Script(outline, section, SUMMARY)
+    writer = LLMReportWriter(script.config())
+    report = await writer.write(PLAN, SLICE, [], None)
+    assert report.findings[0].content == "Scores rose [E2]."
+    assert "E9" in writer.last_cleanup.removed_ids
+
+
+async def test_outline_adapts_to_the_question_type_and_preferences() -> None:
+    repurposing = PLAN.model_copy(
+        update={
+            "preferences": ReportPreferences(audience="clinicians", length="brief", focus="safety")
+        }
+    )
+    script = Script(OUTLINE, SECTION, SUMMARY)
+    await LLMReportWriter(script.config()).write(repurposing, SLICE, [], None)
+    outline_instructions, outline_prompt = script.instructions[0], script.prompts[0]
+    for heading in ("Mechanistic findings", "Clinical findings", "Hypotheses and candidates"):
+        assert heading in outline_prompt
+        assert heading in outline_instructions
+    assert "2 to 3 findings sections" in outline_instructions  # brief
+    for prompt in script.prompts:
+        assert "Audience: clinicians" in prompt
+        assert "Focus: safety" in prompt
+
+    general = PLAN.model_copy(
+        update={"question": "Is coffee linked to arrhythmia?", "refined_question": "Coffee?"}
+    )
+    script = Script(OUTLINE, SECTION, SUMMARY)
+    await LLMReportWriter(script.config()).write(general, SLICE, [], None)
+    assert "Hypotheses and candidates" not in script.prompts[0]
+    assert "Question type: general" in script.prompts[0]
+    assert "3 to 5 findings sections" in script.instructions[0]  # standard
+    assert "Audience:" not in script.prompts[0]
+
+
+async def test_an_outline_citing_nothing_shown_is_sent_back_then_fails() -> None:
+    bad = {"title": "x", "outline": [{"heading": "h", "evidence_ids": ["E50"]}]}
     script = Script(bad)
     with pytest.raises(AgentOutputError):
         await LLMReportWriter(script.config()).write(PLAN, SLICE, [], None)
     assert script.calls == 2  # sent back once with the reason, then given up
 
 
+async def test_a_section_citing_nothing_shown_is_sent_back_then_fails() -> None:
+    script = Script(OUTLINE, {"content": "Claims [E50]."})
+    with pytest.raises(AgentOutputError):
+        await LLMReportWriter(script.config()).write(PLAN, SLICE, [], None)
+    assert script.calls == 3  # outline, then the section twice
+
+
 async def test_no_evidence_means_no_model_call_and_no_citation() -> None:
-    script = Script(FINDINGS)
+    script = Script(OUTLINE)
     report = await LLMReportWriter(script.config()).write(PLAN, [], [], None)
     assert script.calls == 0
     assert report.references == []

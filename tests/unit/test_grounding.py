@@ -16,6 +16,7 @@ from deepcritical.agents.planner import ExtractivePlanner
 from deepcritical.models import (
     Citation,
     Evidence,
+    GroundedClaim,
     Hypothesis,
     ReportSection,
     ResearchReport,
@@ -366,3 +367,83 @@ def test_nli_hook_decides_support(small: dict[str, Evidence]) -> None:
     assert check is not None
     assert check.method == "embedding+nli"
     assert "NLI entailment ≥ 0.5" in grounded.to_markdown()
+
+
+# --------------------------------------------------------------------------- rewrites
+def test_an_unsupported_sentence_is_replaced_by_a_supported_rewrite_in_place(
+    evidence: dict[str, Evidence],
+) -> None:
+    report = validate_report(
+        ResearchReport(
+            title="t",
+            research_question="q",
+            findings=[
+                ReportSection(
+                    heading="Stroke",
+                    content=(
+                        f"{VERBATIM} [E1]. Vaccines lose potency when frozen [E1]. "
+                        "Calling patients by their first names helps [E4]."
+                    ),
+                )
+            ],
+        ),
+        evidence,
+    )
+    offered: list[str] = []
+
+    def rewrite(claim: GroundedClaim) -> str | None:
+        offered.append(claim.sentence)
+        if "Vaccines" in claim.sentence:  # rewrite from the best passage of E1 it was given
+            [quote] = claim.quotes
+            assert quote.evidence_id == "E1"
+            return f"{quote.quote.rstrip('.')} [E1, E2]."  # E2 was not cited: dropped
+        raise RuntimeError("the model failed")  # the other one stays removed
+
+    grounded = ground_report(
+        report, evidence, HashingEmbedder(), threshold=0.9, rewrite=rewrite, max_rewrites=5
+    )
+    assert offered == [
+        "Vaccines lose potency when frozen [E1].",
+        "Calling patients by their first names helps [E4].",
+    ]
+    content = grounded.findings[0].content
+    vaccines = next(c for c in grounded.grounding if c.sentence.startswith("Vaccines"))
+    assert vaccines.rewritten
+    assert not vaccines.supported  # as drafted, it was not
+    assert not vaccines.removed
+    assert vaccines.kept_ids == ["E1"]
+    assert vaccines.grounded_sentence.endswith("[E1].")
+    assert "E2" not in vaccines.grounded_sentence
+    # in place: after the verbatim quote, where the unsupported sentence was
+    assert content == f"{VERBATIM} [E1]. {vaccines.grounded_sentence}"
+    first_names = next(c for c in grounded.grounding if "first names" in c.sentence)
+    assert first_names.removed
+    check = grounded.metadata.grounding_check
+    assert check is not None
+    assert (check.sentences_removed, check.sentences_rewritten) == (1, 1)
+    assert citation_problems(grounded, evidence) == []
+    assert "*(rewritten: the sentence as drafted was not supported)*" in grounded.to_markdown()
+
+
+def test_a_rewrite_that_is_still_unsupported_or_cites_nothing_is_not_kept(
+    evidence: dict[str, Evidence],
+) -> None:
+    report = validate_report(
+        ResearchReport(
+            title="t",
+            research_question="q",
+            executive_summary="Vaccines lose potency when frozen [E1]. Statins help [E3].",
+        ),
+        evidence,
+    )
+    answers = iter(["Vaccines are fragile [E1].", "Statins help (no citation)."])
+    grounded = ground_report(
+        report,
+        evidence,
+        HashingEmbedder(),
+        threshold=0.9,
+        rewrite=lambda claim: next(answers),
+        max_rewrites=1,  # only the first is offered
+    )
+    assert all(c.removed and not c.rewritten for c in grounded.grounding)
+    assert grounded.executive_summary == EmptiedPart["executive summary"]

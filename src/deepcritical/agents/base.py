@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from deepcritical.models import (
     Evidence,
@@ -12,6 +12,9 @@ from deepcritical.models import (
     ResearchPlan,
     ResearchReport,
 )
+
+if TYPE_CHECKING:
+    from deepcritical.agents.reflection import Reflection
 
 
 class Planner(Protocol):
@@ -80,4 +83,15 @@ class ReportWriter(Protocol):
         assessment: JudgeAssessment | None,
     ) -> ResearchReport:
         """A draft report (metadata is filled in by the orchestrator)."""
+        ...
+
+
+class Reflector(Protocol):
+    """Decides after a round which checklist items are satisfied, partial or unsatisfied and
+    which follow-up searches to run (see :mod:`deepcritical.agents.reflection`)."""
+
+    async def reflect(
+        self, plan: ResearchPlan, evidence: Sequence[Evidence], tried: Sequence[str]
+    ) -> Reflection:
+        """The reflection on ``plan`` given a slice of ``evidence`` (``tried``: queries run)."""
         ...

@@ -13,6 +13,7 @@ from deepcritical.agents.base import (
     Judge,
     Planner,
     QueryGenerator,
+    Reflector,
     ReportWriter,
 )
 from deepcritical.agents.extractive_writer import ExtractiveReportWriter
@@ -21,6 +22,8 @@ from deepcritical.agents.judge import ExtractiveJudge, LLMJudge
 from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
 from deepcritical.agents.queries import ExtractiveQueryGenerator, LLMQueryGenerator
+from deepcritical.agents.reflection import ExtractiveReflector, LLMReflector
+from deepcritical.agents.rewriter import LLMSentenceRewriter
 from deepcritical.agents.usage import UsageTracker
 from deepcritical.agents.writer import LLMReportWriter
 from deepcritical.config import Settings
@@ -34,7 +37,10 @@ class AgentSet:
     """The implementations of every role used by one run.
 
     Attributes:
-        planner, queries, hypotheses, judge, writer: the role implementations.
+        planner, queries, hypotheses, judge, writer, reflector: the role implementations
+            (``reflector`` defaults to the extractive one).
+        rewriter: rewrites sentences grounding found unsupported (LLM sets only; ``None``:
+            unsupported sentences are removed).
         usage: per-role LLM usage of this set (empty for extractive agents).
         mode: ``"llm"`` or ``"extractive"`` (``"custom"`` when built by hand).
     """
@@ -46,6 +52,8 @@ class AgentSet:
     writer: ReportWriter
     usage: UsageTracker = field(default_factory=UsageTracker)
     mode: str = "custom"
+    reflector: Reflector = field(default_factory=ExtractiveReflector)
+    rewriter: LLMSentenceRewriter | None = None
 
 
 def build_extractive_agents(settings: Settings, embedder: Embedder) -> AgentSet:
@@ -72,11 +80,17 @@ def build_llm_agents(
         usage=usage or UsageTracker(),
     )
     return AgentSet(
-        planner=LLMPlanner(config),
+        planner=LLMPlanner(
+            config,
+            max_questions=settings.max_questions,
+            queries_per_question=settings.queries_per_question,
+        ),
         queries=LLMQueryGenerator(config),
         hypotheses=LLMHypothesisGenerator(config),
         judge=LLMJudge(config),
         writer=LLMReportWriter(config),
+        reflector=LLMReflector(config),
+        rewriter=LLMSentenceRewriter(config),
         usage=config.usage,
         mode="llm",
     )

@@ -1,7 +1,8 @@
 """Planners: question -> :class:`~deepcritical.models.ResearchPlan`.
 
-- :class:`LLMPlanner` asks the model for a refined question, a 3-7 item checklist, first
-  queries and key terms (today's date in the prompt).
+- :class:`LLMPlanner` asks the model for a refined question, scope in and out, a 3-7 item
+  checklist, first queries, key terms, MeSH terms and up to ``max_questions`` sub-questions
+  with their queries (today's date in the prompt).
 - :class:`ExtractivePlanner` derives the same from the question's words, with no model.
 """
 
@@ -18,7 +19,7 @@ from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.runner import StructuredAgent
 from deepcritical.agents.templates import render_prompt
 from deepcritical.agents.terms import extract_key_terms, key_term_query, slugify
-from deepcritical.models import ChecklistItem, ResearchPlan
+from deepcritical.models import ChecklistItem, ResearchPlan, SubQuestion
 
 __all__ = [
     "EXTRACTIVE_KEYS",
@@ -57,6 +58,13 @@ class PlanItemOutput(BaseModel):
         return v
 
 
+class SubQuestionOutput(BaseModel):
+    """One sub-question as the model writes it."""
+
+    question: str
+    queries: LenientStrList = Field(default_factory=list)
+
+
 class PlanOutput(BaseModel):
     """The structured output of the LLM planner (3-7 checklist items; more are cut to 7)."""
 
@@ -64,6 +72,10 @@ class PlanOutput(BaseModel):
     checklist: list[PlanItemOutput] = Field(min_length=MIN_CHECKLIST)
     queries: LenientStrList = Field(default_factory=list)
     key_terms: LenientStrList = Field(default_factory=list)
+    scope_in: LenientStrList = Field(default_factory=list)
+    scope_out: LenientStrList = Field(default_factory=list)
+    mesh_terms: LenientStrList = Field(default_factory=list)
+    sub_questions: list[SubQuestionOutput] = Field(default_factory=list)
 
 
 def _unique_keys(keys: list[str]) -> list[str]:
@@ -87,11 +99,16 @@ def _clean_queries(queries: list[str], limit: int) -> list[str]:
     return out[:limit]
 
 
-def plan_from_output(question: str, output: PlanOutput) -> ResearchPlan:
+def plan_from_output(
+    question: str, output: PlanOutput, max_questions: int = 3, queries_per_question: int = 2
+) -> ResearchPlan:
     """The :class:`ResearchPlan` of a model's :class:`PlanOutput`, normalised.
 
     Keys become unique snake_case slugs; items beyond 7 are dropped; empty queries fall back to
-    the refined question, empty key terms to the question's extracted terms.
+    the refined question, empty key terms to the question's extracted terms; at most
+    ``max_questions`` sub-questions with at most ``queries_per_question`` queries each are
+    kept, and their queries follow the plan's own in ``plan.queries`` (interleaved: the first
+    query of each sub-question, then the second...).
     """
     items = [i for i in output.checklist if i.description.strip()][:MAX_CHECKLIST]
     keys = _unique_keys([slugify(i.key or i.description) for i in items])
@@ -102,7 +119,19 @@ def plan_from_output(question: str, output: PlanOutput) -> ResearchPlan:
         for k, i in zip(keys, items, strict=True)
     ]
     refined = " ".join(output.refined_question.split()) or question
-    queries = _clean_queries(output.queries, MAX_PLAN_QUERIES) or [refined]
+    subs = [
+        SubQuestion(
+            question=" ".join(q.question.split()),
+            queries=_clean_queries(q.queries, queries_per_question),
+        )
+        for q in output.sub_questions
+        if q.question.strip()
+    ][:max_questions]
+    own = _clean_queries(output.queries, MAX_PLAN_QUERIES)
+    by_rank = [
+        sub.queries[i] for i in range(queries_per_question) for sub in subs if i < len(sub.queries)
+    ]
+    queries = _clean_queries([*own, *by_rank], len(own) + len(by_rank)) or [refined]
     terms = _clean_queries(output.key_terms, 10) or extract_key_terms(question)
     return ResearchPlan(
         question=question,
@@ -110,6 +139,10 @@ def plan_from_output(question: str, output: PlanOutput) -> ResearchPlan:
         checklist=checklist,
         queries=queries,
         key_terms=terms,
+        scope_in=_clean_queries(output.scope_in, 8),
+        scope_out=_clean_queries(output.scope_out, 8),
+        mesh_terms=_clean_queries(output.mesh_terms, 10),
+        sub_questions=subs,
     )
 
 
@@ -131,12 +164,23 @@ class LLMPlanner:
     Args:
         config: model, retries, timeout, usage tracker.
         today: returns the current date shown in the prompt (injectable for tests).
+        max_questions: sub-questions kept (``Settings.max_questions``).
+        queries_per_question: queries kept per sub-question (``Settings.queries_per_question``).
     """
 
     role = "planner"
 
-    def __init__(self, config: LLMConfig, today: Callable[[], date] = date.today) -> None:
+    def __init__(
+        self,
+        config: LLMConfig,
+        today: Callable[[], date] = date.today,
+        *,
+        max_questions: int = 3,
+        queries_per_question: int = 2,
+    ) -> None:
         self.today = today
+        self.max_questions = max_questions
+        self.queries_per_question = queries_per_question
         self._agent: StructuredAgent[None, PlanOutput] = StructuredAgent(
             self.role,
             config.model,
@@ -157,7 +201,11 @@ class LLMPlanner:
         """
         fence = new_fence()
         instructions = render_prompt(
-            "planner", today=self.today().isoformat(), untrusted=fence.note() if context else ""
+            "planner",
+            today=self.today().isoformat(),
+            max_questions=self.max_questions,
+            queries_per_question=self.queries_per_question,
+            untrusted=fence.note() if context else "",
         )
         parts = [f"Research question: {question}"]
         if context and context.strip():
@@ -166,7 +214,7 @@ class LLMPlanner:
                 + fence.wrap("user_notes", context)
             )
         output = await self._agent.run(instructions, "\n\n".join(parts), None)
-        return plan_from_output(question, output)
+        return plan_from_output(question, output, self.max_questions, self.queries_per_question)
 
 
 def extractive_checklist(question: str, terms: list[str]) -> list[ChecklistItem]:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from deepcritical.agents.lenient import LenientStrList
 from deepcritical.agents.llmconfig import LLMConfig
+from deepcritical.agents.query_syntax import mesh_query
 from deepcritical.agents.runner import ModelRetry, StructuredAgent
 from deepcritical.agents.templates import render_prompt
 from deepcritical.agents.terms import extract_key_terms, key_term_query
@@ -87,7 +88,9 @@ class ExtractiveQueryGenerator:
     """Queries without a model.
 
     Order of candidates: the plan's queries (round 1, or any not yet tried); then the judge's
-    ``next_queries``; then, for the unsatisfied checklist items in turn, the key terms combined
+    ``next_queries`` (which carry the reflection's follow-ups first); then a PubMed MeSH
+    query when the plan has MeSH terms (:func:`~deepcritical.agents.query_syntax.mesh_query`);
+    then, for the unsatisfied checklist items in turn, the key terms combined
     with each facet of the item's description; then pairs of key terms. Returns ``[]`` when
     every candidate was tried.
     """
@@ -104,6 +107,8 @@ class ExtractiveQueryGenerator:
         candidates: list[str] = list(plan.queries)
         if assessment is not None:
             candidates.extend(assessment.next_queries)
+        if plan.mesh_terms:  # a PubMed MeSH query (other sources get its words)
+            candidates.append(mesh_query(plan.mesh_terms[:3]))
         candidates.extend(_interleave([item_queries(plan, i) for i in plan.unsatisfied()]))
         terms = plan.key_terms
         candidates.extend(f"{a} {b}" for i, a in enumerate(terms) for b in terms[i + 1 :])
@@ -180,10 +185,12 @@ def build_query_prompt(
     lines = [
         f"Research question: {plan.refined_question}",
         f"Key terms: {', '.join(plan.key_terms) or '(none)'}",
+        f"MeSH terms: {', '.join(plan.mesh_terms) or '(none)'}",
         f"Search round: {round_no}",
-        "",
-        "Checklist items still lacking evidence:",
     ]
+    if plan.sub_questions:
+        lines += ["", "Sub-questions:", *(f"- {q.question}" for q in plan.sub_questions)]
+    lines += ["", "Checklist items still lacking evidence:"]
     unsatisfied = plan.unsatisfied()
     lines.extend(
         f"- {c.key} ({c.status.value}, {len(c.evidence_ids)}/{c.min_evidence} sources): "

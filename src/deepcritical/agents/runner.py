@@ -5,6 +5,7 @@ error types. Every LLM agent of this package runs its model through :class:`Stru
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date
 from typing import Generic, TypeVar
 
 import structlog
@@ -45,6 +46,8 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         validator: extra check ``(deps, output) -> output`` run after pydantic validation; it
             may fix the output or raise :class:`pydantic_ai.ModelRetry` to ask the model again
             (the message is shown to the model).
+        today: the current date, put at the top of every call's instructions ("Today's date
+            is 2026-11-22.") so that every role can reason about recency (injectable for tests).
     """
 
     def __init__(
@@ -58,8 +61,10 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         timeout_seconds: float | None = None,
         usage: UsageTracker | None = None,
         validator: Callable[[DepsT, OutputT], OutputT] | None = None,
+        today: Callable[[], date] = date.today,
     ) -> None:
         self.role = role
+        self.today = today
         self.model = model
         self.timeout_seconds = timeout_seconds
         self.usage = usage
@@ -82,7 +87,7 @@ class StructuredAgent(Generic[DepsT, OutputT]):
 
         Args:
             instructions: the system instructions of this call (the role's prompt template,
-                rendered: date, fence nonce, ...).
+                rendered: fence nonce, ...); today's date is put before them.
             prompt: the user message (question, checklist, fenced evidence...).
             deps: context for the validator.
 
@@ -92,9 +97,10 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         """
         usage = RunUsage()
         try:
+            dated = f"Today's date is {self.today().isoformat()}.\n\n{instructions}"
             result = await self._agent.run(
                 prompt,
-                instructions=instructions,
+                instructions=dated,
                 deps=deps,
                 usage=usage,
                 timeout=self.timeout_seconds,

@@ -1,5 +1,13 @@
 """The search agent: one round of queries against every source, in parallel, into the store.
 
+Each source gets the query in a form it understands
+(:func:`~deepcritical.agents.query_syntax.query_for_source`: PubMed the field-tagged query
+plus the run's date filter, the others plain keywords). The results of all queries of the
+round are fused (reciprocal-rank fusion, :func:`fuse_ranked`) and, when the orchestrator gives
+the question and checklist, re-ranked by relevance to them (:func:`rerank`) before they are
+kept, so that a cap on new items keeps the most relevant of the whole round, not the first
+query's.
+
 Shared by the LLM and the extractive modes. A failing source is recorded and the round goes
 on (DESIGN trap 12); whatever a source raises (a :class:`SourceError`, or any other exception
 from a buggy source) never ends the run. Per-call timeouts and rate limits are the sources'
@@ -14,19 +22,26 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import structlog
 
+from deepcritical.agents.query_syntax import query_for_source
+from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.identifiers import identifier_keys
-from deepcritical.evidence.store import EvidenceStore
+from deepcritical.evidence.mmr import unit_rows
+from deepcritical.evidence.store import EvidenceStore, embedding_text
 from deepcritical.models import Evidence
 from deepcritical.sources.base import SearchSource, SourceError
 
-__all__ = ["RRF_K", "SearchAgent", "SearchRound", "fuse_ranked"]
+__all__ = ["RELEVANCE_WEIGHT", "RRF_K", "SearchAgent", "SearchRound", "fuse_ranked", "rerank"]
 
 log = structlog.get_logger(__name__)
 
 RRF_K = 60
 """Reciprocal-rank-fusion constant: an item at rank r of a result list scores 1 / (60 + r)."""
+
+RELEVANCE_WEIGHT = 0.5
+"""Weight of relevance to the question/checklist against fused rank in :func:`rerank`."""
 
 MAX_REASON_CHARS = 300
 _SECRET_PARAM = re.compile(
@@ -127,6 +142,58 @@ def fuse_ranked(lists: Sequence[Sequence[Evidence]], k: int = RRF_K) -> list[Evi
     return [item for g in order for item in groups[g]]
 
 
+def _documents(items: Sequence[Evidence]) -> list[list[Evidence]]:
+    """``items`` grouped by document (shared identifier), groups in first-seen order."""
+    group_of_key: dict[str, int] = {}
+    groups: list[list[Evidence]] = []
+    for item in items:
+        keys = _group_keys(item)
+        gid = next((group_of_key[key] for key in keys if key in group_of_key), None)
+        if gid is None:
+            gid = len(groups)
+            groups.append([])
+        for key in keys:
+            group_of_key.setdefault(key, gid)
+        groups[gid].append(item)
+    return groups
+
+
+def rerank(
+    fused: Sequence[Evidence],
+    targets: Sequence[str],
+    embedder: Embedder,
+    keep: int | None = None,
+    weight: float = RELEVANCE_WEIGHT,
+) -> list[Evidence]:
+    """The documents of ``fused`` (output of :func:`fuse_ranked`) re-ordered by
+    ``(1 - weight) * rank score + weight * relevance``, copies kept together.
+
+    Rank score: ``1 - i / n`` for the ``i``-th of ``n`` documents in fused order. Relevance:
+    the best cosine similarity of the document's first copy (title and text) to any of
+    ``targets`` (the question, the checklist descriptions), min-max scaled over the round.
+    ``keep``: at most this many documents are returned (the best); ``None``: all. One
+    embedding batch; CPU-bound (call it in a worker thread).
+    """
+    groups = _documents(fused)
+    if not groups or not targets:
+        return [item for group in groups[:keep] for item in group]
+    vectors = unit_rows(
+        np.asarray(
+            embedder.embed([*targets, *(embedding_text(g[0]) for g in groups)]),
+            dtype=np.float32,
+        )
+    )
+    sims = (vectors[len(targets) :] @ vectors[: len(targets)].T).max(axis=1)
+    low, high = float(sims.min()), float(sims.max())
+    relevance = (sims - low) / (high - low) if high > low else np.ones_like(sims)
+    n = len(groups)
+    scores = [(1 - weight) * (1 - i / n) + weight * float(relevance[i]) for i in range(n)]
+    order = sorted(range(n), key=lambda i: (-scores[i], i))
+    if keep is not None:
+        order = order[: max(keep, 0)]
+    return [item for i in order for item in groups[i]]
+
+
 class SearchAgent:
     """Runs every (query, source) pair of a round in parallel and stores the results.
 
@@ -134,21 +201,31 @@ class SearchAgent:
         sources: the run's search sources.
         store: the run's evidence store.
         results_per_query: ``limit`` passed to each ``source.search`` call.
+        pubmed_date_from: earliest publication year: PubMed queries get a date filter.
     """
 
     def __init__(
-        self, sources: Sequence[SearchSource], store: EvidenceStore, results_per_query: int
+        self,
+        sources: Sequence[SearchSource],
+        store: EvidenceStore,
+        results_per_query: int,
+        *,
+        pubmed_date_from: int | None = None,
     ) -> None:
         if results_per_query < 1:
             raise ValueError(f"results_per_query must be >= 1, got {results_per_query}")
         self.sources = list(sources)
         self.store = store
         self.results_per_query = results_per_query
+        self.pubmed_date_from = pubmed_date_from
 
     async def _call(self, source: SearchSource, query: str) -> _Call:
         call = _Call(source.name, query)
+        sent = query_for_source(query, source.name, self.pubmed_date_from)
+        if not sent.strip():
+            return call
         try:
-            items = list(await source.search(query, self.results_per_query))
+            items = list(await source.search(sent, self.results_per_query))
         except SourceError as exc:
             call.error = _scrub(exc.reason or str(exc)) or "source error"
             log.warning("source failed", source=source.name, query=query, reason=call.error)
@@ -166,11 +243,20 @@ class SearchAgent:
         ]
         return call
 
-    async def run(self, queries: Sequence[str]) -> SearchRound:
+    async def run(
+        self,
+        queries: Sequence[str],
+        *,
+        relevance_to: Sequence[str] = (),
+        keep: int | None = None,
+    ) -> SearchRound:
         """Search every query on every source, fuse the rankings, add the items in one batch.
 
-        The store is called in a worker thread (embedding is CPU-bound). Never raises for a
-        source failure; raises only if the store itself fails (e.g. the embedder cannot load).
+        With ``relevance_to`` (question and checklist descriptions), the fused results are
+        re-ranked by relevance to them (:func:`rerank`) and at most ``keep`` documents are
+        kept (``None``: all). The store is called in a worker thread (embedding is
+        CPU-bound). Never raises for a source failure; raises only if the store itself fails
+        (e.g. the embedder cannot load).
         """
         started = time.monotonic()
         queries = list(dict.fromkeys(q for q in queries if q.strip()))
@@ -183,7 +269,12 @@ class SearchAgent:
         self._record(calls, result)
         ranked = [c.items for c in calls if c.items]
         if ranked:
-            added = await asyncio.to_thread(self.store.add, fuse_ranked(ranked))
+            fused = fuse_ranked(ranked)
+            if relevance_to or keep is not None:
+                fused = await asyncio.to_thread(
+                    rerank, fused, list(relevance_to), self.store.embedder, keep
+                )
+            added = await asyncio.to_thread(self.store.add, fused)
             result.added_ids = [e.id for e in added.added]
             result.merged = list(added.merged)
             result.near_duplicates = list(added.near_duplicates)

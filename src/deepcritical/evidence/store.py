@@ -158,6 +158,11 @@ class EvidenceStore:
         self._next_number = 1
 
     # ------------------------------------------------------------------ container protocol
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of this store (the run's; also used by the report's grounding)."""
+        return self._embedder
+
     def __len__(self) -> int:
         return len(self._items)
 

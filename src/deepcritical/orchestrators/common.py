@@ -10,23 +10,25 @@ queries, search, hypothesise, judge, write, finish); each emits the run's
 
 Failure policy (both orchestrators): a failing LLM role falls back to its extractive
 implementation with a ``warning`` event and a note in the report metadata; a run that got past
-planning always ends in a report built from the store and validated here
-(:meth:`ResearchRun.finish`), whose metadata says why gathering stopped.
+planning always ends in a report built from the store, validated and grounded
+(:meth:`ResearchRun.finish`, :mod:`deepcritical.orchestrators.finishing`), whose metadata
+says why gathering stopped. The run's record, stop rules and accounting live in
+:mod:`deepcritical.orchestrators.run_state` (re-exported here).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import structlog
 
 from deepcritical.agents.checklist import assign_to_checklist
 from deepcritical.agents.factory import AgentSet
+from deepcritical.agents.queries import fresh_queries
+from deepcritical.agents.reflection import Reflection, apply_reflection
 from deepcritical.agents.search import SearchAgent, SearchRound
 from deepcritical.agents.usage import UsageTracker
 from deepcritical.config import Settings
@@ -36,16 +38,22 @@ from deepcritical.models import (
     Evidence,
     Hypothesis,
     JudgeAssessment,
-    LLMUsage,
+    ReportPreferences,
     ResearchPlan,
     ResearchReport,
     RunResult,
-    SourceUsage,
-    StopReason,
     UsageReport,
 )
 from deepcritical.orchestrators.events import ResearchEvent
-from deepcritical.report.validation import citation_problems, validate_report
+from deepcritical.orchestrators.finishing import finish_run, methodology
+from deepcritical.orchestrators.run_state import (
+    QuestionError,
+    RunAccounting,
+    RunState,
+    check_question,
+    gathering_stop_rule,
+    number_hypotheses,
+)
 
 __all__ = [
     "EventSink",
@@ -61,149 +69,6 @@ __all__ = [
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 EventSink = Callable[[ResearchEvent], None]
-
-
-class QuestionError(ValueError):
-    """The research question is empty or longer than ``Settings.max_question_chars``."""
-
-
-def check_question(question: str, max_chars: int) -> str:
-    """The question stripped of surrounding white space.
-
-    Raises:
-        QuestionError: empty, or more than ``max_chars`` characters.
-    """
-    text = " ".join(question.split())
-    if not text:
-        raise QuestionError("the research question is empty")
-    if len(text) > max_chars:
-        raise QuestionError(
-            f"the research question has {len(text)} characters; the limit is {max_chars} "
-            "(put background material in the context instead)"
-        )
-    return text
-
-
-@dataclass
-class RunState:
-    """What the run has learned so far (all of it ends up in the report metadata).
-
-    ``draft`` is a report drafted during gathering (the Magentic ``ReportAgent``), with
-    ``draft_store_size`` the number of evidence items the store held when it was drafted.
-    ``methodology`` holds extra lines for the report's methodology (orchestrator specific).
-    """
-
-    plan: ResearchPlan | None = None
-    hypotheses: list[Hypothesis] = field(default_factory=list)
-    assessments: list[JudgeAssessment] = field(default_factory=list)
-    queries: list[str] = field(default_factory=list)
-    rounds: int = 0
-    source_failures: dict[str, str] = field(default_factory=dict)
-    sources_answered: set[str] = field(default_factory=set)
-    notes: list[str] = field(default_factory=list)
-    stop_reason: StopReason | None = None
-    draft: ResearchReport | None = None
-    draft_store_size: int = -1
-    methodology: list[str] = field(default_factory=list)
-
-
-def gathering_stop_rule(
-    *,
-    sufficient: bool,
-    store_size: int,
-    max_sources: int,
-    round_no: int,
-    added: int,
-    max_rounds: int,
-) -> StopReason | None:
-    """The stop rules in code, checked after a search round (and its judgement), in order:
-    the judge's ``sufficient``, the evidence limit, a later round adding nothing, the round
-    limit. ``None``: keep gathering."""
-    if sufficient:
-        return "sufficient"
-    if store_size >= max_sources:
-        return "max_sources"
-    if round_no > 1 and added == 0:
-        return "no_new_evidence"
-    if round_no >= max_rounds:
-        return "max_rounds"
-    return None
-
-
-def number_hypotheses(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
-    """``hypotheses`` with ``H1``, ``H2``... given to those without an id."""
-    return [
-        h if h.id else h.model_copy(update={"id": f"H{i}"})
-        for i, h in enumerate(hypotheses, start=1)
-    ]
-
-
-@dataclass
-class _SourceCount:
-    calls: int = 0
-    failed_calls: int = 0
-    results: int = 0
-
-
-class RunAccounting:
-    """Wall-clock seconds per stage and search calls per source of one run."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self.stage_seconds: dict[str, float] = {}
-        self._sources: dict[str, _SourceCount] = {}
-
-    def add_time(self, stage: str, seconds: float) -> None:
-        """Add ``seconds`` to ``stage``."""
-        self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + max(seconds, 0.0)
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Time the block as (part of) stage ``name``, also when it raises or is cancelled."""
-        started = self.clock()
-        try:
-            yield
-        finally:
-            self.add_time(name, self.clock() - started)
-
-    def record_search(self, result: SearchRound, source_names: Sequence[str]) -> None:
-        """Count the calls of one search round: every query went to every source; a call
-        failed when it produced nothing but an error (absent from ``hits_per_query``)."""
-        calls = len(result.queries)
-        if calls == 0:
-            return
-        for source in source_names:
-            entry = self._sources.setdefault(source, _SourceCount())
-            answered = sum(1 for per in result.hits_per_query.values() if source in per)
-            entry.calls += calls
-            entry.failed_calls += max(calls - answered, 0)
-            entry.results += result.hits_per_source.get(source, 0)
-
-    def report(self, trackers: Sequence[UsageTracker]) -> UsageReport:
-        """The usage report: LLM usage per role summed over ``trackers``, plus what this
-        object counted."""
-        llm: dict[str, LLMUsage] = {}
-        total = LLMUsage()
-        for tracker in trackers:
-            for role, used in tracker.by_role().items():
-                entry = llm.setdefault(role, LLMUsage())
-                for target in (entry, total):
-                    target.runs += used.runs
-                    target.failures += used.failures
-                    target.requests += used.requests
-                    target.input_tokens += used.input_tokens
-                    target.output_tokens += used.output_tokens
-        return UsageReport(
-            llm=llm,
-            llm_total=total,
-            search={
-                name: SourceUsage(
-                    calls=count.calls, failed_calls=count.failed_calls, results=count.results
-                )
-                for name, count in self._sources.items()
-            },
-            stage_seconds={k: round(v, 3) for k, v in self.stage_seconds.items()},
-        )
 
 
 class ResearchRun:
@@ -235,6 +100,7 @@ class ResearchRun:
         question: str,
         context: str | None,
         settings: Settings,
+        preferences: ReportPreferences | None = None,
         agents: AgentSet,
         store: EvidenceStore,
         search: SearchAgent,
@@ -247,6 +113,7 @@ class ResearchRun:
     ) -> None:
         self.question = question
         self.context = context
+        self.preferences = preferences
         self.settings = settings
         self.agents = agents
         self.fallback = fallback
@@ -341,6 +208,8 @@ class ResearchRun:
         plan = await self.guarded("planner", make, "planning")
         if plan is None:
             return None
+        if self.preferences is not None:
+            plan.preferences = self.preferences.model_copy()
         self.state.plan = plan
         self.emit(
             ResearchEvent(
@@ -350,6 +219,11 @@ class ResearchRun:
                     "refined_question": plan.refined_question,
                     "checklist": [c.model_dump(mode="json") for c in plan.checklist],
                     "queries": plan.queries,
+                    "scope_in": plan.scope_in,
+                    "scope_out": plan.scope_out,
+                    "mesh_terms": plan.mesh_terms,
+                    "sub_questions": [q.model_dump(mode="json") for q in plan.sub_questions],
+                    "preferences": plan.preferences.model_dump(mode="json"),
                 },
             )
         )
@@ -357,9 +231,16 @@ class ResearchRun:
 
     async def write_queries(self, round_no: int, assessment: JudgeAssessment | None) -> list[str]:
         """At most ``max_queries_per_round`` queries for round ``round_no``, none tried
-        before (``[]`` when the query generators have nothing new)."""
+        before (``[]`` when the query generators have nothing new). The last reflection's
+        follow-up queries are given to the generator first among the suggested queries
+        (``assessment.next_queries``)."""
         s = self.settings
         tried = list(self.state.queries)
+        if self.state.follow_ups:  # the last reflection's follow-ups go first as suggestions
+            base = assessment or JudgeAssessment()
+            suggested = [*self.state.follow_ups, *base.next_queries]
+            assessment = base.model_copy(update={"next_queries": list(dict.fromkeys(suggested))})
+            self.state.follow_ups = []
 
         async def write(a: AgentSet) -> list[str]:
             return await a.queries.queries(
@@ -367,7 +248,7 @@ class ResearchRun:
             )
 
         proposed = await self.guarded("query generator", write, "query_generation") or []
-        return [q for q in proposed if q not in self.state.queries][: s.max_queries_per_round]
+        return fresh_queries(proposed, self.state.queries, s.max_queries_per_round)
 
     def begin_round(self, round_no: int, queries: Sequence[str]) -> None:
         """Record round ``round_no`` and its queries; emit ``searching``."""
@@ -386,10 +267,14 @@ class ResearchRun:
 
     async def run_search(self, round_no: int, queries: Sequence[str]) -> SearchRound:
         """Search ``queries`` on every source into the store, assign the new items to the
-        checklist; emit source warnings and ``evidence_added``."""
+        checklist; emit source warnings and ``evidence_added``. The round's results are
+        re-ranked by relevance to the question and checklist, and at most the room left
+        under ``max_sources`` is kept (the most relevant)."""
         plan, state = self.plan, self.state
         with self.accounting.stage("searching"):
-            result = await self.search.run(queries)
+            targets = [plan.refined_question, *(c.description for c in plan.checklist)]
+            room = max(self.settings.max_sources - len(self.store), 0)
+            result = await self.search.run(queries, relevance_to=targets, keep=room)
         self.accounting.record_search(result, self.source_names)
         for source, reason in result.failures.items():
             state.source_failures[source] = reason
@@ -501,6 +386,39 @@ class ResearchRun:
         )
         return assessment
 
+    async def reflect(self, round_no: int, evidence: Sequence[Evidence]) -> Reflection | None:
+        """Reflect on the checklist after round ``round_no`` (statuses written into the plan,
+        follow-up queries kept for the next round); emit ``reflection``. ``None`` when every
+        reflector failed."""
+        state = self.state
+
+        async def reflect(a: AgentSet) -> Reflection:
+            return await a.reflector.reflect(self.plan, evidence, list(state.queries))
+
+        reflection = await self.guarded("reflection", reflect, "reflection")
+        if reflection is None:
+            return None
+        reflection = apply_reflection(self.plan, reflection)
+        state.reflections.append(reflection)
+        state.follow_ups = list(reflection.follow_up_queries)
+        counts = {
+            status: sum(i.status == status for i in reflection.items)
+            for status in ("satisfied", "partial", "unsatisfied")
+        }
+        self.emit(
+            ResearchEvent(
+                type="reflection",
+                round=round_no,
+                message=(
+                    f"Reflection: {counts['satisfied']} satisfied, {counts['partial']} partial, "
+                    f"{counts['unsatisfied']} unsatisfied; "
+                    f"{len(reflection.follow_up_queries)} follow-up searches"
+                ),
+                data=reflection.model_dump(mode="json"),
+            )
+        )
+        return reflection
+
     async def write_draft(self) -> ResearchReport | None:
         """A draft report from a diverse (MMR) selection of the store; ``None`` when every
         writer failed. Citations are validated by :meth:`finish`, not here."""
@@ -518,90 +436,10 @@ class ResearchRun:
     async def finish(
         self, draft: ResearchReport | None, done_data: dict[str, Any] | None = None
     ) -> RunResult | None:
-        """Turn ``draft`` into the run's validated report; emit ``report_section`` events and
-        ``done`` (or ``error`` when there is no draft or validation left problems).
-
-        The methodology is written here from what happened (never by a model), the metadata
-        is filled in (stop reason, notes, usage...), then every reference and inline citation
-        is checked against the store (:func:`validate_report`); a report in which
-        :func:`citation_problems` still finds anything is refused.
-        """
-        state, plan = self.state, self.plan
-        if draft is None:
-            self.emit(
-                ResearchEvent(
-                    type="error", message="report writing failed: " + "; ".join(state.notes)
-                )
-            )
-            return None
-        with self.accounting.stage("validation"):
-            evidence_by_id = {e.id: e for e in self.store.all()}
-            if not draft.hypotheses_tested:
-                draft.hypotheses_tested = list(state.hypotheses)
-            draft.methodology = self.methodology()
-            draft.metadata = draft.metadata.model_copy(
-                update={
-                    "sources_searched": self.source_names,
-                    "source_failures": {
-                        k: v
-                        for k, v in state.source_failures.items()
-                        if k not in state.sources_answered
-                    },
-                    "papers_reviewed": len(self.store),
-                    "iterations": state.rounds,
-                    "confidence": self.confidence(),
-                    "stop_reason": state.stop_reason or "max_rounds",
-                    "orchestrator": self.orchestrator,
-                    "llm": self.llm_label,
-                    "duration_seconds": round(self.elapsed(), 3),
-                    "checklist_coverage": plan.coverage(),
-                    "queries": list(state.queries),
-                    "notes": [*state.notes, *draft.metadata.notes],
-                }
-            )
-            report = validate_report(draft, evidence_by_id)
-            problems = citation_problems(report, evidence_by_id)
-        if problems:  # validation must leave nothing behind; refuse to ship otherwise
-            self.emit(
-                ResearchEvent(
-                    type="error",
-                    message="citation validation left problems: " + "; ".join(problems),
-                )
-            )
-            return None
-        report.metadata.usage = self.usage_report()
-        for section in report.findings:
-            self.emit(
-                ResearchEvent(
-                    type="report_section",
-                    message=section.heading,
-                    data={"heading": section.heading},
-                )
-            )
-        cv = report.metadata.citation_validation
-        result = RunResult(
-            report=report, plan=plan, evidence=self.store.all(), assessments=state.assessments
-        )
-        self.emit(
-            ResearchEvent(
-                type="done",
-                round=state.rounds,
-                message=(
-                    f"Report ready: {len(report.references)} references, stopped: "
-                    f"{report.metadata.stop_reason}; citation check removed "
-                    f"{cv.references_removed} references, {cv.markers_removed} citations"
-                ),
-                data={
-                    "stop_reason": report.metadata.stop_reason,
-                    "usage": report.metadata.usage.model_dump(mode="json"),
-                    **(done_data or {}),
-                },
-                result=result,
-            )
-        )
-        return result
-
-    # --- report helpers --------------------------------------------------------------------
+        """Turn ``draft`` into the run's validated, grounded report; emit ``report_section``
+        events and ``done`` (or ``error`` when there is no draft or validation left problems).
+        See :func:`deepcritical.orchestrators.finishing.finish_run`."""
+        return await finish_run(self, draft, done_data)
 
     def usage_report(self) -> UsageReport:
         """LLM, search and time usage of the run so far."""
@@ -614,25 +452,6 @@ class ResearchRun:
         return round(0.5 * coverage + 0.5 * best, 2)
 
     def methodology(self) -> str:
-        """Factual account of the run (built from what happened, never by a model)."""
-        plan, state = self.plan, self.state
-        labels = [SOURCE_LABELS.get(s, s) for s in self.source_names]
-        lines = [
-            f"Sources searched: {', '.join(labels)}. "
-            f"{state.rounds} search round(s), {len(state.queries)} queries, "
-            f"{len(self.store)} distinct records kept after de-duplication by identifier "
-            "(PMID, DOI, PMCID, NCT ID, URL) and by near-duplicate text.",
-            f"Checklist ({len(plan.checklist)} items, coverage {plan.coverage():.0%}): "
-            + "; ".join(f"{c.description} — {c.status.value}" for c in plan.checklist)
-            + ".",
-            f"Evidence for the report was chosen by maximal marginal relevance "
-            f"(λ = {self.settings.mmr_lambda:g}) among all records; every citation was checked "
-            "against the evidence collected in this run.",
-        ]
-        lines.extend(state.methodology)
-        if state.queries:
-            lines.append("Queries: " + "; ".join(f"“{q}”" for q in state.queries) + ".")
-        failed = {k: v for k, v in state.source_failures.items() if k not in state.sources_answered}
-        for src, reason in failed.items():
-            lines.append(f"{SOURCE_LABELS.get(src, src)} unavailable: {reason}.")
-        return "\n\n".join(lines)
+        """Factual account of the run (built from what happened, never by a model; see
+        :func:`deepcritical.orchestrators.finishing.methodology`)."""
+        return methodology(self)

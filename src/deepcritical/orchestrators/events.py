@@ -20,6 +20,7 @@ EventType = Literal[
     "evidence_added",
     "hypothesis",
     "judge_assessment",
+    "reflection",
     "report_section",
     "manager",
     "warning",

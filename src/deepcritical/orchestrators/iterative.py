@@ -1,10 +1,11 @@
 """The deterministic ``iterative`` orchestrator: plan -> (search -> assign -> hypothesise ->
-judge) x rounds -> report -> validate.
+judge -> reflect) x rounds -> report -> validate -> ground.
 
 Stop rules live in code, whatever the judge says (:func:`~deepcritical.orchestrators.common.
 gathering_stop_rule`, shared with the ``magentic`` orchestrator): the judge's ``sufficient``
-verdict, the round limit, the evidence limit (``max_sources``), the time budget, and a round
-that adds no new evidence. The steps and the report stage are those of
+verdict, every checklist item satisfied (the reflection step), the round limit, the
+evidence limit (``max_sources``), the time budget, and a round that adds no new evidence.
+The steps and the report stage are those of
 :class:`~deepcritical.orchestrators.common.ResearchRun`. Every run that gets past planning
 ends with a validated report built from the evidence store, and the report metadata says why
 the run stopped.
@@ -27,7 +28,7 @@ from deepcritical.agents.factory import AgentSet
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import JudgeAssessment
+from deepcritical.models import JudgeAssessment, ReportPreferences
 from deepcritical.orchestrators.common import (
     QuestionError,
     ResearchRun,
@@ -79,11 +80,17 @@ class IterativeOrchestrator:
         self.llm_label = llm_label
         self.clock = clock
 
-    def new_run(self, question: str, context: str | None = None) -> ResearchRun:
+    def new_run(
+        self,
+        question: str,
+        context: str | None = None,
+        preferences: ReportPreferences | None = None,
+    ) -> ResearchRun:
         """The shared context of one run of ``question`` (see :class:`ResearchRun`)."""
         return ResearchRun(
             question=question,
             context=context,
+            preferences=preferences,
             settings=self.settings,
             agents=self.agents,
             store=self.store,
@@ -96,15 +103,19 @@ class IterativeOrchestrator:
         )
 
     async def run(
-        self, question: str, context: str | None = None
+        self,
+        question: str,
+        context: str | None = None,
+        preferences: ReportPreferences | None = None,
     ) -> AsyncGenerator[ResearchEvent, None]:
         """Research ``question``; yield events, the last being ``done`` (with the result).
+        ``preferences``: the user's report preferences (audience, length, focus).
 
         Raises:
             QuestionError: before any event, when the question is empty or too long.
         """
         question = check_question(question, self.settings.max_question_chars)
-        run = self.new_run(question, context)
+        run = self.new_run(question, context, preferences)
         yield ResearchEvent(
             type="started",
             message=f"Researching: {question}",
@@ -186,10 +197,14 @@ class IterativeOrchestrator:
             assessment = await run.judge(round_no, evidence_slice) or assessment
             for event in run.drain():
                 yield event
+            reflection = await run.reflect(round_no, evidence_slice)
+            for event in run.drain():
+                yield event
 
             # Stop rules, in code.
             stop = gathering_stop_rule(
                 sufficient=assessment is not None and assessment.sufficient,
+                all_satisfied=reflection is not None and reflection.all_satisfied,
                 store_size=len(store),
                 max_sources=s.max_sources,
                 round_no=round_no,

@@ -64,7 +64,7 @@ from deepcritical.agents.search import SearchAgent
 from deepcritical.agents.usage import UsageTracker
 from deepcritical.config import Settings
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import ResearchPlan, StopReason
+from deepcritical.models import ReportPreferences, ResearchPlan, StopReason
 from deepcritical.orchestrators.common import (
     ResearchRun,
     RunAccounting,
@@ -385,10 +385,13 @@ class MagenticOrchestrator:
     # --- public -------------------------------------------------------------------------------
 
     async def run(
-        self, question: str, context: str | None = None
+        self,
+        question: str,
+        context: str | None = None,
+        preferences: ReportPreferences | None = None,
     ) -> AsyncGenerator[ResearchEvent, None]:
         """Research ``question``; yield events, the last being ``done`` (with the result) or
-        ``error``.
+        ``error``. ``preferences``: the user's report preferences (audience, length, focus).
 
         Raises:
             QuestionError: before any event, when the question is empty or too long.
@@ -398,6 +401,7 @@ class MagenticOrchestrator:
         run = ResearchRun(
             question=question,
             context=context,
+            preferences=preferences,
             settings=self.settings,
             agents=self.agents,
             store=self.store,

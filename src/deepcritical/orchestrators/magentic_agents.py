@@ -84,6 +84,7 @@ def stop_reason_text(reason: StopReason, run: ResearchRun) -> str:
     s = run.settings
     return {
         "sufficient": "the judge found the evidence sufficient",
+        "all_satisfied": "every checklist item is satisfied",
         "max_sources": f"the evidence limit of {s.max_sources} items is reached",
         "max_rounds": f"all {s.max_rounds} search rounds are used",
         "no_new_evidence": "the last search found nothing new",
@@ -297,7 +298,9 @@ class HypothesisParticipant(ResearchParticipant):
 
 
 class JudgeParticipant(ResearchParticipant):
-    """Assesses the evidence; its ``sufficient`` verdict closes the search (a rule in code)."""
+    """Assesses the evidence, then reflects on the checklist; the judge's ``sufficient``
+    verdict or every checklist item satisfied closes the search (rules in code); the
+    reflection's follow-up searches go to the next search round."""
 
     agent_name = "JudgeAgent"
     agent_description = (
@@ -315,14 +318,18 @@ class JudgeParticipant(ResearchParticipant):
             return "The judge failed (see the run's warnings). " + self._missing()
         if assessment.sufficient and state.stop_reason is None:
             state.stop_reason = "sufficient"
+        reflection = await run.reflect(state.rounds, run.evidence_slice())
+        if reflection is not None and reflection.all_satisfied and state.stop_reason is None:
+            state.stop_reason = "all_satisfied"
         verdict = "sufficient" if assessment.sufficient else "not sufficient"
         text = (
             f"Evidence {verdict}: mechanism {assessment.mechanism_score}/10, clinical "
             f"{assessment.clinical_evidence_score}/10, coverage {assessment.coverage:.0%}. "
             + self._missing()
         )
-        if assessment.next_queries and state.stop_reason is None:
-            text += " Suggested searches: " + "; ".join(assessment.next_queries[:3]) + "."
+        suggested = [*state.follow_ups, *assessment.next_queries]
+        if suggested and state.stop_reason is None:
+            text += " Suggested searches: " + "; ".join(suggested[:3]) + "."
         if state.stop_reason is not None:
             text += " The search is closed; ask ReportAgent to write the report."
         else:

@@ -17,7 +17,11 @@ cosine similarity of their embeddings. That passage is recorded verbatim as a
   item supports the sentence when one of them reaches ``nli_threshold``.
 - A sentence is **supported** when at least one cited item supports it. Citations of items
   that do not support a supported sentence are removed from it; a sentence that none of its
-  cited items supports is removed (``removed``), whatever else it cites.
+  cited items supports is removed (``removed``), whatever else it cites — unless a
+  ``rewrite`` callable is given (an LLM rewriter): it is offered the unsupported claim (with
+  the best passage of each cited item) and may return a replacement citing only the same
+  items; the replacement is checked the same way and takes the sentence's place only when
+  it is supported (``rewritten``); at most ``max_rewrites`` sentences are offered.
 - Sentences without citations are not checked and stay (fixed statements of the extractive
   writer, for instance). Methodology, limitations, headings and hypotheses are not checked.
 - A findings section left without text is dropped (with a note); an executive summary or
@@ -68,25 +72,28 @@ valid.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-
-import numpy as np
-from numpy.typing import NDArray
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.grading import grade_evidence
-from deepcritical.evidence.mmr import unit_rows
 from deepcritical.models import (
-    CITATION_MARKER,
     CitationValidation,
     Evidence,
-    GroundedClaim,
     GroundingCheck,
     ResearchReport,
-    SupportingQuote,
     marker_ids,
+)
+from deepcritical.report.claims import (
+    NLI_CANDIDATES,
+    NLIFunction,
+    RewriteFunction,
+    Scorer,
+    Unit,
+    check_units,
+    claim_text,
+    rewrite_unsupported,
+    source_passages,
 )
 from deepcritical.report.sentences import markdown_blocks, prose_spans
 from deepcritical.report.validation import citation_problems, validate_report
@@ -97,6 +104,7 @@ __all__ = [
     "NLI_CANDIDATES",
     "EmptiedPart",
     "NLIFunction",
+    "RewriteFunction",
     "claim_text",
     "ground_report",
     "source_passages",
@@ -108,15 +116,6 @@ supports a sentence; see the module docstring for how it was measured."""
 
 DEFAULT_NLI_THRESHOLD = 0.5
 """Entailment probability at or above which a passage supports a sentence (with ``nli``)."""
-
-NLI_CANDIDATES = 3
-"""Passages of each cited item (the most similar ones) given to the NLI callable."""
-
-MAX_SOURCE_SENTENCES = 200
-"""Sentences of one evidence item read (long web pages are cut)."""
-
-NLIFunction = Callable[[str, str], float]
-"""``nli(premise, hypothesis) -> probability that the premise entails the hypothesis``."""
 
 EmptiedPart = {
     "executive summary": (
@@ -130,71 +129,7 @@ EmptiedPart = {
 }
 """Fixed text put in an executive summary or conclusion that grounding left empty."""
 
-_LABEL = re.compile(r"^[ \t]*[A-Z][A-Za-z0-9 /&,()'-]{0,60}?[ \t]*:[ \t]+(?=\S)")
-_MARKER_WITH_SPACE = re.compile(r"(?P<space>[ \t]*)\[(?P<ids>E\d+(?:\s*,\s*E\d+)*)\]")
-_EMPHASIS = re.compile(r"\*\*|__|`|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)")
-
-
-# --------------------------------------------------------------------------- source passages
-
-
-def _label_length(line: str) -> int:
-    """Length of a ``LABEL: `` prefix (at most six words) of a content line, 0 if none."""
-    m = _LABEL.match(line)
-    if m is None or len(m.group(0).split()) > 6:
-        return 0
-    return m.end()
-
-
-def source_passages(evidence: Evidence, max_sentences: int = MAX_SOURCE_SENTENCES) -> list[str]:
-    """The passages of ``evidence`` a sentence is compared with, each verbatim source text.
-
-    The title (when there is one), then, paragraph by paragraph (one line of content each, a
-    leading ``LABEL: `` left out), every sentence and every pair of adjacent sentences. At
-    most ``max_sentences`` sentences are read. Repeats are dropped.
-    """
-    passages: list[str] = []
-    title = evidence.citation.title.strip()
-    if title:
-        passages.append(title)
-    read = 0
-    for line in evidence.content.split("\n"):
-        if read >= max_sentences:
-            break
-        skip = _label_length(line)
-        spans = prose_spans(line, skip)[: max_sentences - read]
-        read += len(spans)
-        for i, (begin, stop) in enumerate(spans):
-            passages.append(line[begin:stop])
-            if i + 1 < len(spans):
-                passages.append(line[begin : spans[i + 1][1]])
-    return list(dict.fromkeys(p for p in passages if p.strip()))
-
-
-def claim_text(sentence: str) -> str:
-    """What a report sentence claims, for comparison with sources: citation markers,
-    markdown emphasis and table pipes removed, white space collapsed."""
-    text = CITATION_MARKER.sub("", sentence)
-    text = _EMPHASIS.sub("", text).replace("|", " ")
-    text = re.sub(r"\s+([.,;:!?])", r"\1", text)
-    text = re.sub(r"\(\s*\)", "", text)
-    return " ".join(text.split()).strip()
-
-
 # --------------------------------------------------------------------------- report units
-
-
-@dataclass
-class _Unit:
-    """One cited sentence (or table row) of a grounded text."""
-
-    part: int  # index into _texts(report)
-    location: str
-    begin: int
-    stop: int
-    sentence: str
-    cited: list[str]
-    claim: str
 
 
 @dataclass
@@ -218,29 +153,16 @@ def _blocks(text: str) -> list[_Block]:
     return blocks
 
 
-def _cited_units(text: str, part: int, location: str) -> list[_Unit]:
-    out: list[_Unit] = []
+def _cited_units(text: str, part: int, location: str) -> list[Unit]:
+    out: list[Unit] = []
     for block in _blocks(text):
         for begin, stop in block.units or []:
             sentence = text[begin:stop]
             cited = list(dict.fromkeys(marker_ids(sentence)))
             if cited:
                 claim = claim_text(sentence)
-                out.append(_Unit(part, location, begin, stop, sentence, cited, claim))
+                out.append(Unit(part, location, begin, stop, sentence, cited, claim))
     return out
-
-
-def _drop_ids(sentence: str, keep: set[str]) -> str:
-    """``sentence`` citing only ``keep``; an emptied marker goes with the space before it."""
-
-    def repl(m: re.Match[str]) -> str:
-        ids = [i.strip() for i in m.group("ids").split(",")]
-        kept = [i for i in ids if i in keep]
-        return m.group("space") + "[" + ", ".join(kept) + "]" if kept else ""
-
-    out = _MARKER_WITH_SPACE.sub(repl, sentence)
-    out = re.sub(r"[ \t]*\(\s*\)", "", out)
-    return out.strip()
 
 
 def _join_separator(separators: list[str]) -> str:
@@ -294,76 +216,6 @@ def _rewrite(text: str, changes: Mapping[tuple[int, int], str | None]) -> str:
     return result + (text[blocks[-1].end :] if kept_blocks[-1][0] == len(blocks) - 1 else "")
 
 
-# --------------------------------------------------------------------------- scoring
-
-
-@dataclass
-class _Passages:
-    """Passages of the cited items and their embeddings (rows L2-normalised)."""
-
-    texts: dict[str, list[str]] = field(default_factory=dict)
-    vectors: dict[str, NDArray[np.float32]] = field(default_factory=dict)
-
-
-def _embed(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float32]:
-    if not texts:
-        return np.zeros((0, 1), dtype=np.float32)
-    return unit_rows(np.asarray(embedder.embed(list(texts)), dtype=np.float32))
-
-
-def _judge(
-    unit: _Unit,
-    vector: NDArray[np.float32],
-    passages: _Passages,
-    threshold: float,
-    nli: NLIFunction | None,
-    nli_threshold: float,
-) -> GroundedClaim:
-    quotes: list[SupportingQuote] = []
-    for eid in unit.cited:
-        texts = passages.texts.get(eid)
-        if not texts:
-            continue  # not an evidence item, or nothing to read: cannot support
-        sims = passages.vectors[eid] @ vector
-        if nli is None or not unit.claim:
-            best = int(np.argmax(sims))
-            similarity = round(float(sims[best]), 4)  # the recorded value decides
-            quotes.append(
-                SupportingQuote(
-                    evidence_id=eid,
-                    quote=texts[best],
-                    similarity=similarity,
-                    supports=bool(unit.claim) and similarity >= threshold,
-                )
-            )
-            continue
-        order = [int(i) for i in np.argsort(-sims, kind="stable")[:NLI_CANDIDATES]]
-        scored = [(round(float(nli(texts[i], unit.claim)), 4), i) for i in order]
-        entailment, best = max(scored, key=lambda pair: (pair[0], -order.index(pair[1])))
-        quotes.append(
-            SupportingQuote(
-                evidence_id=eid,
-                quote=texts[best],
-                similarity=round(float(sims[best]), 4),
-                entailment=entailment,
-                supports=entailment >= nli_threshold,
-            )
-        )
-    kept = [q.evidence_id for q in quotes if q.supports]
-    scores = [q.entailment if q.entailment is not None else q.similarity for q in quotes]
-    return GroundedClaim(
-        location=unit.location,
-        sentence=unit.sentence,
-        evidence_ids=list(unit.cited),
-        quotes=quotes,
-        supported=bool(kept),
-        score=max(scores) if scores else 0.0,
-        kept_ids=kept,
-        removed=not kept,
-        grounded_sentence="" if not kept else _drop_ids(unit.sentence, set(kept)),
-    )
-
-
 # --------------------------------------------------------------------------- the check
 
 
@@ -409,6 +261,8 @@ def ground_report(
     threshold: float = DEFAULT_THRESHOLD,
     nli: NLIFunction | None = None,
     nli_threshold: float = DEFAULT_NLI_THRESHOLD,
+    rewrite: RewriteFunction | None = None,
+    max_rewrites: int = 5,
 ) -> ResearchReport:
     """A copy of ``report`` whose every cited sentence is supported by a cited source.
 
@@ -442,7 +296,16 @@ def ground_report(
         claims = list(new.grounding)  # grounded before with the same settings: nothing to do
         changes: dict[int, dict[tuple[int, int], str | None]] = {}
     else:
-        claims, changes = _check(flat, evidence, embedder, threshold, nli, nli_threshold)
+        claims, changes = check_units(flat, evidence, embedder, threshold, nli, nli_threshold)
+        if rewrite is not None and max_rewrites > 0:
+            rewrite_unsupported(
+                flat,
+                claims,
+                changes,
+                Scorer(evidence, embedder, threshold, nli, nli_threshold),
+                rewrite,
+                max_rewrites,
+            )
         claims = [*carried, *claims]
 
     notes = list(new.metadata.notes)
@@ -489,6 +352,7 @@ def ground_report(
         sentences_checked=len(claims),
         sentences_supported=sum(c.supported for c in claims),
         sentences_removed=sum(c.removed for c in claims),
+        sentences_rewritten=sum(c.rewritten for c in claims),
         citations_removed=sum(
             len(c.evidence_ids) - len(c.kept_ids) for c in claims if not c.removed
         ),
@@ -518,38 +382,3 @@ def ground_report(
 
 def _apply(text: str, changes: Mapping[tuple[int, int], str | None] | None) -> str:
     return _rewrite(text, changes) if changes else text
-
-
-def _check(
-    units: Sequence[_Unit],
-    evidence: Mapping[str, Evidence],
-    embedder: Embedder,
-    threshold: float,
-    nli: NLIFunction | None,
-    nli_threshold: float,
-) -> tuple[list[GroundedClaim], dict[int, dict[tuple[int, int], str | None]]]:
-    """Claims for ``units`` and the text changes they call for, by location."""
-    if not units:
-        return [], {}
-    ids = list(dict.fromkeys(eid for u in units for eid in u.cited if eid in evidence))
-    passages = _Passages()
-    for eid in ids:
-        passages.texts[eid] = source_passages(evidence[eid])
-    all_passages = [p for eid in ids for p in passages.texts[eid]]
-    vectors = _embed(embedder, [u.claim or "-" for u in units] + all_passages)
-    claim_vectors, passage_vectors = vectors[: len(units)], vectors[len(units) :]
-    offset = 0
-    for eid in ids:
-        n = len(passages.texts[eid])
-        passages.vectors[eid] = passage_vectors[offset : offset + n]
-        offset += n
-    claims: list[GroundedClaim] = []
-    changes: dict[int, dict[tuple[int, int], str | None]] = {}
-    for unit, vector in zip(units, claim_vectors, strict=True):
-        claim = _judge(unit, vector, passages, threshold, nli, nli_threshold)
-        claims.append(claim)
-        if claim.removed:
-            changes.setdefault(unit.part, {})[(unit.begin, unit.stop)] = None
-        elif claim.grounded_sentence != unit.sentence:
-            changes.setdefault(unit.part, {})[(unit.begin, unit.stop)] = claim.grounded_sentence
-    return claims, changes

@@ -1,0 +1,244 @@
+"""Parts of the final report built by the orchestrator from what the run found, never by a
+model: the "Conflicting findings" section, the explicit verdict on a yes/no question, the
+study-design summary and the limitations that follow from real gaps.
+
+All of it is deterministic and built from the evidence store and the hypotheses:
+
+- :func:`conflicting_findings_section`: when a hypothesis has contradicting evidence, one
+  section quoting (verbatim, cited) the most relevant sentence of each contradicting item and
+  of up to two supporting items; ``None`` when no hypothesis has contradicting evidence.
+- :func:`verdict_of`: ``"yes"`` / ``"no"`` / ``"uncertain"`` for a yes/no question, from the
+  balance of supporting and contradicting sources of the first hypothesis (the one that
+  states the question as a claim); ``None`` for other questions.
+- :func:`design_summary`: "Study designs of the cited sources: 2 randomised controlled
+  trials, 1 cohort study." from :func:`~deepcritical.evidence.grading.grade_evidence`.
+- :func:`extra_limitations`: unavailable sources and the absence of high-level designs
+  (the writers already state unsatisfied checklist items, preprints and abstract-only
+  evidence: :func:`~deepcritical.agents.drafts.gap_limitations`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from deepcritical.agents.citations import add_marker
+from deepcritical.agents.keysentences import rank_sentences
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.evidence.grading import HIGH_LEVEL_DESIGNS, grade_evidence
+from deepcritical.models import (
+    SOURCE_LABELS,
+    Evidence,
+    Hypothesis,
+    ReportSection,
+    ResearchReport,
+    StudyDesign,
+)
+
+__all__ = [
+    "CONFLICT_HEADING",
+    "Verdict",
+    "add_run_context",
+    "add_run_findings",
+    "add_verdict",
+    "conflicting_findings_section",
+    "design_summary",
+    "extra_limitations",
+    "is_yes_no_question",
+    "verdict_of",
+    "verdict_sentence",
+]
+
+CONFLICT_HEADING = "Conflicting findings"
+MAX_CONTRADICTING = 4
+MAX_SUPPORTING = 2
+
+Verdict = Literal["yes", "no", "uncertain"]
+
+_YES_NO = re.compile(
+    r"^\s*(?:is|are|was|were|does|do|did|can|could|should|shall|must|has|have|had|will"
+    r"|would|may|might)\b",
+    re.IGNORECASE,
+)
+_WH = re.compile(r"^\s*(?:what|how|why|which|when|where|who|whom|whose)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"[:;]|\.\s")
+
+
+def is_yes_no_question(question: str) -> bool:
+    """True for a yes/no question: a clause opens with an auxiliary verb ("Does metformin
+    ...?", "Biliary atresia: should all patients ...?"), or the question ends with "?" and no
+    clause opens with a wh-word ("Inhibin: a new marker of hydatidiform mole?"). "How does
+    metformin act?" and a statement without "?" are not."""
+    clauses = [c for c in _CLAUSE.split(question) if c.strip()]
+    if any(_YES_NO.match(c) for c in clauses):
+        return True
+    return question.strip().endswith("?") and not any(_WH.match(c) for c in clauses)
+
+
+def verdict_of(question: str, hypotheses: Sequence[Hypothesis]) -> Verdict | None:
+    """The answer to a yes/no ``question`` from the first hypothesis' evidence counts:
+    ``"yes"`` when supporting sources outnumber contradicting ones at least two to one,
+    ``"no"`` when contradicting ones outnumber supporting ones at least two to one,
+    ``"uncertain"`` otherwise (also with no hypothesis or no evidence); ``None`` when the
+    question is not a yes/no question."""
+    if not is_yes_no_question(question):
+        return None
+    if not hypotheses:
+        return "uncertain"
+    h = hypotheses[0]
+    s, c = len(h.supporting_evidence_ids), len(h.contradicting_evidence_ids)
+    if s and s >= 2 * c:
+        return "yes"
+    if c and c >= 2 * s:
+        return "no"
+    return "uncertain"
+
+
+def verdict_sentence(verdict: Verdict, hypothesis: Hypothesis | None) -> str:
+    """One uncited sentence stating ``verdict`` and what it was derived from."""
+    word = {"yes": "yes", "no": "no", "uncertain": "uncertain"}[verdict]
+    if hypothesis is None:
+        return f"Verdict: {word} (no hypothesis could be tested on the evidence collected)."
+    s = len(hypothesis.supporting_evidence_ids)
+    c = len(hypothesis.contradicting_evidence_ids)
+    return (
+        f"Verdict: {word} — derived from the balance of evidence on hypothesis "
+        f"{hypothesis.id or 'H1'} ({s} supporting, {c} contradicting source"
+        f"{'' if c == 1 else 's'}), not from a reading of effect sizes."
+    )
+
+
+def _best_quotes(items: Sequence[Evidence], statement: str, embedder: Embedder) -> dict[str, str]:
+    """Evidence id -> its sentence most relevant to ``statement`` (verbatim)."""
+    ranked = rank_sentences(items, statement, embedder)
+    best: dict[str, str] = {}
+    for sentence in ranked:
+        best.setdefault(sentence.evidence_id, sentence.text)
+    return best
+
+
+def conflicting_findings_section(
+    hypotheses: Sequence[Hypothesis], evidence: Mapping[str, Evidence], embedder: Embedder
+) -> ReportSection | None:
+    """The "Conflicting findings" section, or ``None`` when no hypothesis has a contradicting
+    item in ``evidence`` (the run's store by id). Every cited sentence is a verbatim quote of
+    the item it cites; the lines naming the hypotheses cite nothing."""
+    paragraphs: list[str] = []
+    for h in hypotheses:
+        against = [evidence[i] for i in h.contradicting_evidence_ids if i in evidence]
+        against = against[:MAX_CONTRADICTING]
+        if not against:
+            continue
+        support = [evidence[i] for i in h.supporting_evidence_ids if i in evidence]
+        support = support[:MAX_SUPPORTING]
+        quotes = _best_quotes([*against, *support], h.statement, embedder)
+        lines = [f"Hypothesis {h.id or ''}: {' '.join(h.statement.split())}".replace("  ", " ")]
+        con = [add_marker(quotes[e.id], e.id) for e in against if e.id in quotes]
+        pro = [add_marker(quotes[e.id], e.id) for e in support if e.id in quotes]
+        if not con:
+            continue
+        lines += ["", "Evidence against it:", "", *(f"- {q}" for q in con)]
+        if pro:
+            lines += ["", "Evidence for it:", "", *(f"- {q}" for q in pro)]
+        paragraphs.append("\n".join(lines))
+    if not paragraphs:
+        return None
+    return ReportSection(heading=CONFLICT_HEADING, content="\n\n".join(paragraphs))
+
+
+def _plural(n: int, label: str) -> str:
+    if n == 1:
+        return f"1 {label}"
+    if label.endswith("study"):
+        return f"{n} {label[:-5]}studies"
+    if label.endswith("series"):
+        return f"{n} {label}"
+    return f"{n} {label}s"
+
+
+def design_summary(cited: Sequence[Evidence]) -> str:
+    """ "Study designs of the N cited sources: ..." strongest designs first ("" if none)."""
+    if not cited:
+        return ""
+    order = list(StudyDesign)
+    counts = Counter(grade_evidence(e) for e in cited)
+    parts = [_plural(counts[d], d.value) for d in order if counts[d]]
+    return (
+        f"Study designs of the {len(cited)} cited source{'' if len(cited) == 1 else 's'} "
+        f"(read from publication types, trial phase, MeSH terms and abstract text): "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+def extra_limitations(cited: Sequence[Evidence], source_failures: Mapping[str, str]) -> list[str]:
+    """Limitations from gaps the writers do not see: sources that were unavailable, and no
+    meta-analysis, systematic review or randomised trial among the cited sources."""
+    out = [
+        f"{SOURCE_LABELS.get(src, src)} was unavailable during this run ({reason}); records "
+        "only it holds are missing."
+        for src, reason in source_failures.items()
+    ]
+    if cited and not any(grade_evidence(e) in HIGH_LEVEL_DESIGNS for e in cited):
+        out.append(
+            "No meta-analysis, systematic review or randomised controlled trial is among the "
+            "cited sources; the evidence is observational, preclinical or of unrecognised "
+            "design."
+        )
+    return out
+
+
+def add_run_findings(
+    draft: ResearchReport,
+    hypotheses: Sequence[Hypothesis],
+    evidence: Mapping[str, Evidence],
+    embedder: Embedder,
+) -> ResearchReport:
+    """``draft`` (modified in place and returned) with the "Conflicting findings" section
+    (replacing a writer's section of that heading) when a hypothesis has contradicting
+    evidence in ``evidence``. Run before citation validation and grounding."""
+    section = conflicting_findings_section(hypotheses, evidence, embedder)
+    if section is not None:
+        draft.findings = [
+            s for s in draft.findings if s.heading.strip().lower() != CONFLICT_HEADING.lower()
+        ]
+        draft.findings.append(section)
+    return draft
+
+
+def add_verdict(report: ResearchReport, question: str) -> ResearchReport:
+    """``report`` (modified in place and returned) with the verdict of a yes/no ``question``
+    in ``metadata.verdict`` and as the last sentence of the conclusion, from the report's own
+    (validated) hypotheses. Run after citation validation (the counts are of real ids)."""
+    hypotheses = report.hypotheses_tested
+    verdict = verdict_of(question, hypotheses)
+    if verdict is not None:
+        sentence = verdict_sentence(verdict, hypotheses[0] if hypotheses else None)
+        report.conclusion = f"{report.conclusion.rstrip()}\n\n{sentence}".strip()
+        report.metadata = report.metadata.model_copy(update={"verdict": verdict})
+    return report
+
+
+def add_run_context(
+    report: ResearchReport,
+    evidence: Mapping[str, Evidence],
+    source_failures: Mapping[str, str],
+) -> ResearchReport:
+    """``report`` (modified in place and returned) with the study design of every reference
+    set (when grounding did not set it), the design summary of its references appended to
+    the methodology and :func:`extra_limitations` added to its limitations.
+    Adds no citation; run after grounding (it describes the references that remain)."""
+    cited = [evidence[r.evidence_id] for r in report.references if r.evidence_id in evidence]
+    for ref in report.references:
+        if ref.study_design is None and ref.evidence_id in evidence:
+            ref.study_design = grade_evidence(evidence[ref.evidence_id])
+    summary = design_summary(cited)
+    if summary:
+        report.methodology = f"{report.methodology.rstrip()}\n\n{summary}".strip()
+    known = {lim.lower() for lim in report.limitations}
+    report.limitations += [
+        lim for lim in extra_limitations(cited, source_failures) if lim.lower() not in known
+    ]
+    return report

@@ -1,0 +1,185 @@
+"""The record of one run and the rules that do not need the run itself: the question check,
+what the run has learned so far (:class:`RunState`), the stop rules of gathering
+(:func:`gathering_stop_rule`), hypothesis numbering and the usage accounting
+(:class:`RunAccounting`: seconds per stage, search calls per source)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from deepcritical.agents.reflection import Reflection
+from deepcritical.agents.search import SearchRound
+from deepcritical.agents.usage import UsageTracker
+from deepcritical.models import (
+    Hypothesis,
+    JudgeAssessment,
+    LLMUsage,
+    ResearchPlan,
+    ResearchReport,
+    SourceUsage,
+    StopReason,
+    UsageReport,
+)
+
+__all__ = [
+    "QuestionError",
+    "RunAccounting",
+    "RunState",
+    "check_question",
+    "gathering_stop_rule",
+    "number_hypotheses",
+]
+
+
+class QuestionError(ValueError):
+    """The research question is empty or longer than ``Settings.max_question_chars``."""
+
+
+def check_question(question: str, max_chars: int) -> str:
+    """The question stripped of surrounding white space.
+
+    Raises:
+        QuestionError: empty, or more than ``max_chars`` characters.
+    """
+    text = " ".join(question.split())
+    if not text:
+        raise QuestionError("the research question is empty")
+    if len(text) > max_chars:
+        raise QuestionError(
+            f"the research question has {len(text)} characters; the limit is {max_chars} "
+            "(put background material in the context instead)"
+        )
+    return text
+
+
+@dataclass
+class RunState:
+    """What the run has learned so far (all of it ends up in the report metadata).
+
+    ``draft`` is a report drafted during gathering (the Magentic ``ReportAgent``), with
+    ``draft_store_size`` the number of evidence items the store held when it was drafted.
+    ``methodology`` holds extra lines for the report's methodology (orchestrator specific).
+    ``reflections`` holds one reflection per round; ``follow_ups`` the follow-up queries of
+    the last one, run first in the next round.
+    """
+
+    plan: ResearchPlan | None = None
+    hypotheses: list[Hypothesis] = field(default_factory=list)
+    assessments: list[JudgeAssessment] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    rounds: int = 0
+    source_failures: dict[str, str] = field(default_factory=dict)
+    sources_answered: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    stop_reason: StopReason | None = None
+    draft: ResearchReport | None = None
+    draft_store_size: int = -1
+    methodology: list[str] = field(default_factory=list)
+    reflections: list[Reflection] = field(default_factory=list)
+    follow_ups: list[str] = field(default_factory=list)
+
+
+def gathering_stop_rule(
+    *,
+    sufficient: bool,
+    all_satisfied: bool = False,
+    store_size: int,
+    max_sources: int,
+    round_no: int,
+    added: int,
+    max_rounds: int,
+) -> StopReason | None:
+    """The stop rules in code, checked after a search round (its judgement and reflection),
+    in order: the judge's ``sufficient``, every checklist item satisfied (reflection), the
+    evidence limit, a later round adding nothing, the round limit. ``None``: keep
+    gathering."""
+    if sufficient:
+        return "sufficient"
+    if all_satisfied:
+        return "all_satisfied"
+    if store_size >= max_sources:
+        return "max_sources"
+    if round_no > 1 and added == 0:
+        return "no_new_evidence"
+    if round_no >= max_rounds:
+        return "max_rounds"
+    return None
+
+
+def number_hypotheses(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
+    """``hypotheses`` with ``H1``, ``H2``... given to those without an id."""
+    return [
+        h if h.id else h.model_copy(update={"id": f"H{i}"})
+        for i, h in enumerate(hypotheses, start=1)
+    ]
+
+
+@dataclass
+class _SourceCount:
+    calls: int = 0
+    failed_calls: int = 0
+    results: int = 0
+
+
+class RunAccounting:
+    """Wall-clock seconds per stage and search calls per source of one run."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.stage_seconds: dict[str, float] = {}
+        self._sources: dict[str, _SourceCount] = {}
+
+    def add_time(self, stage: str, seconds: float) -> None:
+        """Add ``seconds`` to ``stage``."""
+        self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + max(seconds, 0.0)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time the block as (part of) stage ``name``, also when it raises or is cancelled."""
+        started = self.clock()
+        try:
+            yield
+        finally:
+            self.add_time(name, self.clock() - started)
+
+    def record_search(self, result: SearchRound, source_names: Sequence[str]) -> None:
+        """Count the calls of one search round: every query went to every source; a call
+        failed when it produced nothing but an error (absent from ``hits_per_query``)."""
+        calls = len(result.queries)
+        if calls == 0:
+            return
+        for source in source_names:
+            entry = self._sources.setdefault(source, _SourceCount())
+            answered = sum(1 for per in result.hits_per_query.values() if source in per)
+            entry.calls += calls
+            entry.failed_calls += max(calls - answered, 0)
+            entry.results += result.hits_per_source.get(source, 0)
+
+    def report(self, trackers: Sequence[UsageTracker]) -> UsageReport:
+        """The usage report: LLM usage per role summed over ``trackers``, plus what this
+        object counted."""
+        llm: dict[str, LLMUsage] = {}
+        total = LLMUsage()
+        for tracker in trackers:
+            for role, used in tracker.by_role().items():
+                entry = llm.setdefault(role, LLMUsage())
+                for target in (entry, total):
+                    target.runs += used.runs
+                    target.failures += used.failures
+                    target.requests += used.requests
+                    target.input_tokens += used.input_tokens
+                    target.output_tokens += used.output_tokens
+        return UsageReport(
+            llm=llm,
+            llm_total=total,
+            search={
+                name: SourceUsage(
+                    calls=count.calls, failed_calls=count.failed_calls, results=count.results
+                )
+                for name, count in self._sources.items()
+            },
+            stage_seconds={k: round(v, 3) for k, v in self.stage_seconds.items()},
+        )

@@ -1,0 +1,161 @@
+"""Markdown rendering of a :class:`~deepcritical.models.ResearchReport`.
+
+Citations ``[E3]`` become ``[1]``, ``[2]``... in order of first appearance; references carry
+their study design; a "Supporting quotes" appendix shows, for every cited sentence the
+grounding check kept, the verbatim passage of each cited source that supports it (from
+``report.grounding``), so a reader can check every claim against its source text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from deepcritical.models import CITATION_MARKER, SOURCE_LABELS, Reference, ResearchReport
+
+__all__ = ["grounding_appendix", "numbered", "render_markdown"]
+
+MAX_QUOTE_CHARS = 400
+"""Characters of a supporting quote shown in the appendix (longer ones are cut with …)."""
+
+
+def numbered(text: str, numbers: dict[str, int]) -> str:
+    """``text`` with ``[E3, E7]`` markers replaced by display numbers (``[1, 2]``); ids
+    without a number are dropped (an emptied marker disappears)."""
+
+    def repl(m: re.Match[str]) -> str:
+        ids = [i.strip() for i in m.group(1).split(",")]
+        nums = sorted({numbers[i] for i in ids if i in numbers})
+        return "[" + ", ".join(str(n) for n in nums) + "]" if nums else ""
+
+    return CITATION_MARKER.sub(repl, text)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_QUOTE_CHARS else text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
+
+
+def grounding_appendix(report: ResearchReport, numbers: dict[str, int]) -> list[str]:
+    """Markdown lines of the "Supporting quotes" appendix (``[]`` when nothing was grounded):
+    one entry per kept cited sentence, with the supporting passage of each cited source
+    that supports it and its score (cosine similarity, or entailment probability with NLI)."""
+    kept = [c for c in report.grounding if not c.removed and c.kept_ids]
+    if not kept:
+        return []
+    out = ["", "## Supporting quotes", ""]
+    out.append(
+        "Each cited sentence of the report, with the passage of each cited source that"
+        " supports it (verbatim source text)."
+    )
+    for claim in kept:
+        line = f"- {numbered(claim.grounded_sentence or claim.sentence, numbers)}"
+        if claim.rewritten:
+            line += " *(rewritten: the sentence as drafted was not supported)*"
+        out += ["", line]
+        for quote in claim.quotes:
+            if not quote.supports or quote.evidence_id not in numbers:
+                continue
+            score = (
+                f"entailment {quote.entailment:.2f}"
+                if quote.entailment is not None
+                else f"similarity {quote.similarity:.2f}"
+            )
+            out.append(f"  - [{numbers[quote.evidence_id]}] “{_short(quote.quote)}” ({score})")
+    return out
+
+
+def render_markdown(report: ResearchReport) -> str:
+    """``report`` as markdown: citations numbered ``[1]``, ``[2]``... in order of first
+    appearance, references listed in that order with their study design, then the grounding
+    appendix (each checked sentence's supporting quotes) and the run's metadata."""
+    numbers = report.reference_numbers()
+
+    def num(text: str) -> str:
+        return numbered(text, numbers)
+
+    md = report.metadata
+    out: list[str] = [f"# {report.title}", "", f"**Research question:** {report.research_question}"]
+    out += ["", "## Executive summary", "", num(report.executive_summary)]
+    if report.methodology:
+        out += ["", "## Methodology", "", num(report.methodology)]
+    if report.hypotheses_tested:
+        out += ["", "## Hypotheses tested", ""]
+        for h in report.hypotheses_tested:
+            chain = " → ".join(p for p in [h.drug, h.target, h.pathway, h.effect] if p)
+            sup = ", ".join(f"[{numbers[e]}]" for e in h.supporting_evidence_ids if e in numbers)
+            con = ", ".join(f"[{numbers[e]}]" for e in h.contradicting_evidence_ids if e in numbers)
+            line = f"- **{num(h.statement)}** (confidence {h.confidence:.2f})"
+            if chain:
+                line += f"  \n  Chain: {chain}"
+            line += f"  \n  Supporting: {sup or 'none'}; contradicting: {con or 'none'}"
+            out.append(line)
+    if report.findings:
+        out += ["", "## Findings"]
+        for s in report.findings:
+            out += ["", f"### {num(s.heading)}", "", num(s.content)]
+    if report.limitations:
+        out += ["", "## Limitations", ""]
+        out += [f"- {num(lim)}" for lim in report.limitations]
+    if report.conclusion:
+        out += ["", "## Conclusion", "", num(report.conclusion)]
+    out += ["", "## References", ""]
+    by_id: dict[str, Reference] = {}
+    for ref in report.references:
+        by_id.setdefault(ref.evidence_id, ref)
+    for eid, n in sorted(numbers.items(), key=lambda kv: kv[1]):
+        line = f"{n}. {by_id[eid].citation.format_reference()}"
+        if by_id[eid].study_design is not None:
+            line += f" *Study design: {by_id[eid].study_design}.*"
+        out.append(line)
+    if not numbers:
+        out.append("No references.")
+    out.extend(grounding_appendix(report, numbers))
+    cv = md.citation_validation
+    searched = ", ".join(SOURCE_LABELS.get(s, s) for s in md.sources_searched) or "none"
+    out += [
+        "",
+        "---",
+        "",
+        f"*Sources searched: {searched}"
+        f" · papers reviewed: {md.papers_reviewed} · iterations: {md.iterations}"
+        f" · confidence: {md.confidence:.2f} · checklist coverage: {md.checklist_coverage:.0%}"
+        f" · stopped: {md.stop_reason or 'n/a'} · model: {md.llm}*  ",
+        f"*Citation check: {cv.references_checked} references and {cv.markers_checked}"
+        f" inline citations checked against the evidence store; {cv.references_removed}"
+        f" references, {cv.markers_removed} citations and {cv.sentences_removed} sentences"
+        " removed.*  ",
+    ]
+    gc = md.grounding_check
+    if gc is not None:
+        how = (
+            f"NLI entailment ≥ {gc.nli_threshold:g}"
+            if gc.method == "embedding+nli" and gc.nli_threshold is not None
+            else f"cosine similarity ≥ {gc.threshold:g}"
+        )
+        if gc.sentences_checked and md.grounding_score is not None:
+            found = (
+                f"{gc.sentences_supported} of {gc.sentences_checked} cited sentences are"
+                f" supported by a passage of a cited source (grounding score"
+                f" {md.grounding_score:.2f}; {how})"
+            )
+        else:
+            found = "no cited sentence to check"
+
+        def count(n: int, noun: str) -> str:
+            return f"{n} {noun}{'' if n == 1 else 's'}"
+
+        out.append(
+            f"*Grounding check: {found};"
+            f" {count(gc.sentences_removed, 'unsupported sentence')},"
+            f" {count(gc.citations_removed, 'unsupported citation')} and"
+            f" {count(gc.references_removed, 'reference')} removed"
+            + (f"; {gc.sentences_rewritten} rewritten" if gc.sentences_rewritten else "")
+            + ".*  "
+        )
+    out.extend(f"*Note: {note}*  " for note in md.notes)
+    if md.source_failures:
+        fails = "; ".join(
+            f"{SOURCE_LABELS.get(s, s)}: {why}" for s, why in md.source_failures.items()
+        )
+        out.append(f"*Sources unavailable: {fails}.*")
+    return "\n".join(out) + "\n"

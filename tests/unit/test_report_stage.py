@@ -1,0 +1,205 @@
+"""The report parts the orchestrator builds itself: conflicting findings, verdict, study-design
+summary, run limitations, and the supporting-quotes appendix of the markdown."""
+
+from __future__ import annotations
+
+import pytest
+
+from deepcritical.models import (
+    Citation,
+    Evidence,
+    GroundedClaim,
+    Hypothesis,
+    Reference,
+    ReportSection,
+    ResearchReport,
+    SupportingQuote,
+)
+from deepcritical.orchestrators.report_stage import (
+    CONFLICT_HEADING,
+    add_run_context,
+    add_run_findings,
+    add_verdict,
+    conflicting_findings_section,
+    design_summary,
+    extra_limitations,
+    is_yes_no_question,
+    verdict_of,
+)
+from deepcritical.report.validation import citation_problems
+from tests.conftest import HashingEmbedder
+
+
+def ev(n: int, text: str, types: list[str] | None = None) -> Evidence:
+    return Evidence(
+        id=f"E{n}",
+        content=f"BACKGROUND: Metformin is widely used.\nRESULTS: {text}",
+        citation=Citation(source="pubmed", id=str(n), pmid=str(n), title=f"Study {n}"),
+        publication_types=types or [],
+    )
+
+
+EVIDENCE = {
+    "E1": ev(
+        1, "Metformin lowered dementia risk in a large cohort.", ["Randomized Controlled Trial"]
+    ),
+    "E2": ev(2, "Metformin did not change cognitive scores in older adults."),
+    "E3": ev(3, "Metformin reduced tau phosphorylation in mice.", ["Journal Article"]),
+}
+
+
+def hyp(supporting: list[str], contradicting: list[str]) -> Hypothesis:
+    return Hypothesis(
+        id="H1",
+        statement="Metformin protects against dementia.",
+        supporting_evidence_ids=supporting,
+        contradicting_evidence_ids=contradicting,
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "supporting", "contradicting", "verdict"),
+    [
+        ("Does metformin protect?", ["E1", "E3"], [], "yes"),
+        ("Does metformin protect?", ["E1", "E3"], ["E2"], "yes"),
+        ("Is metformin protective?", ["E1"], ["E2"], "uncertain"),
+        ("Can metformin protect?", [], ["E2"], "no"),
+        ("Should we use metformin?", [], [], "uncertain"),
+        ("Biliary atresia: should all patients undergo surgery?", ["E1"], [], "yes"),
+        ("Inhibin: a new marker of hydatidiform mole?", [], ["E2"], "no"),
+        ("How does metformin act on tau?", ["E1"], [], None),
+        ("Metformin in dementia: what is known?", ["E1"], [], None),
+        ("Metformin and dementia", ["E1"], [], None),
+    ],
+)
+def test_verdict_follows_the_balance_of_evidence(
+    question: str, supporting: list[str], contradicting: list[str], verdict: str | None
+) -> None:
+    assert verdict_of(question, [hyp(supporting, contradicting)]) == verdict
+    assert is_yes_no_question(question) == (verdict is not None)
+
+
+def test_conflicting_findings_quote_the_contradicting_sources_verbatim() -> None:
+    section = conflicting_findings_section([hyp(["E1"], ["E2"])], EVIDENCE, HashingEmbedder())
+    assert section is not None
+    assert section.heading == CONFLICT_HEADING
+    assert "Metformin protects against dementia." in section.content
+    assert "- Metformin did not change cognitive scores in older adults [E2]." in section.content
+    assert "- Metformin lowered dementia risk in a large cohort [E1]." in section.content
+    assert conflicting_findings_section([hyp(["E1"], [])], EVIDENCE, HashingEmbedder()) is None
+    # an id that is not in the store contradicts nothing
+    assert conflicting_findings_section([hyp([], ["E99"])], EVIDENCE, HashingEmbedder()) is None
+
+
+def report(findings: list[ReportSection]) -> ResearchReport:
+    return ResearchReport(
+        title="t",
+        research_question="Does metformin protect?",
+        findings=findings,
+        conclusion="The evidence is mixed [E1].",
+        references=[Reference(evidence_id=e, citation=EVIDENCE[e].citation) for e in ("E1", "E3")],
+    )
+
+
+def test_run_findings_replace_a_writer_conflicts_section_and_state_the_verdict() -> None:
+    draft = report(
+        [
+            ReportSection(heading="Efficacy", content="Risk fell [E1]."),
+            ReportSection(heading="Conflicting findings", content="Invented conflict [E3]."),
+        ]
+    )
+    hypotheses = [hyp(["E1"], ["E2"])]
+    out = add_run_findings(draft, hypotheses, EVIDENCE, HashingEmbedder())
+    out.hypotheses_tested = hypotheses
+    out = add_verdict(out, "Does metformin protect?")
+    assert [s.heading for s in out.findings] == ["Efficacy", CONFLICT_HEADING]
+    assert "Invented conflict" not in out.findings[1].content
+    assert out.metadata.verdict == "uncertain"
+    assert out.conclusion.endswith(
+        "Verdict: uncertain — derived from the balance of evidence on hypothesis H1 "
+        "(1 supporting, 1 contradicting source), not from a reading of effect sizes."
+    )
+    plain = add_run_findings(report([]), [hyp(["E1"], [])], EVIDENCE, HashingEmbedder())
+    plain.hypotheses_tested = [hyp(["E1"], [])]
+    plain = add_verdict(plain, "How does metformin act?")
+    assert plain.metadata.verdict is None
+    assert "Verdict" not in plain.conclusion
+    assert plain.findings == []
+
+
+def test_design_summary_and_run_limitations_come_from_the_cited_sources() -> None:
+    summary = design_summary([EVIDENCE["E1"], EVIDENCE["E3"]])
+    assert summary.startswith("Study designs of the 2 cited sources")
+    assert "1 randomised controlled trial" in summary
+    limits = extra_limitations([EVIDENCE["E3"]], {"pubmed": "HTTP 503"})
+    assert limits[0].startswith("PubMed was unavailable during this run (HTTP 503)")
+    assert any("No meta-analysis, systematic review or randomised" in x for x in limits)
+    assert not any("No meta-analysis" in x for x in extra_limitations([EVIDENCE["E1"]], {}))
+
+    out = add_run_context(report([]), EVIDENCE, {})
+    assert "1 randomised controlled trial" in out.methodology
+    assert not any("No meta-analysis" in x for x in out.limitations)
+
+
+def test_markdown_shows_supporting_quotes_of_kept_sentences_only() -> None:
+    r = report([ReportSection(heading="Efficacy", content="Risk fell [E1].")])
+    r.grounding = [
+        GroundedClaim(
+            location="findings: Efficacy",
+            sentence="Risk fell [E1].",
+            evidence_ids=["E1"],
+            quotes=[
+                SupportingQuote(
+                    evidence_id="E1",
+                    quote="Metformin lowered dementia risk in a large cohort.",
+                    similarity=0.81,
+                    supports=True,
+                )
+            ],
+            supported=True,
+            kept_ids=["E1"],
+            grounded_sentence="Risk fell [E1].",
+        ),
+        GroundedClaim(
+            location="findings: Efficacy",
+            sentence="Tau vanished [E3].",
+            evidence_ids=["E3"],
+            quotes=[SupportingQuote(evidence_id="E3", quote="unrelated", similarity=0.2)],
+            removed=True,
+        ),
+    ]
+    md = r.to_markdown()
+    appendix = md[md.index("## Supporting quotes") :]
+    assert "- Risk fell [1]." in appendix
+    assert "  - [1] “Metformin lowered dementia risk in a large cohort.” (similarity 0.81)" in (
+        appendix
+    )
+    assert "Tau vanished" not in appendix
+    assert "unrelated" not in appendix
+
+
+async def test_a_failing_grounding_check_degrades_the_report_instead_of_losing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deepcritical.config import Settings
+    from deepcritical.orchestrators import finishing
+    from tests.unit.test_iterative_orchestrator import (
+        CountingSource,
+        collect,
+        final,
+        orchestrator,
+    )
+
+    def broken(*args: object, **kwargs: object) -> ResearchReport:
+        raise RuntimeError("embedder crashed")
+
+    monkeypatch.setattr(finishing, "ground_report", broken)
+    settings = Settings(max_rounds=1, results_per_query=3, sources=["local"])
+    orch, store = orchestrator([CountingSource()], settings=settings)
+    events = await collect(orch)
+    report = final(events)  # the run still ends with its report
+    assert report.metadata.grounding_check is None
+    assert report.metadata.grounding_score is None
+    assert any("grounding check failed" in n for n in report.metadata.notes)
+    assert any("grounding check failed" in e.message for e in events if e.type == "warning")
+    assert citation_problems(report, {e.id: e for e in store.all()}) == []
