@@ -58,7 +58,7 @@ from deepcritical.models import (
     ResearchReport,
 )
 
-__all__ = ["EXTRACTIVE_NOTE", "OTHER_HEADING", "ExtractiveReportWriter", "GroupBy"]
+__all__ = ["EXTRACTIVE_NOTE", "MIN_KEY_TERMS", "OTHER_HEADING", "ExtractiveReportWriter", "GroupBy"]
 
 GroupBy = Literal["auto", "checklist", "design"]
 
@@ -96,6 +96,11 @@ def _quote(sentences: Sequence[KeySentence]) -> str:
     return " ".join(add_marker(s.text, s.evidence_id) for s in sentences)
 
 
+MIN_KEY_TERMS = 2
+"""Key terms of the question (matched by stem) a source must mention to be quoted; questions
+with fewer key terms need them all."""
+
+
 class ExtractiveReportWriter:
     """Writes reports from verbatim key sentences (see the module docstring).
 
@@ -106,7 +111,8 @@ class ExtractiveReportWriter:
         conclusion_quotes: quotes in the conclusion.
         min_similarity: an item is quoted only if its best sentence reaches this cosine
             similarity to the refined question (default 0.3, for all-MiniLM-L6-v2), and only if
-            it mentions at least one of the question's key terms (words matched by stem)...
+            it mentions at least :data:`MIN_KEY_TERMS` of the question's key terms (words
+            matched by stem; all of them when the question has fewer)...
         relative_to_best: ...and this share of the best item's similarity (0 disables).
         group_by: how findings are grouped (see the module docstring).
     """
@@ -131,14 +137,16 @@ class ExtractiveReportWriter:
         self.group_by = group_by
 
     def _select(self, plan: ResearchPlan, evidence: Sequence[Evidence]) -> _Draft:
-        # An item that mentions none of the question's key terms is on a neighbouring topic
-        # at best: similarity of wording alone does not earn it a quote.
+        # An item that mentions fewer than two of the question's key terms (the only one when
+        # there is one) is on a neighbouring topic at best: an MRI study of another disease,
+        # a "decline" in another function. Similarity of wording alone earns no quote.
         terms = plan.key_terms or extract_key_terms(plan.refined_question)
+        needed = min(MIN_KEY_TERMS, len(terms))
         on_topic = [
             e
             for e in evidence
-            if not terms
-            or matched_terms(" ".join([e.citation.title, e.content, *e.mesh_terms]), terms)
+            if len(matched_terms(" ".join([e.citation.title, e.content, *e.mesh_terms]), terms))
+            >= needed
         ]
         ranked = rank_sentences(on_topic, plan.refined_question, self.embedder)
         relevant = relevant_items(ranked, self.min_similarity, self.relative_to_best)
@@ -185,7 +193,7 @@ class ExtractiveReportWriter:
         if draft.left_out:
             limitations.append(
                 f"{draft.left_out} of the {len(evidence)} selected sources were left out because "
-                "they mention none of the question's key terms or none of their sentences was "
+                "they mention too few of the question's key terms or none of their sentences was "
                 "close enough to the question."
             )
         limitations.append(METHOD_LIMITATION)
