@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from deepcritical import cli_serve
 from deepcritical.config import Settings
 from deepcritical.models import SOURCE_LABELS, RunResult
 
@@ -361,6 +362,9 @@ def _print_usage(result: RunResult) -> None:
     if usage.stage_seconds:
         stages = " · ".join(f"{stage} {sec:.1f} s" for stage, sec in usage.stage_seconds.items())
         console.print(f"Time per stage: {stages}")
+
+
+app.command("serve")(cli_serve.serve)
 
 
 def main() -> None:
