@@ -1,6 +1,7 @@
 """The tiny corpus the browser tests import: metformin/cancer abstracts (what the scripted
 model's queries look for), statin/dementia abstracts (what a second session asks about) and
-one hostile record whose title and abstract carry ``<script>`` and ``<img onerror>``."""
+hostile text: every metformin title, and one abstract, carry ``<script>`` and ``<img
+onerror>`` payloads that set ``window.__xss`` if they ever run."""
 
 from __future__ import annotations
 
@@ -76,12 +77,14 @@ def records() -> list[dict[str, object]]:
             ],
         }
     ]
+    hostile = {pmid for pmid, _, _ in METFORMIN}
     for pmid, title, text in [*METFORMIN, *STATINS]:
         out.append(
             {
                 "pmid": pmid,
                 "year": 2020,
-                "title": title,
+                # every metformin title is hostile, so whichever the report cites shows it
+                "title": f"{title} {XSS_SCRIPT}{XSS_IMG}" if pmid in hostile else title,
                 "abstract_sections": [{"label": "RESULTS", "text": text}],
             }
         )

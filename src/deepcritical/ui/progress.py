@@ -49,6 +49,8 @@ class ProgressView(BaseModel):
     the last round that reported them, summed over rounds. ``sources_found``: evidence items
     in the run's store. ``coverage``: fraction (0..1) of checklist items satisfied.
     ``checklist``: item key -> status (``unsatisfied``, ``partial``, ``satisfied``).
+    ``hypotheses``: the current set (each round re-emits the whole set, which replaces the
+    previous round's).
     """
 
     run_id: str | None = None
@@ -61,6 +63,7 @@ class ProgressView(BaseModel):
     coverage: float = 0.0
     checklist: dict[str, str] = Field(default_factory=dict)
     hypotheses: list[HypothesisView] = Field(default_factory=list)
+    hypotheses_round: int = -1
     warnings: list[str] = Field(default_factory=list)
     log: list[str] = Field(default_factory=list)
     finished: bool = False
@@ -133,6 +136,8 @@ def fold(view: ProgressView, event: ResearchEvent) -> ProgressView:
             supporting=len(data.get("supporting_evidence_ids") or []),
             contradicting=len(data.get("contradicting_evidence_ids") or []),
         )
+        if event.round != v.hypotheses_round:  # a new round's set replaces the last one
+            v.hypotheses, v.hypotheses_round = [], event.round
         others = [x for x in v.hypotheses if x.id != h.id]
         index = next((i for i, x in enumerate(v.hypotheses) if x.id == h.id), len(others))
         v.hypotheses = [*others[:index], h, *others[index:]]
