@@ -98,7 +98,7 @@ def history_rows(store: RunStoreLike, limit: int = 50) -> list[list[str]]:
         rows.append(
             [
                 str(r.id),
-                question if len(question) <= 120 else question[:117] + "…",
+                question if len(question) <= 120 else question[:119] + "…",
                 _cell(r.status),
                 _cell(r.stage),
                 _cell(r.progress),
