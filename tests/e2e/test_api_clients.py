@@ -29,7 +29,7 @@ KEYS = {
 
 
 def check_output(out: dict[str, Any]) -> None:
-    assert KEYS <= set(out)
+    assert set(out) >= KEYS
     assert out["status"] in {"completed", "max_iterations_reached"}, out.get("error")
     assert out["trace_id"]
     assert out["answer"].startswith("# ")
@@ -62,9 +62,7 @@ async def _mcp_session(url: str) -> tuple[list[Any], Any, Any]:
     ):
         await session.initialize()
         tools = (await session.list_tools()).tools
-        ok = await session.call_tool(
-            "deep_research", {"question": QUESTION, "max_iterations": 1}
-        )
+        ok = await session.call_tool("deep_research", {"question": QUESTION, "max_iterations": 1})
         bad = await session.call_tool("deep_research", {"question": "   "})
         return tools, ok, bad
 

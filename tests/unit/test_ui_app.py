@@ -12,8 +12,8 @@ import pytest
 from deepcritical.config import Settings
 from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.ui.app import build_app, stream_run
-from tests.unit.ui_fixtures import FakeResearch, run_result, script
 from tests.unit.test_ui_history import FakeStore, Record
+from tests.unit.ui_fixtures import FakeResearch, run_result, script
 
 KEY = "sk-unit-secret-999"
 
@@ -34,23 +34,28 @@ async def test_stream_run_streams_progress_then_the_result(
     outs = await collect(stream_run(fake("Q?", settings), settings, tmp_path))
     assert len(outs) == 1 + 4 + 1  # initial, one per event before done, final
     progresses = [str(o[1]) for o in outs]
-    assert "Waiting" in progresses[0] and "Planning" in progresses[2]
+    assert "Waiting" in progresses[0]
+    assert "Planning" in progresses[2]
     assert "Report ready" in progresses[-1]
     notice, _, report, evidence, hypotheses, files = outs[-1]
     assert "extractive mode" in str(notice)
     assert "<h1>Metformin review</h1>" in str(report)
-    assert "&lt;script&gt;" in str(report) and "<script" not in str(report)
+    assert "&lt;script&gt;" in str(report)
+    assert "<script" not in str(report)
     assert str(evidence).count("dc-evidence-row") == 2
     assert "supporting" in str(hypotheses)
-    assert isinstance(files, list) and [Path(f).suffix for f in files] == [".md", ".json", ".html"]
-    assert Path(files[0]).read_text(encoding="utf-8").startswith("# Metformin review")
+    assert isinstance(files, list)
+    assert [Path(f).suffix for f in files] == [".md", ".json", ".html"]
+    markdown = await asyncio.to_thread(Path(files[0]).read_text, encoding="utf-8")
+    assert markdown.startswith("# Metformin review")
     assert all(o[5] is None for o in outs[:-1])
     assert fake.closed == 1
 
 
 async def test_stream_run_shows_errors(settings: Settings, tmp_path: Path) -> None:
     outs = await collect(stream_run(FakeResearch(script(None))("Q", settings), settings, tmp_path))
-    assert "writing failed: boom" in str(outs[-1][1]) and outs[-1][5] is None
+    assert "writing failed: boom" in str(outs[-1][1])
+    assert outs[-1][5] is None
     boom = FakeResearch(script(run_result()), raise_at=1)
     outs = await collect(stream_run(boom("Q", settings), settings, tmp_path))
     assert "RuntimeError: source exploded" in str(outs[-1][1])
@@ -86,12 +91,14 @@ async def test_run_handler_passes_the_key_as_secret(settings: Settings) -> None:
     ]
     question, used, context = fake.calls[0]
     assert (question, context, used.max_rounds, used.max_sources) == ("Q?", "ctx", 2, 10)
-    assert used.openai_api_key is not None and used.openai_api_key.get_secret_value() == KEY
+    assert used.openai_api_key is not None
+    assert used.openai_api_key.get_secret_value() == KEY
     assert settings.openai_api_key is None
     assert all(KEY not in str(o) for o in outs)
     assert "extractive mode" not in str(outs[-1][0])
     bad = [o async for o in run_fn("Q?", "", "bogus:x", KEY, [], 2, 10, "iterative")]
-    assert "unknown model provider" in str(bad[-1][1]) and KEY not in str(bad)
+    assert "unknown model provider" in str(bad[-1][1])
+    assert KEY not in str(bad)
     assert len(fake.calls) == 1
 
 

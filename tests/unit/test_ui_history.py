@@ -70,7 +70,9 @@ def store() -> FakeStore:
 def test_rows_newest_first_plain_text(store: FakeStore) -> None:
     rows = hist.history_rows(store, limit=10)
     assert store.limits == [10]
-    assert rows[0][0] == "r2" and len(rows[0][1]) == 120 and rows[0][1].endswith("…")
+    assert rows[0][0] == "r2"
+    assert len(rows[0][1]) == 120
+    assert rows[0][1].endswith("…")
     assert rows[0][2:] == ["failed", "searching", "40%", "2026-01-02 03:04"]
     assert rows[1][:3] == ["r1", "Q1", "completed"]
     assert len(hist.HEADERS) == len(rows[0])
@@ -87,7 +89,8 @@ def test_export_writes_json(store: FakeStore, tmp_path: Path) -> None:
     path = hist.export_to_file(store, "r1", tmp_path / "exports")
     assert path.name == "run-r1.json"
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["id"] == "r1" and data["events"] == [{"type": "done"}]
+    assert data["id"] == "r1"
+    assert data["events"] == [{"type": "done"}]
     with pytest.raises(hist.RunNotFoundError):
         hist.export_to_file(store, "../etc/passwd", tmp_path)
 

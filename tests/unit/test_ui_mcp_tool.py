@@ -21,7 +21,8 @@ def settings(tmp_path: Path) -> Settings:
 async def test_completed_run_maps_to_the_structure(settings: Settings) -> None:
     fake = FakeResearch(script(run_result("sufficient", iterations=2)))
     out = await run_deep_research("Q?", "ctx", 5, settings, fake)
-    assert out.status == "completed" and out.error is None
+    assert out.status == "completed"
+    assert out.error is None
     assert out.trace_id == "run-42"
     assert out.iterations_used == 2
     assert out.answer.startswith("# Metformin review")
@@ -29,7 +30,8 @@ async def test_completed_run_maps_to_the_structure(settings: Settings) -> None:
         (1, "9001", "local"),
         (2, "9002", "local"),
     ]
-    assert len(out.sources[0].snippet) <= 301 and out.sources[0].snippet.startswith("Metformin")
+    assert len(out.sources[0].snippet) <= 301
+    assert out.sources[0].snippet.startswith("Metformin")
     assert out.checklist_coverage.satisfied == ["Cancer incidence"]
     assert out.checklist_coverage.gaps == ["Randomised trials"]
     assert out.checklist_coverage.coverage == 0.5
@@ -53,10 +55,12 @@ async def test_error_event_exception_and_no_report(settings: Settings) -> None:
     assert out.trace_id == "run-42"
     boom = FakeResearch(script(run_result()), raise_at=2)
     out = await run_deep_research("Q?", None, 1, settings, boom)
-    assert out.status == "error" and out.error == "RuntimeError: source exploded"
+    assert out.status == "error"
+    assert out.error == "RuntimeError: source exploded"
     assert boom.closed == 1
     out = await run_deep_research("Q?", None, 1, settings, FakeResearch(script(run_result())[:2]))
-    assert out.status == "error" and "without a report" in (out.error or "")
+    assert out.status == "error"
+    assert "without a report" in (out.error or "")
 
 
 async def test_tool_function_name_docstring_and_json(settings: Settings) -> None:
@@ -64,10 +68,13 @@ async def test_tool_function_name_docstring_and_json(settings: Settings) -> None
     assert tool.__name__ == "deep_research"
     params = inspect.signature(tool).parameters
     assert list(params) == ["question", "context", "max_iterations"]
-    assert params["context"].default is None and params["max_iterations"].default == 10
+    assert params["context"].default is None
+    assert params["max_iterations"].default == 10
     doc = inspect.getdoc(tool) or ""
-    assert "minutes" in doc and "Use it when" in doc
+    assert "minutes" in doc
+    assert "Use it when" in doc
     for name in params:  # gradio reads one line per parameter after "Args:"
         assert f"\n    {name}: " in "\n" + doc.split("Args:")[1].split("Returns:")[0]
     out = parse_output(await tool("Q?", None, 2))
-    assert out["status"] == "completed" and out["sources"][0]["number"] == 1
+    assert out["status"] == "completed"
+    assert out["sources"][0]["number"] == 1

@@ -36,9 +36,11 @@ def test_fold_tracks_stage_round_sources_and_coverage() -> None:
     assert screened.coverage == 0.5
     assert screened.checklist["incidence"] == "satisfied"
     done = views[-1]
-    assert done.finished and not done.failed
+    assert done.finished
+    assert not done.failed
     # the final plan of the result wins (one satisfied of two items)
-    assert done.coverage == 0.5 and done.checklist == {
+    assert done.coverage == 0.5
+    assert done.checklist == {
         "incidence": "satisfied",
         "trials": "unsatisfied",
     }
@@ -52,7 +54,8 @@ def test_fold_does_not_modify_its_input() -> None:
             type="searching", round=1, message="r", data={"queries": ["q"], "sources": ["local"]}
         ),
     )
-    assert view.queries_per_source == {} and view.stage == "Waiting"
+    assert view.queries_per_source == {}
+    assert view.stage == "Waiting"
     assert after.queries_per_source == {"local": 1}
 
 
@@ -100,10 +103,13 @@ def test_hypotheses_of_a_round_replace_the_previous_set() -> None:
 
 def test_error_event_and_outside_failure() -> None:
     view = fold(ProgressView(), ResearchEvent(type="error", message="planning failed"))
-    assert view.failed and view.finished and view.error == "planning failed"
+    assert view.failed
+    assert view.finished
+    assert view.error == "planning failed"
     assert view.stage == "Failed"
     stopped = fail(ProgressView(), "Stopped")
-    assert stopped.failed and stopped.error == "Stopped"
+    assert stopped.failed
+    assert stopped.error == "Stopped"
 
 
 def test_malformed_data_is_ignored_and_log_is_bounded() -> None:
@@ -114,8 +120,10 @@ def test_malformed_data_is_ignored_and_log_is_bounded() -> None:
             type="evidence_added", message="x", data={"per_source": {"local": "many"}, "total": "?"}
         ),
     )
-    assert view.hits_per_source == {} and view.sources_found == 0
+    assert view.hits_per_source == {}
+    assert view.sources_found == 0
     for i in range(MAX_LOG + 5):
         view = fold(view, ResearchEvent(type="warning", message=f"w{i}"))
-    assert len(view.log) == MAX_LOG and view.log[-1] == f"w{MAX_LOG + 4}"
+    assert len(view.log) == MAX_LOG
+    assert view.log[-1] == f"w{MAX_LOG + 4}"
     assert len(view.warnings) == MAX_LOG

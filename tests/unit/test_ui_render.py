@@ -74,7 +74,8 @@ def test_markdown_structure_and_links_survive() -> None:
     out = markdown_to_safe_html(
         "# Title\n\n## Findings\n\n**bold** text [1].\n\n1. Ref. <https://pubmed.example/1>\n"
     )
-    assert "<h1>Title</h1>" in out and "<h2>Findings</h2>" in out
+    assert "<h1>Title</h1>" in out
+    assert "<h2>Findings</h2>" in out
     assert "<strong>bold</strong>" in out
     assert '<a href="https://pubmed.example/1" rel="noopener noreferrer nofollow">' in out
 
@@ -82,7 +83,8 @@ def test_markdown_structure_and_links_survive() -> None:
 def test_standalone_html_has_csp_and_escaped_title() -> None:
     page = standalone_html(f"# R\n\n{HOSTILE}", f"Title {HOSTILE}")
     assert page.startswith("<!DOCTYPE html>")
-    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert "Content-Security-Policy" in page
+    assert "default-src 'none'" in page
     assert not TAG.search(page.split("<style>")[0] + page.split("</style>")[1])
     assert "&lt;script&gt;" in page
 
@@ -119,7 +121,8 @@ def test_progress_and_hypotheses_html_escape() -> None:
     )
     out = progress_html(view)
     assert_inert(out)
-    assert 'aria-valuenow="50"' in out and "PubMed: 3 queries" in out
+    assert 'aria-valuenow="50"' in out
+    assert "PubMed: 3 queries" in out
     assert "2 supporting, 1 contradicting" in out
     hyp = hypotheses_html(run_result())
     assert "2 supporting, 1 contradicting" in hyp

@@ -38,9 +38,12 @@ def test_key_goes_to_the_provider_field_of_a_copy(base: Settings, llm: str, fiel
     s = run_settings(base, SessionChoice(llm=llm, api_key=SecretStr(KEY)))
     assert s.llm == llm
     secret = getattr(s, field)
-    assert isinstance(secret, SecretStr) and secret.get_secret_value() == KEY
-    assert getattr(base, field) is None and base.llm == "none"  # the server's are untouched
-    assert KEY not in repr(s) and KEY not in str(s.public_dict())
+    assert isinstance(secret, SecretStr)
+    assert secret.get_secret_value() == KEY
+    assert getattr(base, field) is None
+    assert base.llm == "none"
+    assert KEY not in repr(s)
+    assert KEY not in str(s.public_dict())
     others = {"openai_api_key", "anthropic_api_key", "openai_compatible_api_key"} - {field}
     assert all(getattr(s, f) is None for f in others)
 

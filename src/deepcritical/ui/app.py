@@ -15,6 +15,7 @@ private (they take the session's API key and must not become tools).
 
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
 import tempfile
@@ -112,7 +113,7 @@ async def stream_run(
     evidence = evidence_table_html(evidence_rows(result))
     hypotheses = hypotheses_html(result)
     directory = Path(tempfile.mkdtemp(prefix="run-", dir=downloads_root))
-    files = [str(p) for p in write_downloads(result, directory)]
+    files = [str(p) for p in await asyncio.to_thread(write_downloads, result, directory)]
     yield notice, progress_html(view), report, evidence, hypotheses, files
 
 
