@@ -1,4 +1,4 @@
-"""Fixtures of the browser tests: one app server per module (``deepcritical serve`` in a
+"""Fixtures of the browser tests: one app server per test session (``deepcritical serve`` in a
 subprocess on 127.0.0.1, a tiny corpus, the scripted Chat Completions stub as its model) and
 headless Debian Chromium driven by Playwright.
 
@@ -102,10 +102,10 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     """``deepcritical serve`` on 127.0.0.1 (free port) over a tiny local corpus, its model the
-    scripted Chat Completions stub; stopped after the module."""
+    scripted Chat Completions stub; one server for all e2e tests, stopped at the end."""
     root = tmp_path_factory.mktemp("app")
     data_dir = root / "data"
     corpus_file = write_corpus(root / "corpus.jsonl")
