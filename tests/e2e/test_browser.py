@@ -181,8 +181,14 @@ def test_research_run_in_the_browser(
     assert XSS_IMG in report_text
     no_script_ran(page)
 
-    # the API key is nowhere: page, downloads, server log
-    for text in (page.content(), markdown, page_html, json.dumps(data), app_server.log()):
+    # the API key is nowhere: page, browser storage, downloads, server log; and Gradio's
+    # run history (which would save every call's inputs in the browser) is off
+    storage = page.evaluate(
+        "JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])"
+    )
+    config = page.request.get(app_server.url + "/config").json()
+    assert config.get("run_history") is False
+    for text in (page.content(), storage, markdown, page_html, json.dumps(data), app_server.log()):
         assert API_KEY not in text
 
 

@@ -45,7 +45,7 @@ def launch(
 ) -> None:
     """Serve ``demo`` (blocking) with the MCP server at ``/gradio_api/mcp/``; ``host`` and
     ``port`` default to Gradio's (``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT`` or
-    127.0.0.1:7860)."""
+    127.0.0.1:7860). Gradio's browser-side run history is off (it would store the API key)."""
     demo.launch(
         server_name=host,
         server_port=port,
@@ -53,6 +53,9 @@ def launch(
         show_error=False,
         css=CSS,
         footer_links=["api"],
+        # Gradio's run history saves every call's inputs in the browser (and can upload them
+        # to a Hugging Face bucket): that would keep the session's API key. Off.
+        run_history=False,
     )
 
 
