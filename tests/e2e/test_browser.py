@@ -250,3 +250,23 @@ def test_downloaded_html_runs_no_script(browser: Browser, app_server: AppServer)
             assert page.locator("img").count() == 0
         finally:
             ctx.close()
+
+
+def test_stop_cancels_the_run_and_the_next_run_works(
+    context: BrowserContext, app_server: AppServer
+) -> None:
+    page = open_app(context, app_server)
+    start_run(page, QUESTION)
+    page.wait_for_function("window.__stages.some(s => s !== 'Waiting')", timeout=60_000)
+    page.locator("#dc-stop").click()
+    page.locator("#dc-progress .dc-error").wait_for(state="visible", timeout=30_000)
+    assert "Stopped" in page.locator("#dc-progress .dc-error").inner_text()
+    page.wait_for_timeout(1_000)
+    model_calls = len(app_server.stub.requests)
+    page.wait_for_timeout(4_000)  # a run that was not cancelled would finish by now
+    assert len(app_server.stub.requests) == model_calls, "the run went on calling the model"
+    assert page.locator("#dc-report h1").count() == 0
+    assert "Report ready" not in page.evaluate("window.__stages")
+    start_run(page, QUESTION)
+    wait_for_report(page)
+    assert QUESTION in page.locator("#dc-report").inner_text()
