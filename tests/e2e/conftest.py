@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,10 +104,9 @@ def artifacts() -> Path:
 
 
 @pytest.fixture(scope="session")
-def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
-    """``deepcritical serve`` on 127.0.0.1 (free port) over a tiny local corpus, its model the
-    scripted Chat Completions stub; one server for all e2e tests, stopped at the end."""
-    root = tmp_path_factory.mktemp("app")
+def app_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory with the tiny corpus imported (``deepcritical corpus add``)."""
+    root = tmp_path_factory.mktemp("corpus")
     data_dir = root / "data"
     corpus_file = write_corpus(root / "corpus.jsonl")
     add = subprocess.run(
@@ -118,6 +118,15 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
         check=False,
     )
     assert add.returncode == 0, add.stderr[-2000:]
+    return data_dir
+
+
+@contextmanager
+def running_server(data_dir: Path, root: Path, concurrency: int) -> Iterator[AppServer]:
+    """``deepcritical serve`` on 127.0.0.1 (free port) over a copy of ``data_dir``, its model
+    the scripted Chat Completions stub (never "sufficient": runs stop at max rounds)."""
+    own_data = root / "data"
+    shutil.copytree(data_dir, own_data)
     stub = ChatCompletionsStub(ManagerScript(), RoleScript())
     port = free_port()
     log_path = root / "server.log"
@@ -126,14 +135,14 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
             [
                 *cli_command(),
                 "--data-dir",
-                str(data_dir),
+                str(own_data),
                 "serve",
                 "--host",
                 "127.0.0.1",
                 "--port",
                 str(port),
                 "--concurrency",
-                "3",
+                str(concurrency),
             ],
             env=server_env(
                 llm=f"openai-compatible:scripted@{stub.base_url}",
@@ -147,7 +156,7 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
             stderr=subprocess.STDOUT,
             cwd=root,
         )
-        server = AppServer(f"http://127.0.0.1:{port}", log_path, data_dir, stub, process)
+        server = AppServer(f"http://127.0.0.1:{port}", log_path, own_data, stub, process)
         try:
             _wait_until_up(server)
             yield server
@@ -158,6 +167,22 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def app_server(app_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    """The app server shared by the e2e tests (3 runs at once)."""
+    with running_server(app_data, tmp_path_factory.mktemp("app"), concurrency=3) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def single_run_server(
+    app_data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AppServer]:
+    """An app server running one research at a time (the queue test)."""
+    with running_server(app_data, tmp_path_factory.mktemp("app1"), concurrency=1) as server:
+        yield server
 
 
 def _wait_until_up(server: AppServer) -> None:

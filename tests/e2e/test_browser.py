@@ -9,6 +9,7 @@ Screenshots go to ``tests/e2e/artifacts/`` (git-ignored).
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -270,3 +271,24 @@ def test_stop_cancels_the_run_and_the_next_run_works(
     start_run(page, QUESTION)
     wait_for_report(page)
     assert QUESTION in page.locator("#dc-report").inner_text()
+
+
+def test_busy_server_shows_the_queue_position(
+    browser: Browser, single_run_server: AppServer
+) -> None:
+    """With one run at a time, a second session's run waits and sees its queue position."""
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 1000}) for _ in range(2)]
+    try:
+        for ctx in contexts:
+            ctx.add_init_script(WATCH_STAGES)
+        first, second = (open_app(ctx, single_run_server) for ctx in contexts)
+        start_run(first, QUESTION)
+        first.wait_for_function("window.__stages.some(s => s !== 'Waiting')", timeout=60_000)
+        start_run(second, STATIN_QUESTION)
+        second.get_by_text(re.compile(r"queue:\s*1\s*/\s*\d")).first.wait_for(timeout=30_000)
+        wait_for_report(first)
+        wait_for_report(second)
+        assert STATIN_QUESTION in second.locator("#dc-report").inner_text()
+    finally:
+        for ctx in contexts:
+            ctx.close()
