@@ -118,11 +118,13 @@ def test_progress_and_hypotheses_html_escape() -> None:
         hypotheses=[HypothesisView(id="H1", statement=HOSTILE, supporting=2, contradicting=1)],
         log=[HOSTILE],
         error=HOSTILE,
+        run_id="run-<b>7",
     )
     out = progress_html(view)
     assert_inert(out)
     assert 'aria-valuenow="50"' in out
     assert "PubMed: 3 queries" in out
     assert "2 supporting, 1 contradicting" in out
+    assert "run-&lt;b&gt;7" in out
     hyp = hypotheses_html(run_result())
     assert "2 supporting, 1 contradicting" in hyp

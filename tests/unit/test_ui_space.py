@@ -49,7 +49,8 @@ def test_front_matter_matches_the_gradio_pin() -> None:
     assert meta["sdk"] == "gradio"
     assert meta["sdk_version"] == pin.removeprefix("gradio==")
     assert meta["python_version"] == "3.11"
-    assert meta["app_file"] == "app.py" and (ROOT / "app.py").is_file()
+    assert meta["app_file"] == "app.py"
+    assert (ROOT / "app.py").is_file()
 
 
 def test_root_app_builds_from_environment(tmp_path: Path) -> None:

@@ -275,7 +275,6 @@ def build_app(
             outputs=outputs,
             api_visibility="private",
         )
-        question.submit(lambda: None, None, None, api_visibility="private")
         stop_btn.click(stopped, None, [progress], cancels=[run_event], api_visibility="private")
         gr_api(deep_research, api_name="deep_research")
     demo.queue(default_concurrency_limit=concurrency)

@@ -172,6 +172,8 @@ def progress_html(view: ProgressView) -> str:
             for h in view.hypotheses
         )
         parts.append(f'<p><strong>Hypotheses</strong></p><ul class="dc-hypotheses">{items}</ul>')
+    if view.run_id:
+        parts.append(f'<p class="dc-run-id">Run id: <code>{e(view.run_id)}</code></p>')
     if view.error:
         parts.append(f'<p class="dc-error"><strong>Error:</strong> {e(view.error)}</p>')
     if view.log:
