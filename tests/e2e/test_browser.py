@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
+from deepcritical.ui.history import history_available
 from tests.e2e.conftest import CHROMIUM_ARGS, AppServer
 from tests.e2e.corpus import XSS_IMG, XSS_SCRIPT
 
@@ -27,6 +28,7 @@ RUN_TIMEOUT_MS = 180_000
 QUESTION = "Does metformin lower cancer incidence in people with type 2 diabetes?"
 STATIN_QUESTION = "Do statins reduce dementia and Alzheimer disease in older adults?"
 API_KEY = "sk-e2e-DO-NOT-LEAK-7f3a9c1e5b"
+HISTORY_QUESTION = "Is metformin use associated with lower cancer mortality in diabetes?"
 
 # Records every stage the progress panel shows (a MutationObserver sees each DOM update, even
 # when the run is fast) and leaves window.__xss undefined unless a payload script runs.
@@ -292,3 +294,34 @@ def test_busy_server_shows_the_queue_position(
     finally:
         for ctx in contexts:
             ctx.close()
+
+
+@pytest.mark.skipif(
+    not history_available(), reason="no durable run store (deepcritical.state) installed"
+)
+def test_history_lists_opens_and_exports_the_run(
+    context: BrowserContext, app_server: AppServer
+) -> None:
+    page = open_app(context, app_server)
+    start_run(page, HISTORY_QUESTION)
+    wait_for_report(page)
+    run_id = page.locator("#dc-progress .dc-run-id code").inner_text().strip()
+    assert run_id
+    show_tab(page, "History")
+    page.get_by_role("button", name="Refresh").click()
+    page.wait_for_function(
+        "id => document.querySelector('#dc-history').textContent.includes(id)",
+        arg=run_id,
+        timeout=30_000,
+    )
+    assert HISTORY_QUESTION[:40] in (page.locator("#dc-history").text_content() or "")
+    page.locator("#dc-history-id input, #dc-history-id textarea").first.fill(run_id)
+    page.get_by_role("button", name="Open").click()
+    page.locator("#dc-history-report h1").wait_for(timeout=30_000)
+    assert HISTORY_QUESTION in page.locator("#dc-history-report").inner_text()
+    page.get_by_role("button", name="Export").click()
+    link = page.locator("#dc-history-export a[href]").first
+    link.wait_for(state="attached", timeout=30_000)
+    exported = json.loads(page.request.get(link.get_attribute("href") or "").text())
+    assert API_KEY not in json.dumps(exported)
+    assert HISTORY_QUESTION in json.dumps(exported)
