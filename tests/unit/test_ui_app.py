@@ -96,10 +96,18 @@ async def test_run_handler_passes_the_key_as_secret(settings: Settings) -> None:
     assert settings.openai_api_key is None
     assert all(KEY not in str(o) for o in outs)
     assert "extractive mode" not in str(outs[-1][0])
+    # a provider error echoing the key shows it redacted
+    leaky = FakeResearch([ResearchEvent(type="error", message=f"401: bad key {KEY}")])
+    demo = build_app(settings, research_fn=leaky, store_opener=None)
+    run_fn = next(fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "run")
+    outs = [o async for o in run_fn("Q?", "", "openai:gpt-4o", KEY, [], 2, 10, "iterative")]
+    assert "bad key [redacted]" in str(outs[-1][1])
+    assert KEY not in str(outs)
     bad = [o async for o in run_fn("Q?", "", "bogus:x", KEY, [], 2, 10, "iterative")]
     assert "unknown model provider" in str(bad[-1][1])
     assert KEY not in str(bad)
     assert len(fake.calls) == 1
+    assert len(leaky.calls) == 1
 
 
 def test_api_surface(settings: Settings) -> None:

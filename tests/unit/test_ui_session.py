@@ -13,7 +13,9 @@ from deepcritical.ui.session import (
     SessionChoice,
     SettingsError,
     mode_notice,
+    redact,
     run_settings,
+    secret_values,
 )
 
 KEY = "sk-session-secret-123"
@@ -79,3 +81,11 @@ def test_extractive_notice(base: Settings) -> None:
     assert mode_notice(base) == EXTRACTIVE_NOTICE
     chosen = run_settings(base, SessionChoice(llm="openai:gpt-4o"))
     assert mode_notice(chosen) is None
+
+
+def test_secret_values_and_redact(base: Settings) -> None:
+    s = run_settings(base, SessionChoice(llm="openai:gpt-4o", api_key=SecretStr(KEY)))
+    assert secret_values(s) == [KEY]
+    assert redact(f"401 for key {KEY}!", secret_values(s)) == "401 for key [redacted]!"
+    assert secret_values(base) == []
+    assert redact("nothing", []) == "nothing"

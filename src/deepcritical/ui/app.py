@@ -45,7 +45,9 @@ from deepcritical.ui.session import (
     SessionChoice,
     SettingsError,
     mode_notice,
+    redact,
     run_settings,
+    secret_values,
     source_choices,
 )
 from deepcritical.ui.streams import closing
@@ -84,14 +86,25 @@ async def stream_run(
     *Resume*); the final tuple carries the report, evidence, hypotheses and download paths.
 
     Exceptions of the run are shown in the progress panel, never raised: a failed run must
-    not look like a hung page.
+    not look like a hung page. Every API key of ``settings`` is redacted from what is shown
+    and from the downloads.
     """
+    secrets = secret_values(settings)
+
+    def out(
+        view: ProgressView, report: str, evidence: str, hypotheses: str, files: list[str] | None
+    ) -> Outputs:
+        def r(text: str) -> str:
+            return redact(text, secrets)
+
+        return notice, r(progress_html(view)), r(report), r(evidence), r(hypotheses), files
+
     notice = _notice_md(settings)
     view = ProgressView(max_rounds=settings.max_rounds)
     report = '<p class="dc-empty">The report appears here when the run ends.</p>'
     evidence = '<p class="dc-empty">No evidence yet.</p>'
     hypotheses = '<p class="dc-empty">No hypothesis yet.</p>'
-    yield notice, progress_html(view), report, evidence, hypotheses, None
+    yield out(view, report, evidence, hypotheses, None)
     result: RunResult | None = None
     try:
         async with closing(events) as stream:
@@ -100,21 +113,23 @@ async def stream_run(
                 if event.type == "done" and event.result is not None:
                     result = event.result
                     break
-                yield notice, progress_html(view), report, evidence, hypotheses, None
-    except Exception as exc:  # shown to the user; the message names no secret
+                yield out(view, report, evidence, hypotheses, None)
+    except Exception as exc:  # shown to the user (keys redacted by out())
         log.warning("run failed: %s", type(exc).__name__)
         view = fail(view, f"{type(exc).__name__}: {exc}")
     if result is None:
         if not view.finished:
             view = fail(view, "the run ended without a report")
-        yield notice, progress_html(view), report, evidence, hypotheses, None
+        yield out(view, report, evidence, hypotheses, None)
         return
     report = markdown_to_safe_html(result.report.to_markdown())
     evidence = evidence_table_html(evidence_rows(result))
     hypotheses = hypotheses_html(result)
     directory = Path(tempfile.mkdtemp(prefix="run-", dir=downloads_root))
-    files = [str(p) for p in await asyncio.to_thread(write_downloads, result, directory)]
-    yield notice, progress_html(view), report, evidence, hypotheses, files
+    paths = await asyncio.to_thread(
+        write_downloads, result, directory, lambda text: redact(text, secrets)
+    )
+    yield out(view, report, evidence, hypotheses, [str(p) for p in paths])
 
 
 def _choice(

@@ -89,6 +89,27 @@ def run_settings(base: Settings, choice: SessionChoice) -> Settings:
         raise SettingsError(f"invalid settings: {msgs}") from None
 
 
+REDACTED = "[redacted]"
+
+
+def secret_values(settings: Settings) -> list[str]:
+    """The values of every secret field of ``settings`` (API keys), longest first."""
+    values = [
+        v.get_secret_value()
+        for name in type(settings).model_fields
+        if isinstance(v := getattr(settings, name), SecretStr)
+    ]
+    return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with each of ``secrets`` replaced by ``[redacted]`` (error messages of
+    providers or sources must not show a key on the page or in a download)."""
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
 def mode_notice(settings: Settings) -> str | None:
     """:data:`EXTRACTIVE_NOTICE` when ``settings`` name no model, else ``None``."""
     try:
