@@ -34,8 +34,14 @@ CHROMIUM_ARGS = [
     "--disable-quic",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-dev-shm-usage",  # small /dev/shm in containers
+    "--no-proxy-server",  # the app is on 127.0.0.1
 ]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+# the clients of these tests (httpx, gradio_client, mcp) talk to 127.0.0.1 only: no proxy
+os.environ["NO_PROXY"] = ",".join(
+    p for p in (os.environ.get("NO_PROXY"), "127.0.0.1", "localhost") if p
+)
 SERVER_START_TIMEOUT = 120.0  # seconds
 SECRET_VARIABLES = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NCBI_API_KEY"}
 
