@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: install system-deps demo test lint typecheck check bench clean
+.PHONY: install system-deps postgresql demo test lint typecheck check bench clean browser requirements serve
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -25,8 +25,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 
 install: $(VENV)/.installed
 
-## PostgreSQL server binaries for the state tests (Debian's postgresql; CI runs as root).
-system-deps:
+## Debian packages the tests need: PostgreSQL server binaries (state tests) and Chromium
+## (browser tests); apt-get only when missing (CI runs as root). SKIP_SYSTEM_DEPS=1 skips it;
+## the tests that need them then skip themselves.
+system-deps: browser postgresql
+
+postgresql:
 	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		echo "postgresql: present"; \
 	elif [ "$$(id -u)" = 0 ]; then \
@@ -38,9 +42,9 @@ system-deps:
 ## The main job: import the PubMedQA corpus and research a question with no LLM.
 demo: install
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) corpus add $(CORPUS)
-	$(BIN)/deepcritical --data-dir $(DATA_DIR) research "$(QUESTION)" --llm none --out report.md
+	$(BIN)/deepcritical --data-dir $(DATA_DIR) research "$(QUESTION)" --llm none --sources local --out report.md
 
-test: install
+test: install $(if $(SKIP_SYSTEM_DEPS),,system-deps)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest
@@ -59,6 +63,24 @@ bench: install
 	$(PY) -m benchmarks.retrieval
 	$(PY) -m benchmarks.bench_sources
 	$(PY) -m benchmarks.bench_state_prompt
+
+## Debian's Chromium for the browser tests (tests/e2e drive /usr/bin/chromium with
+## Playwright; Playwright's own browser download is never used). apt-get only when missing.
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  echo "installing Debian's chromium (browser tests)"; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; \
+	fi
+
+## The Hugging Face Space's requirements.txt, generated from pyproject.toml.
+requirements: install
+	$(PY) -m deepcritical.ui.space > requirements.txt
+
+## The web app (and the deep_research MCP tool) on http://127.0.0.1:7860
+serve: install
+	$(BIN)/deepcritical --data-dir $(DATA_DIR) serve
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

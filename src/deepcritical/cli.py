@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from deepcritical import cli_serve
 from deepcritical.config import Settings
 from deepcritical.models import SOURCE_LABELS, ReportPreferences, RunResult
 
@@ -442,6 +443,7 @@ def _print_usage(result: RunResult) -> None:
 from deepcritical.cli_runs import runs_app  # noqa: E402 - needs the helpers above
 
 app.add_typer(runs_app, name="runs")
+app.command("serve")(cli_serve.serve)
 
 
 def main() -> None:

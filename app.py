@@ -1,0 +1,24 @@
+"""Hugging Face Space entry point: the DeepCritical web app with its MCP server.
+
+Settings and secrets come from environment variables (Space secrets): ``OPENAI_API_KEY`` /
+``ANTHROPIC_API_KEY`` / ``NCBI_API_KEY``, ``DEEPCRITICAL_LLM`` (e.g. ``openai:gpt-4o``;
+default ``none``, the extractive mode), ``DEEPCRITICAL_SOURCES``, ``DEEPCRITICAL_DATA_DIR``.
+Run locally with ``python app.py`` or ``deepcritical serve``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+try:
+    import deepcritical  # noqa: F401  (installed: pip install -e .)
+except ImportError:  # a Space installs requirements.txt only: use the source tree
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
+
+from deepcritical.ui.launch import build_from_env, launch
+
+demo = build_from_env()
+
+if __name__ == "__main__":
+    launch(demo)

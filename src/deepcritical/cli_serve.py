@@ -1,0 +1,36 @@
+"""``deepcritical serve``: the Gradio web app (with its MCP server) on HOST:PORT."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 7860,
+    mcp: Annotated[
+        bool, typer.Option("--mcp/--no-mcp", help="Expose deep_research as an MCP tool.")
+    ] = True,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            help="Research runs at once (default $DEEPCRITICAL_UI_CONCURRENCY or 2).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the web app (and the deep_research MCP tool at /gradio_api/mcp/).
+
+    Settings come from the environment (DEEPCRITICAL_LLM, DEEPCRITICAL_SOURCES, API keys...)
+    and --data-dir; each browser session may override model, key, sources and depth.
+    """
+    from deepcritical.cli import _Globals
+    from deepcritical.ui.app import build_app
+    from deepcritical.ui.launch import concurrency_from_env, launch, server_settings
+
+    settings = server_settings(_Globals.data_dir)
+    demo = build_app(settings, concurrency=concurrency or concurrency_from_env())
+    launch(demo, host=host, port=port, mcp_server=mcp)

@@ -1,0 +1,351 @@
+"""The Gradio web app: :func:`build_app` returns the ``gr.Blocks`` that ``deepcritical
+serve`` and the Space's root ``app.py`` launch.
+
+One research run per click, streamed: every :class:`ResearchEvent` is folded into a
+:class:`~deepcritical.ui.progress.ProgressView` and the panels are re-rendered; the last
+event gives the report, the evidence table, the hypotheses and the downloads. Each run is a
+fresh :func:`deepcritical.api.research` call (own evidence store, own events), so sessions
+never share evidence. The queue runs ``concurrency`` research runs at once and shows the
+others their position; *Stop* cancels the running generator, which closes the run.
+
+The same Blocks expose ``deep_research`` (:mod:`deepcritical.ui.mcp_tool`) as an API
+endpoint and, with ``launch(mcp_server=True)``, as an MCP tool; the UI's own handlers are
+private (they take the session's API key and must not become tools).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import gradio as gr
+from gradio.events import api as gr_api
+from pydantic import SecretStr
+
+from deepcritical.config import Settings
+from deepcritical.models import RunResult
+from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.ui import history as hist
+from deepcritical.ui.downloads import write_downloads
+from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
+from deepcritical.ui.progress import ProgressView, fail, fold
+from deepcritical.ui.render import (
+    evidence_rows,
+    evidence_table_html,
+    hypotheses_html,
+    markdown_to_safe_html,
+    progress_html,
+)
+from deepcritical.ui.session import (
+    SessionChoice,
+    SettingsError,
+    mode_notice,
+    redact,
+    run_settings,
+    secret_values,
+    source_choices,
+)
+from deepcritical.ui.streams import closing
+
+log = logging.getLogger(__name__)
+
+EXAMPLES = [
+    "Can metformin be repurposed to lower cancer risk in people with type 2 diabetes?",
+    "Does hippocampal atrophy on MRI predict cognitive decline?",
+    "What is the evidence that statins reduce dementia incidence?",
+]
+MODEL_CHOICES = [
+    "none",
+    "openai:gpt-4o",
+    "openai:gpt-4o-mini",
+    "anthropic:claude-sonnet-4-5",
+    "openai-compatible:llama3.1@http://localhost:11434/v1",
+]
+CSS = """
+.dc-evidence { border-collapse: collapse; width: 100%; font-size: 0.9em; }
+.dc-evidence td, .dc-evidence th { border: 1px solid #d1d5db; padding: 4px 6px; vertical-align: top; }
+"""  # noqa: E501
+
+Outputs = tuple[str, str, str, str, str, list[str] | None]
+"""(notice, progress, report, evidence, hypotheses, download paths)."""
+
+
+def _notice_md(settings: Settings) -> str:
+    return mode_notice(settings) or f"Model: `{html.escape(settings.llm)}`"
+
+
+async def stream_run(
+    events: AsyncIterator[ResearchEvent], settings: Settings, downloads_root: Path
+) -> AsyncIterator[Outputs]:
+    """Fold ``events`` into UI outputs, one tuple per event (the generator behind *Run* and
+    *Resume*); the final tuple carries the report, evidence, hypotheses and download paths.
+
+    Exceptions of the run are shown in the progress panel, never raised: a failed run must
+    not look like a hung page. Every API key of ``settings`` is redacted from what is shown
+    and from the downloads.
+    """
+    secrets = secret_values(settings)
+
+    def out(
+        view: ProgressView, report: str, evidence: str, hypotheses: str, files: list[str] | None
+    ) -> Outputs:
+        def r(text: str) -> str:
+            return redact(text, secrets)
+
+        return notice, r(progress_html(view)), r(report), r(evidence), r(hypotheses), files
+
+    notice = _notice_md(settings)
+    view = ProgressView(max_rounds=settings.max_rounds)
+    report = '<p class="dc-empty">The report appears here when the run ends.</p>'
+    evidence = '<p class="dc-empty">No evidence yet.</p>'
+    hypotheses = '<p class="dc-empty">No hypothesis yet.</p>'
+    yield out(view, report, evidence, hypotheses, None)
+    result: RunResult | None = None
+    try:
+        async with closing(events) as stream:
+            async for event in stream:
+                view = fold(view, event)
+                if event.type == "done" and event.result is not None:
+                    result = event.result
+                    break
+                yield out(view, report, evidence, hypotheses, None)
+    except Exception as exc:  # shown to the user (keys redacted by out())
+        log.warning("run failed: %s", type(exc).__name__)
+        view = fail(view, f"{type(exc).__name__}: {exc}")
+    if result is None:
+        if not view.finished:
+            view = fail(view, "the run ended without a report")
+        yield out(view, report, evidence, hypotheses, None)
+        return
+    report = markdown_to_safe_html(result.report.to_markdown())
+    evidence = evidence_table_html(evidence_rows(result))
+    hypotheses = hypotheses_html(result)
+    directory = Path(tempfile.mkdtemp(prefix="run-", dir=downloads_root))
+    paths = await asyncio.to_thread(
+        write_downloads, result, directory, lambda text: redact(text, secrets)
+    )
+    yield out(view, report, evidence, hypotheses, [str(p) for p in paths])
+
+
+def _choice(
+    llm: str,
+    api_key: str,
+    sources: Sequence[str] | None,
+    max_rounds: float | None,
+    max_sources: float | None,
+    orchestrator: str | None,
+) -> SessionChoice:
+    orch: Literal["iterative", "magentic"] | None = (
+        "magentic" if orchestrator == "magentic" else "iterative" if orchestrator else None
+    )
+    return SessionChoice(
+        llm=llm or "",
+        api_key=SecretStr(api_key) if api_key else None,
+        sources=list(sources or []),
+        max_rounds=int(max_rounds) if max_rounds else None,
+        max_sources=int(max_sources) if max_sources else None,
+        orchestrator=orch,
+    )
+
+
+def build_app(
+    settings: Settings,
+    *,
+    research_fn: ResearchFn | None = None,
+    store_opener: hist.StoreOpener | Literal["auto"] | None = "auto",
+    concurrency: int = 2,
+    downloads_dir: Path | None = None,
+) -> gr.Blocks:
+    """The web app for runs with ``settings`` (the server's defaults: model, keys from the
+    environment, sources, data dir); each session may override model, key, sources, depth
+    and orchestrator for its own runs.
+
+    Args:
+        settings: the server's settings.
+        research_fn: ``research(question, settings, context=...)`` (default
+            :func:`deepcritical.api.research`); tests pass scripted ones.
+        store_opener: opens the durable run store for the history panel; ``"auto"`` uses
+            ``deepcritical.state.RunStore.open`` when that package exists, ``None`` hides
+            the panel.
+        concurrency: research runs executed at once; further clicks wait in the queue and
+            see their position.
+        downloads_dir: where each run's download files are written (default: a temporary
+            directory).
+    """
+    run_fn: ResearchFn = research_fn if research_fn is not None else default_research()
+    opener = hist.default_opener() if store_opener == "auto" else store_opener
+    root = downloads_dir or Path(tempfile.mkdtemp(prefix="deepcritical-ui-"))
+    root.mkdir(parents=True, exist_ok=True)
+    deep_research = make_deep_research_tool(settings, research_fn)
+
+    async def run(
+        question: str,
+        context: str,
+        llm: str,
+        api_key: str,
+        sources: list[str],
+        max_rounds: float,
+        max_sources: float,
+        orchestrator: str,
+    ) -> AsyncIterator[Outputs]:
+        try:
+            choice = _choice(llm, api_key, sources, max_rounds, max_sources, orchestrator)
+            per_run = run_settings(settings, choice)
+            del api_key, choice  # the key lives on only inside per_run, as a SecretStr
+        except SettingsError as exc:
+            view = fail(ProgressView(), str(exc))
+            yield _notice_md(settings), progress_html(view), "", "", "", None
+            return
+        events = run_fn(question, per_run, context=context.strip() or None)
+        async for out in stream_run(events, per_run, root):
+            yield out
+
+    def stopped() -> str:
+        return progress_html(fail(ProgressView(), "Stopped: the run was cancelled."))
+
+    demo = gr.Blocks(title="DeepCritical", analytics_enabled=False)
+    with demo:
+        gr.Markdown(
+            "# DeepCritical\nBiomedical deep research: plans, searches the literature, tests "
+            "hypotheses and writes a report whose every citation is checked against the "
+            "evidence collected. A run takes minutes."
+        )
+        notice = gr.Markdown(_notice_md(settings), elem_id="dc-notice")
+        with gr.Row():
+            with gr.Column(scale=4):
+                question = gr.Textbox(
+                    label="Research question", lines=2, max_lines=6, elem_id="dc-question"
+                )
+                context = gr.Textbox(
+                    label="Context (optional)", lines=1, max_lines=4, elem_id="dc-context"
+                )
+            with gr.Column(scale=1, min_width=160):
+                run_btn = gr.Button("Research", variant="primary", elem_id="dc-run")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="dc-stop")
+        gr.Examples(examples=[[q] for q in EXAMPLES], inputs=[question], label="Examples")
+        with gr.Accordion("Settings", open=False):
+            with gr.Row():
+                llm = gr.Dropdown(
+                    choices=list(dict.fromkeys([settings.llm, *MODEL_CHOICES])),
+                    value=settings.llm,
+                    allow_custom_value=True,
+                    label="Model (provider:model)",
+                    elem_id="dc-llm",
+                )
+                api_key = gr.Textbox(
+                    label="API key (kept in this browser session only)",
+                    type="password",
+                    elem_id="dc-api-key",
+                )
+                orchestrator = gr.Radio(
+                    ["iterative", "magentic"],
+                    value=settings.orchestrator,
+                    label="Orchestrator",
+                )
+            with gr.Row():
+                sources = gr.CheckboxGroup(
+                    source_choices(), value=list(settings.sources), label="Sources"
+                )
+                max_rounds = gr.Slider(1, 20, value=settings.max_rounds, step=1, label="Max rounds")
+                max_sources = gr.Slider(
+                    1, 300, value=settings.max_sources, step=1, label="Max sources"
+                )
+        progress = gr.HTML(progress_html(ProgressView()), elem_id="dc-progress")
+        with gr.Tabs():
+            with gr.Tab("Report"):
+                report = gr.HTML(elem_id="dc-report")
+            with gr.Tab("Evidence"):
+                evidence = gr.HTML(elem_id="dc-evidence")
+            with gr.Tab("Hypotheses"):
+                hypotheses = gr.HTML(elem_id="dc-hypotheses")
+            with gr.Tab("Downloads"):
+                files = gr.File(
+                    label="Report (.md, .json, .html)",
+                    file_count="multiple",
+                    interactive=False,
+                    elem_id="dc-downloads",
+                )
+            if opener is not None:
+                _history_tab(
+                    opener, settings, root, [notice, progress, report, evidence, hypotheses, files]
+                )
+        outputs = [notice, progress, report, evidence, hypotheses, files]
+        run_event = run_btn.click(
+            run,
+            inputs=[
+                question,
+                context,
+                llm,
+                api_key,
+                sources,
+                max_rounds,
+                max_sources,
+                orchestrator,
+            ],
+            outputs=outputs,
+            api_visibility="private",
+        )
+        stop_btn.click(stopped, None, [progress], cancels=[run_event], api_visibility="private")
+        gr_api(deep_research, api_name="deep_research")
+    demo.queue(default_concurrency_limit=concurrency)
+    return demo
+
+
+def _history_tab(
+    opener: hist.StoreOpener,
+    settings: Settings,
+    root: Path,
+    outputs: list[Any],
+) -> None:
+    """The *History* tab: past runs from the durable store; open, resume, export."""
+
+    def with_store(action: Any) -> Any:
+        store = opener(settings)
+        try:
+            return action(store)
+        finally:
+            store.close()
+
+    def refresh() -> list[list[str]]:
+        rows: list[list[str]] = with_store(hist.history_rows)
+        return rows
+
+    def open_run(run_id: str) -> tuple[str, str]:
+        try:
+            status, markdown = with_store(lambda s: hist.open_report(s, run_id))
+        except hist.RunNotFoundError as exc:
+            return html.escape(str(exc)), ""
+        body = markdown_to_safe_html(markdown) if markdown else "<p>No report stored.</p>"
+        return html.escape(status), body
+
+    def export(run_id: str) -> str | None:
+        try:
+            path: Path = with_store(lambda s: hist.export_to_file(s, run_id, root / "exports"))
+        except hist.RunNotFoundError as exc:
+            raise gr.Error(str(exc)) from None
+        return str(path)
+
+    async def resume(run_id: str) -> AsyncIterator[Outputs]:
+        async for out in stream_run(hist.resume_events(run_id, settings), settings, root):
+            yield out
+
+    with gr.Tab("History"):
+        table = gr.Dataframe(headers=hist.HEADERS, interactive=False, elem_id="dc-history")
+        with gr.Row():
+            run_id = gr.Textbox(label="Run id", elem_id="dc-history-id")
+            refresh_btn = gr.Button("Refresh")
+            open_btn = gr.Button("Open")
+            resume_btn = gr.Button("Resume")
+            export_btn = gr.Button("Export")
+        status = gr.HTML(elem_id="dc-history-status")
+        stored_report = gr.HTML(elem_id="dc-history-report")
+        exported = gr.File(label="Export (.json)", interactive=False, elem_id="dc-history-export")
+    refresh_btn.click(refresh, None, table, api_visibility="private")
+    open_btn.click(open_run, run_id, [status, stored_report], api_visibility="private")
+    export_btn.click(export, run_id, exported, api_visibility="private")
+    resume_btn.click(resume, run_id, outputs, api_visibility="private")

@@ -1,0 +1,64 @@
+"""Starting the web app: server settings from the environment, the launch call shared by
+``deepcritical serve`` and the Space's root ``app.py``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import gradio as gr
+
+from deepcritical.config import Settings
+from deepcritical.ui.app import CSS, build_app
+
+DEFAULT_CONCURRENCY = 2
+
+
+def server_settings(data_dir: Path | None = None) -> Settings:
+    """The server's :class:`Settings`, read from the environment (``DEEPCRITICAL_*``; API
+    keys also from ``OPENAI_API_KEY``/``ANTHROPIC_API_KEY``/``NCBI_API_KEY``, i.e. the Space's
+    secrets). When ``DEEPCRITICAL_SOURCES`` is unset and a local corpus exists, ``local`` is
+    searched too, as the CLI does."""
+    from deepcritical.corpus.index import LocalCorpus
+
+    settings = Settings() if data_dir is None else Settings(data_dir=data_dir)
+    wants_local = "DEEPCRITICAL_SOURCES" not in os.environ and "local" not in settings.sources
+    if wants_local and LocalCorpus.exists(settings.resolved_corpus_dir):
+        settings = settings.model_copy(update={"sources": ["local", *settings.sources]})
+    return settings
+
+
+def concurrency_from_env() -> int:
+    """``DEEPCRITICAL_UI_CONCURRENCY`` (research runs at once), default 2, at least 1."""
+    try:
+        return max(1, int(os.environ.get("DEEPCRITICAL_UI_CONCURRENCY", DEFAULT_CONCURRENCY)))
+    except ValueError:
+        return DEFAULT_CONCURRENCY
+
+
+def launch(
+    demo: gr.Blocks,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    mcp_server: bool = True,
+) -> None:
+    """Serve ``demo`` (blocking) with the MCP server at ``/gradio_api/mcp/``; ``host`` and
+    ``port`` default to Gradio's (``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT`` or
+    127.0.0.1:7860). Gradio's browser-side run history is off (it would store the API key)."""
+    demo.launch(
+        server_name=host,
+        server_port=port,
+        mcp_server=mcp_server,
+        show_error=False,
+        css=CSS,
+        footer_links=["api"],
+        # Gradio's run history saves every call's inputs in the browser (and can upload them
+        # to a Hugging Face bucket): that would keep the session's API key. Off.
+        run_history=False,
+    )
+
+
+def build_from_env(data_dir: Path | None = None) -> gr.Blocks:
+    """The app with :func:`server_settings` and :func:`concurrency_from_env`."""
+    return build_app(server_settings(data_dir), concurrency=concurrency_from_env())

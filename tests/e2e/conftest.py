@@ -1,0 +1,205 @@
+"""Fixtures of the browser tests: one app server per test session (``deepcritical serve`` in a
+subprocess on 127.0.0.1, a tiny corpus, the scripted Chat Completions stub as its model) and
+headless Debian Chromium driven by Playwright.
+
+Skips when ``/usr/bin/chromium`` is absent (CI installs it: ``make browser``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.corpus import write_corpus
+from tests.integration.chat_stub import ChatCompletionsStub, ManagerScript, RoleScript
+
+CHROMIUM = Path(os.environ.get("DEEPCRITICAL_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-quic",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",  # small /dev/shm in containers
+    "--no-proxy-server",  # the app is on 127.0.0.1
+]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+# the clients of these tests (httpx, gradio_client, mcp) talk to 127.0.0.1 only: no proxy
+os.environ["NO_PROXY"] = ",".join(
+    p for p in (os.environ.get("NO_PROXY"), "127.0.0.1", "localhost") if p
+)
+SERVER_START_TIMEOUT = 120.0  # seconds
+SECRET_VARIABLES = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NCBI_API_KEY"}
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cli_command() -> list[str]:
+    """The installed console script next to this interpreter, else ``python -m``."""
+    script = shutil.which("deepcritical", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "deepcritical.cli"]
+
+
+def server_env(**settings: str) -> dict[str, str]:
+    """The test's environment without API keys or DEEPCRITICAL_ settings, plus ``settings``
+    (as ``DEEPCRITICAL_<NAME>``), offline models and no Gradio analytics."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("DEEPCRITICAL_") and k not in SECRET_VARIABLES
+    }
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        ANONYMIZED_TELEMETRY="False",
+        GRADIO_ANALYTICS_ENABLED="False",
+        NO_PROXY="127.0.0.1,localhost",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update({f"DEEPCRITICAL_{k.upper()}": v for k, v in settings.items()})
+    return env
+
+
+@dataclass
+class AppServer:
+    """A running ``deepcritical serve``: its URL, log file and the model stub it calls."""
+
+    url: str
+    log_path: Path
+    data_dir: Path
+    stub: ChatCompletionsStub
+    process: subprocess.Popen[bytes]
+
+    def log(self) -> str:
+        """Everything the server printed so far (stdout and stderr)."""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """Debian's Chromium binary, or skip."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is absent (install Debian's chromium: make browser)")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """``tests/e2e/artifacts`` (git-ignored): screenshots of the browser tests."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def app_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory with the tiny corpus imported (``deepcritical corpus add``)."""
+    root = tmp_path_factory.mktemp("corpus")
+    data_dir = root / "data"
+    corpus_file = write_corpus(root / "corpus.jsonl")
+    add = subprocess.run(
+        [*cli_command(), "--data-dir", str(data_dir), "corpus", "add", str(corpus_file)],
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert add.returncode == 0, add.stderr[-2000:]
+    return data_dir
+
+
+@contextmanager
+def running_server(data_dir: Path, root: Path, concurrency: int) -> Iterator[AppServer]:
+    """``deepcritical serve`` on 127.0.0.1 (free port) over a copy of ``data_dir``, its model
+    the scripted Chat Completions stub (never "sufficient": runs stop at max rounds)."""
+    own_data = root / "data"
+    shutil.copytree(data_dir, own_data)
+    stub = ChatCompletionsStub(ManagerScript(), RoleScript())
+    port = free_port()
+    log_path = root / "server.log"
+    with stub, log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                *cli_command(),
+                "--data-dir",
+                str(own_data),
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--concurrency",
+                str(concurrency),
+            ],
+            env=server_env(
+                llm=f"openai-compatible:scripted@{stub.base_url}",
+                sources='["local"]',
+                max_rounds="2",
+                results_per_query="3",
+                llm_retries="0",
+                llm_timeout_seconds="30",
+            ),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=root,
+        )
+        server = AppServer(f"http://127.0.0.1:{port}", log_path, own_data, stub, process)
+        try:
+            _wait_until_up(server)
+            yield server
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def app_server(app_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    """The app server shared by the e2e tests (3 runs at once)."""
+    with running_server(app_data, tmp_path_factory.mktemp("app"), concurrency=3) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def single_run_server(
+    app_data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AppServer]:
+    """An app server running one research at a time (the queue test)."""
+    with running_server(app_data, tmp_path_factory.mktemp("app1"), concurrency=1) as server:
+        yield server
+
+
+def _wait_until_up(server: AppServer) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            pytest.fail(f"the app server exited ({server.process.returncode}):\n{server.log()}")
+        try:
+            if httpx.get(server.url + "/", timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    pytest.fail(f"the app server did not answer within {SERVER_START_TIMEOUT:g} s:\n{server.log()}")

@@ -1,0 +1,92 @@
+"""The running app's API through the real clients: ``gradio_client`` calls the named
+``/deep_research`` endpoint, and the ``mcp`` client lists and calls the ``deep_research`` tool
+over streamable HTTP at ``/gradio_api/mcp/`` (the scripted model, the tiny corpus)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from gradio_client import Client
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+from deepcritical.ui.mcp_tool import parse_output
+from tests.e2e.conftest import AppServer
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "Does metformin lower cancer incidence in type 2 diabetes?"
+KEYS = {
+    "trace_id",
+    "answer",
+    "sources",
+    "checklist_coverage",
+    "iterations_used",
+    "status",
+}
+
+
+def check_output(out: dict[str, Any]) -> None:
+    assert set(out) >= KEYS
+    assert out["status"] in {"completed", "max_iterations_reached"}, out.get("error")
+    assert out["trace_id"]
+    assert out["answer"].startswith("# ")
+    assert "## References" in out["answer"]
+    assert out["sources"], "a completed run cites sources"
+    for n, source in enumerate(out["sources"], start=1):
+        assert source["number"] == n
+        assert f"[{n}]" in out["answer"] or f"{n}. " in out["answer"]
+        assert source["type"] == "local"
+        assert source["title"]
+        assert 0 < len(source["snippet"]) <= 301
+    coverage = out["checklist_coverage"]
+    assert set(coverage) >= {"satisfied", "gaps"}
+    assert len(coverage["satisfied"]) + len(coverage["gaps"]) == 3  # the scripted checklist
+    assert 1 <= out["iterations_used"] <= 2
+
+
+def test_gradio_client_runs_a_research(app_server: AppServer) -> None:
+    client = Client(app_server.url, verbose=False)
+    text = client.predict(QUESTION, None, 2, api_name="/deep_research")
+    out = parse_output(text)
+    check_output(out)
+    assert "metformin" in out["answer"].lower()
+
+
+async def _mcp_session(url: str) -> tuple[list[Any], Any, Any]:
+    async with (
+        streamablehttp_client(url + "/gradio_api/mcp/") as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        tools = (await session.list_tools()).tools
+        ok = await session.call_tool("deep_research", {"question": QUESTION, "max_iterations": 1})
+        bad = await session.call_tool("deep_research", {"question": "   "})
+        return tools, ok, bad
+
+
+def test_mcp_client_lists_and_calls_deep_research(app_server: AppServer) -> None:
+    tools, ok, bad = asyncio.run(_mcp_session(app_server.url))
+    by_name = {t.name: t for t in tools}
+    assert "deep_research" in by_name, sorted(by_name)
+    tool = by_name["deep_research"]
+    assert "minutes" in (tool.description or "")
+    assert "biomedical" in (tool.description or "")
+    props = tool.inputSchema["properties"]
+    assert set(props) == {"question", "context", "max_iterations"}
+    assert tool.inputSchema["required"] == ["question"]
+    assert props["max_iterations"].get("default") == 10
+    # no UI handler (they take the session's API key) is exposed as a tool
+    assert set(by_name) == {"deep_research"}
+
+    assert not ok.isError
+    out = parse_output(ok.content[0].text)
+    check_output(out)
+    assert out["iterations_used"] == 1
+    assert out["status"] == "max_iterations_reached"
+
+    failed = parse_output(bad.content[0].text)
+    assert failed["status"] == "error"
+    assert failed["error"]

@@ -1,0 +1,327 @@
+"""The web app in headless Chromium (Debian's ``/usr/bin/chromium``, driven by Playwright):
+a research run with the scripted model streams progress, then shows the report, the
+evidence table and working downloads; hostile source text renders as text; the session's
+API key appears nowhere; two browser sessions at once each see only their own run.
+
+Screenshots go to ``tests/e2e/artifacts/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+
+from deepcritical.ui.history import history_available
+from tests.e2e.conftest import CHROMIUM_ARGS, AppServer
+from tests.e2e.corpus import XSS_IMG, XSS_SCRIPT
+
+pytestmark = pytest.mark.slow
+
+RUN_TIMEOUT_MS = 180_000
+QUESTION = "Does metformin lower cancer incidence in people with type 2 diabetes?"
+STATIN_QUESTION = "Do statins reduce dementia and Alzheimer disease in older adults?"
+API_KEY = "sk-e2e-DO-NOT-LEAK-7f3a9c1e5b"
+HISTORY_QUESTION = "Is metformin use associated with lower cancer mortality in diabetes?"
+
+# Records every stage the progress panel shows (a MutationObserver sees each DOM update, even
+# when the run is fast) and leaves window.__xss undefined unless a payload script runs.
+WATCH_STAGES = """
+window.__stages = [];
+new MutationObserver(() => {
+  const el = document.querySelector('#dc-progress .dc-stage');
+  const text = el ? el.textContent : null;
+  if (text && window.__stages[window.__stages.length - 1] !== text) window.__stages.push(text);
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+@pytest.fixture(scope="module")
+def playwright_instance(chromium: Path) -> Iterator[Playwright]:
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(playwright_instance: Playwright, chromium: Path) -> Iterator[Browser]:
+    """Headless Chromium with a fresh temporary profile (Playwright's ``launch``)."""
+    browser = playwright_instance.chromium.launch(
+        executable_path=str(chromium), args=CHROMIUM_ARGS, headless=True
+    )
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True)
+    ctx.add_init_script(WATCH_STAGES)
+    yield ctx
+    ctx.close()
+
+
+def open_app(ctx: BrowserContext, server: AppServer) -> Page:
+    page = ctx.new_page()
+    page.goto(server.url + "/", wait_until="domcontentloaded")
+    page.locator("#dc-question textarea").wait_for(state="visible", timeout=60_000)
+    return page
+
+
+def open_settings(page: Page) -> None:
+    page.get_by_text("Settings", exact=True).first.click()
+    page.locator("#dc-api-key input").wait_for(state="visible")
+
+
+def start_run(page: Page, question: str) -> None:
+    page.locator("#dc-question textarea").fill(question)
+    page.locator("#dc-run").click()
+
+
+def wait_for_report(page: Page) -> None:
+    page.locator("#dc-report h1").wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
+
+
+def show_tab(page: Page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+
+
+def evidence_titles(page: Page) -> list[str]:
+    show_tab(page, "Evidence")
+    rows = page.locator("#dc-evidence tr.dc-evidence-row")
+    rows.first.wait_for(state="visible")
+    return [rows.nth(i).locator("td").nth(2).inner_text() for i in range(rows.count())]
+
+
+def download_links(page: Page) -> dict[str, str]:
+    """File suffix -> URL of the Downloads tab's links."""
+    show_tab(page, "Downloads")
+    links = page.locator("#dc-downloads a[href]")
+    links.first.wait_for(state="attached", timeout=30_000)
+    out: dict[str, str] = {}
+    for i in range(links.count()):
+        href = links.nth(i).get_attribute("href") or ""
+        suffix = Path(href.split("?")[0]).suffix
+        if suffix:
+            out[suffix] = href
+    return out
+
+
+def no_script_ran(page: Page) -> None:
+    assert page.evaluate("typeof window.__xss") == "undefined", "a payload script ran"
+    assert page.locator("img[onerror]").count() == 0
+    assert page.locator("#dc-report script, #dc-evidence script").count() == 0
+    assert page.locator("#dc-report img, #dc-evidence img").count() == 0
+
+
+def test_research_run_in_the_browser(
+    context: BrowserContext, app_server: AppServer, artifacts: Path
+) -> None:
+    page = open_app(context, app_server)
+    assert "extractive mode" not in page.locator("#dc-notice").inner_text()
+    open_settings(page)
+    page.locator("#dc-api-key input").fill(API_KEY)
+    start_run(page, QUESTION)
+    wait_for_report(page)
+    page.screenshot(path=str(artifacts / "e2e-report.png"), full_page=True)
+    print(f"screenshot: {artifacts / 'e2e-report.png'}")
+
+    # progress streamed: stages before the report, the last one "Report ready"
+    stages: list[str] = page.evaluate("window.__stages")
+    assert stages[-1] == "Report ready", stages
+    assert {"Planning", "Searching"} & set(stages), stages
+    assert len(stages) >= 3, stages
+    progress = page.locator("#dc-progress").inner_text()
+    assert "Checklist coverage" in progress
+    assert "Local corpus: " in progress  # queries per source
+    assert page.locator("#dc-progress .dc-bar").count() == 1
+    assert int(page.locator("#dc-progress .dc-found").inner_text()) >= 1
+
+    # the report, its question and its references
+    report = page.locator("#dc-report")
+    assert "scripted review" in report.locator("h1").inner_text()
+    report_text = report.inner_text()
+    assert QUESTION in report_text
+    assert "References" in report_text
+
+    # the evidence table: this run's metformin sources, hostile text shown as text
+    titles = evidence_titles(page)
+    assert titles
+    assert all("metformin" in t.lower() for t in titles), titles
+    evidence_text = page.locator("#dc-evidence").inner_text()
+    assert XSS_SCRIPT in evidence_text
+    assert XSS_IMG in evidence_text
+    show_tab(page, "Hypotheses")
+    assert "supporting" in page.locator("#dc-hypotheses").inner_text()
+
+    # the downloads are this report (fetched from the links the page gives)
+    links = download_links(page)
+    assert set(links) >= {".md", ".json", ".html"}, links
+    md = page.request.get(links[".md"])
+    assert md.ok
+    markdown = md.text()
+    assert markdown.startswith("# Metformin and cancer risk")
+    assert QUESTION in markdown
+    page_html = page.request.get(links[".html"]).text()
+    assert "Content-Security-Policy" in page_html
+    assert "<script" not in page_html
+    assert "<img" not in page_html
+    assert "&lt;script&gt;" in page_html  # the hostile title, escaped
+    data: dict[str, Any] = json.loads(page.request.get(links[".json"]).text())
+    assert data["report"]["research_question"] == QUESTION
+    assert data["evidence"]
+
+    # the hostile titles the report cites render as text there too
+    show_tab(page, "Report")
+    assert XSS_SCRIPT in markdown
+    report_text = report.inner_text()
+    assert XSS_SCRIPT in report_text
+    assert XSS_IMG in report_text
+    no_script_ran(page)
+
+    # the API key is nowhere: page, browser storage, downloads, server log; and Gradio's
+    # run history (which would save every call's inputs in the browser) is off
+    storage = page.evaluate(
+        "JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])"
+    )
+    config = page.request.get(app_server.url + "/config").json()
+    assert config.get("run_history") is False
+    for text in (page.content(), storage, markdown, page_html, json.dumps(data), app_server.log()):
+        assert API_KEY not in text
+
+
+def test_two_sessions_each_see_only_their_run(
+    browser: Browser, app_server: AppServer, artifacts: Path
+) -> None:
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 1000}) for _ in range(2)]
+    try:
+        for ctx in contexts:
+            ctx.add_init_script(WATCH_STAGES)
+        scripted, extractive = (open_app(ctx, app_server) for ctx in contexts)
+        # the second session switches to the extractive mode (no model) for its own runs
+        open_settings(extractive)
+        llm = extractive.locator("#dc-llm input")
+        llm.fill("none")
+        llm.press("Enter")
+        start_run(scripted, QUESTION)
+        start_run(extractive, STATIN_QUESTION)
+        wait_for_report(scripted)
+        wait_for_report(extractive)
+        extractive.screenshot(path=str(artifacts / "e2e-second-session.png"), full_page=True)
+
+        a_report = scripted.locator("#dc-report").inner_text()
+        b_report = extractive.locator("#dc-report").inner_text()
+        assert QUESTION in a_report
+        assert STATIN_QUESTION not in a_report
+        assert STATIN_QUESTION in b_report
+        assert QUESTION not in b_report
+        assert "extractive mode" in extractive.locator("#dc-notice").inner_text()
+        assert "extractive mode" not in scripted.locator("#dc-notice").inner_text()
+
+        a_titles = evidence_titles(scripted)
+        b_titles = evidence_titles(extractive)
+        assert all("statin" not in t.lower() for t in a_titles), a_titles
+        assert all("metformin" not in t.lower() for t in b_titles), b_titles
+        assert any("statin" in t.lower() for t in b_titles), b_titles
+        for page in (scripted, extractive):
+            no_script_ran(page)
+    finally:
+        for ctx in contexts:
+            ctx.close()
+
+
+def test_downloaded_html_runs_no_script(browser: Browser, app_server: AppServer) -> None:
+    """The standalone .html download, opened in the browser, runs none of the payloads."""
+    from deepcritical.ui.render import standalone_html
+    from tests.e2e.corpus import XSS_TITLE
+
+    html = standalone_html(f"# Report\n\n1. {XSS_TITLE}. 2021.\n\n{XSS_SCRIPT}\n", "R")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "report.html"
+        path.write_text(html, encoding="utf-8")
+        ctx = browser.new_context()
+        try:
+            page = ctx.new_page()
+            page.goto(path.as_uri())
+            assert XSS_SCRIPT in page.locator("body").inner_text()
+            assert page.evaluate("typeof window.__xss") == "undefined"
+            assert page.locator("img").count() == 0
+        finally:
+            ctx.close()
+
+
+def test_stop_cancels_the_run_and_the_next_run_works(
+    context: BrowserContext, app_server: AppServer
+) -> None:
+    page = open_app(context, app_server)
+    start_run(page, QUESTION)
+    page.wait_for_function("window.__stages.some(s => s !== 'Waiting')", timeout=60_000)
+    page.locator("#dc-stop").click()
+    page.locator("#dc-progress .dc-error").wait_for(state="visible", timeout=30_000)
+    assert "Stopped" in page.locator("#dc-progress .dc-error").inner_text()
+    page.wait_for_timeout(1_000)
+    model_calls = len(app_server.stub.requests)
+    page.wait_for_timeout(4_000)  # a run that was not cancelled would finish by now
+    assert len(app_server.stub.requests) == model_calls, "the run went on calling the model"
+    assert page.locator("#dc-report h1").count() == 0
+    assert "Report ready" not in page.evaluate("window.__stages")
+    start_run(page, QUESTION)
+    wait_for_report(page)
+    assert QUESTION in page.locator("#dc-report").inner_text()
+
+
+def test_busy_server_shows_the_queue_position(
+    browser: Browser, single_run_server: AppServer
+) -> None:
+    """With one run at a time, a second session's run waits and sees its queue position."""
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 1000}) for _ in range(2)]
+    try:
+        for ctx in contexts:
+            ctx.add_init_script(WATCH_STAGES)
+        first, second = (open_app(ctx, single_run_server) for ctx in contexts)
+        start_run(first, QUESTION)
+        first.wait_for_function("window.__stages.some(s => s !== 'Waiting')", timeout=60_000)
+        start_run(second, STATIN_QUESTION)
+        second.get_by_text(re.compile(r"queue:\s*1\s*/\s*\d")).first.wait_for(timeout=30_000)
+        wait_for_report(first)
+        wait_for_report(second)
+        assert STATIN_QUESTION in second.locator("#dc-report").inner_text()
+    finally:
+        for ctx in contexts:
+            ctx.close()
+
+
+@pytest.mark.skipif(
+    not history_available(), reason="no durable run store (deepcritical.state) installed"
+)
+def test_history_lists_opens_and_exports_the_run(
+    context: BrowserContext, app_server: AppServer
+) -> None:
+    page = open_app(context, app_server)
+    start_run(page, HISTORY_QUESTION)
+    wait_for_report(page)
+    run_id = page.locator("#dc-progress .dc-run-id code").inner_text().strip()
+    assert run_id
+    show_tab(page, "History")
+    page.get_by_role("button", name="Refresh").click()
+    page.wait_for_function(
+        "id => document.querySelector('#dc-history').textContent.includes(id)",
+        arg=run_id,
+        timeout=30_000,
+    )
+    assert HISTORY_QUESTION[:40] in (page.locator("#dc-history").text_content() or "")
+    page.locator("#dc-history-id input, #dc-history-id textarea").first.fill(run_id)
+    page.get_by_role("button", name="Open").click()
+    page.locator("#dc-history-report h1").wait_for(timeout=30_000)
+    assert HISTORY_QUESTION in page.locator("#dc-history-report").inner_text()
+    page.get_by_role("button", name="Export").click()
+    link = page.locator("#dc-history-export a[href]").first
+    link.wait_for(state="attached", timeout=30_000)
+    exported = json.loads(page.request.get(link.get_attribute("href") or "").text())
+    assert API_KEY not in json.dumps(exported)
+    assert HISTORY_QUESTION in json.dumps(exported)

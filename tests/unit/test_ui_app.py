@@ -1,0 +1,133 @@
+"""The Blocks and the streaming handler, without a server: outputs per event, the session
+key reaching the run only as a SecretStr, cancellation closing the run, the API surface."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from deepcritical.config import Settings
+from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.ui.app import build_app, stream_run
+from tests.unit.test_ui_history import FakeStore, Record
+from tests.unit.ui_fixtures import FakeResearch, run_result, script
+
+KEY = "sk-unit-secret-999"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path, sources=["local"], _env_file=None)  # type: ignore[call-arg]
+
+
+async def collect(stream: AsyncIterator[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    return [out async for out in stream]
+
+
+async def test_stream_run_streams_progress_then_the_result(
+    settings: Settings, tmp_path: Path
+) -> None:
+    fake = FakeResearch(script(run_result()))
+    outs = await collect(stream_run(fake("Q?", settings), settings, tmp_path))
+    assert len(outs) == 1 + 4 + 1  # initial, one per event before done, final
+    progresses = [str(o[1]) for o in outs]
+    assert "Waiting" in progresses[0]
+    assert "Planning" in progresses[2]
+    assert "Report ready" in progresses[-1]
+    notice, _, report, evidence, hypotheses, files = outs[-1]
+    assert "extractive mode" in str(notice)
+    assert "<h1>Metformin review</h1>" in str(report)
+    assert "&lt;script&gt;" in str(report)
+    assert "<script" not in str(report)
+    assert str(evidence).count("dc-evidence-row") == 2
+    assert "supporting" in str(hypotheses)
+    assert isinstance(files, list)
+    assert [Path(f).suffix for f in files] == [".md", ".json", ".html"]
+    markdown = await asyncio.to_thread(Path(files[0]).read_text, encoding="utf-8")
+    assert markdown.startswith("# Metformin review")
+    assert all(o[5] is None for o in outs[:-1])
+    assert fake.closed == 1
+
+
+async def test_stream_run_shows_errors(settings: Settings, tmp_path: Path) -> None:
+    outs = await collect(stream_run(FakeResearch(script(None))("Q", settings), settings, tmp_path))
+    assert "writing failed: boom" in str(outs[-1][1])
+    assert outs[-1][5] is None
+    boom = FakeResearch(script(run_result()), raise_at=1)
+    outs = await collect(stream_run(boom("Q", settings), settings, tmp_path))
+    assert "RuntimeError: source exploded" in str(outs[-1][1])
+
+
+async def test_cancelling_the_consumer_closes_the_run(settings: Settings, tmp_path: Path) -> None:
+    closed = asyncio.Event()
+    started = asyncio.Event()
+
+    async def slow() -> AsyncIterator[ResearchEvent]:
+        try:
+            yield ResearchEvent(type="started", message="go")
+            started.set()
+            await asyncio.sleep(3600)
+            yield ResearchEvent(type="error", message="never")
+        finally:
+            closed.set()
+
+    task = asyncio.create_task(collect(stream_run(slow(), settings, tmp_path)))
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed.is_set()
+
+
+async def test_run_handler_passes_the_key_as_secret(settings: Settings) -> None:
+    fake = FakeResearch(script(run_result()))
+    demo = build_app(settings, research_fn=fake, store_opener=None)
+    run_fn = next(fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "run")
+    outs = [
+        o async for o in run_fn("Q?", " ctx ", "openai:gpt-4o", KEY, ["local"], 2, 10, "iterative")
+    ]
+    question, used, context = fake.calls[0]
+    assert (question, context, used.max_rounds, used.max_sources) == ("Q?", "ctx", 2, 10)
+    assert used.openai_api_key is not None
+    assert used.openai_api_key.get_secret_value() == KEY
+    assert settings.openai_api_key is None
+    assert all(KEY not in str(o) for o in outs)
+    assert "extractive mode" not in str(outs[-1][0])
+    # a provider error echoing the key shows it redacted
+    leaky = FakeResearch([ResearchEvent(type="error", message=f"401: bad key {KEY}")])
+    demo = build_app(settings, research_fn=leaky, store_opener=None)
+    run_fn = next(fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "run")
+    outs = [o async for o in run_fn("Q?", "", "openai:gpt-4o", KEY, [], 2, 10, "iterative")]
+    assert "bad key [redacted]" in str(outs[-1][1])
+    assert KEY not in str(outs)
+    bad = [o async for o in run_fn("Q?", "", "bogus:x", KEY, [], 2, 10, "iterative")]
+    assert "unknown model provider" in str(bad[-1][1])
+    assert KEY not in str(bad)
+    assert len(fake.calls) == 1
+    assert len(leaky.calls) == 1
+
+
+def test_api_surface(settings: Settings) -> None:
+    demo = build_app(settings, research_fn=FakeResearch([]), store_opener=None)
+    public = {
+        fn.api_name
+        for fn in demo.fns.values()
+        if fn.api_visibility == "public" and isinstance(fn.api_name, str)
+    }
+    assert public == {"deep_research"}
+    assert demo.get_config_file()["components"]  # builds a valid config
+
+
+def test_history_tab_only_with_a_store(settings: Settings) -> None:
+    def labels(demo: object) -> set[str]:
+        comps = demo.get_config_file()["components"]  # type: ignore[attr-defined]
+        return {str(c.get("props", {}).get("label")) for c in comps}
+
+    without = build_app(settings, research_fn=FakeResearch([]), store_opener=None)
+    assert "Run id" not in labels(without)
+    store = FakeStore([Record("r1", "Q1")])
+    with_store = build_app(settings, research_fn=FakeResearch([]), store_opener=lambda s: store)
+    assert "Run id" in labels(with_store)

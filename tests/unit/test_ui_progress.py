@@ -1,0 +1,129 @@
+"""The fold of run events into the progress view (no Gradio)."""
+
+from __future__ import annotations
+
+from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.ui.progress import MAX_LOG, ProgressView, fail, fold
+from tests.unit.ui_fixtures import run_result, script
+
+
+def fold_all(events: list[ResearchEvent]) -> list[ProgressView]:
+    views = [ProgressView()]
+    for e in events:
+        views.append(fold(views[-1], e))
+    return views
+
+
+def test_fold_tracks_stage_round_sources_and_coverage() -> None:
+    views = fold_all(script(run_result()))
+    stages = [v.stage for v in views]
+    assert stages == [
+        "Waiting",
+        "Starting",
+        "Planning",
+        "Searching",
+        "Screening evidence",
+        "Report ready",
+    ]
+    assert views[1].run_id == "run-42"
+    assert views[2].checklist == {"incidence": "unsatisfied", "trials": "unsatisfied"}
+    searching = views[3]
+    assert searching.round == 1
+    assert searching.queries_per_source == {"local": 2, "pubmed": 2}
+    screened = views[4]
+    assert screened.hits_per_source == {"local": 2}
+    assert screened.sources_found == 2
+    assert screened.coverage == 0.5
+    assert screened.checklist["incidence"] == "satisfied"
+    done = views[-1]
+    assert done.finished
+    assert not done.failed
+    # the final plan of the result wins (one satisfied of two items)
+    assert done.coverage == 0.5
+    assert done.checklist == {
+        "incidence": "satisfied",
+        "trials": "unsatisfied",
+    }
+
+
+def test_fold_does_not_modify_its_input() -> None:
+    view = ProgressView()
+    after = fold(
+        view,
+        ResearchEvent(
+            type="searching", round=1, message="r", data={"queries": ["q"], "sources": ["local"]}
+        ),
+    )
+    assert view.queries_per_source == {}
+    assert view.stage == "Waiting"
+    assert after.queries_per_source == {"local": 1}
+
+
+def test_queries_accumulate_over_rounds() -> None:
+    view = ProgressView()
+    for r in (1, 2):
+        view = fold(
+            view,
+            ResearchEvent(
+                type="searching",
+                round=r,
+                message="r",
+                data={"queries": ["a", "b", "c"], "sources": ["pubmed"]},
+            ),
+        )
+    assert view.queries_per_source == {"pubmed": 6}
+    assert view.round == 2
+
+
+def test_hypotheses_of_a_round_replace_the_previous_set() -> None:
+    def hyp(r: int, hid: str, text: str, sup: int) -> ResearchEvent:
+        return ResearchEvent(
+            type="hypothesis",
+            round=r,
+            message=text,
+            data={
+                "id": hid,
+                "statement": text,
+                "confidence": 0.5,
+                "supporting_evidence_ids": [f"E{i}" for i in range(sup)],
+                "contradicting_evidence_ids": ["E9"],
+            },
+        )
+
+    view = ProgressView()
+    for e in [hyp(1, "H1", "first", 1), hyp(1, "H2", "second", 2)]:
+        view = fold(view, e)
+    assert [(h.id, h.supporting, h.contradicting) for h in view.hypotheses] == [
+        ("H1", 1, 1),
+        ("H2", 2, 1),
+    ]
+    view = fold(view, hyp(2, "H1", "revised", 3))
+    assert [(h.statement, h.supporting) for h in view.hypotheses] == [("revised", 3)]
+
+
+def test_error_event_and_outside_failure() -> None:
+    view = fold(ProgressView(), ResearchEvent(type="error", message="planning failed"))
+    assert view.failed
+    assert view.finished
+    assert view.error == "planning failed"
+    assert view.stage == "Failed"
+    stopped = fail(ProgressView(), "Stopped")
+    assert stopped.failed
+    assert stopped.error == "Stopped"
+
+
+def test_malformed_data_is_ignored_and_log_is_bounded() -> None:
+    view = ProgressView()
+    view = fold(
+        view,
+        ResearchEvent(
+            type="evidence_added", message="x", data={"per_source": {"local": "many"}, "total": "?"}
+        ),
+    )
+    assert view.hits_per_source == {}
+    assert view.sources_found == 0
+    for i in range(MAX_LOG + 5):
+        view = fold(view, ResearchEvent(type="warning", message=f"w{i}"))
+    assert len(view.log) == MAX_LOG
+    assert view.log[-1] == f"w{MAX_LOG + 4}"
+    assert len(view.warnings) == MAX_LOG
