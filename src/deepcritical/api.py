@@ -116,11 +116,12 @@ async def resume(
 ) -> AsyncIterator[ResearchEvent]:
     """Continue the stored run ``run_id`` to its report, streaming events as :func:`research`.
 
-    The stored question, context, syllabus and settings are used again; API keys and the
-    database location come from ``settings`` (default: the environment) at resume time. The
-    completed steps replay from the call cache with no search (or cached LLM) call, the run
-    continues live where it stopped, sources are saved idempotently (none lost, none
-    duplicated) and the same run row is updated (``in_progress`` again, then ``completed``).
+    The stored question, context, report preferences, syllabus and settings are used again;
+    API keys and the database location come from ``settings`` (default: the environment) at
+    resume time. The completed steps replay from the call cache with no search (or cached
+    LLM) call, the run continues live where it stopped, sources are saved idempotently (none
+    lost, none duplicated) and the same run row is updated (``in_progress`` again, then
+    ``completed``).
 
     Raises:
         RunNotFoundError: no run with this id (a unique prefix of 6+ characters is accepted).
@@ -156,6 +157,11 @@ async def resume(
             record.question,
             run_settings,
             context=record.context,
+            preferences=(
+                ReportPreferences.model_validate(record.preferences)
+                if record.preferences
+                else None
+            ),
             model=model,
             sources=sources,
             embedder=embedder,
@@ -202,7 +208,14 @@ async def _research(
         if settings.persist_runs:
             from deepcritical.state.lifecycle import PersistentRun
 
-            persisted = await PersistentRun.open(settings, question, context, syllabus, run_id)
+            persisted = await PersistentRun.open(
+                settings,
+                question,
+                context,
+                syllabus,
+                run_id,
+                preferences=preferences.model_dump(mode="json") if preferences else None,
+            )
             stack.push_async_callback(persisted.aclose)
         if magentic and chat_client is None:
             stack.push_async_callback(close_chat_client, manager_client)

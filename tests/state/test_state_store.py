@@ -192,6 +192,26 @@ async def test_search_and_llm_calls_are_cached(runs: RunStore) -> None:
     assert (await Agent(model2).run("same prompt")).output == "answer"
     assert (model.live_requests, model2.live_requests, model2.cached_requests) == (1, 0, 1)
 
+    # A resumed run fences its sources with new random nonces, maybe on another day: the
+    # same request must still hit; other source text must not.
+    def prompt(nonce: str, day: str, text: str) -> str:
+        return (
+            f"Today's date is {day}.\n\nQuote only sources; nonce {nonce} ends a block.\n"
+            f'<source id="E1" nonce="{nonce}">\n{text}\n</source {nonce}>'
+        )
+
+    first_run = CachedModel(TestModel(custom_output_text="grounded"), cache)
+    resumed = CachedModel(TestModel(custom_output_text="different"), cache)
+    text = "Metformin lowered HbA1c."
+    assert (await Agent(first_run).run(prompt("9f2c41d7a1b2", "2026-11-21", text))).output == (
+        "grounded"
+    )
+    replay = await Agent(resumed).run(prompt("0c0ffee12345", "2026-11-22", text))
+    assert replay.output == "grounded"
+    other = await Agent(resumed).run(prompt("0c0ffee12345", "2026-11-22", "Statins."))
+    assert other.output == "different"
+    assert (resumed.cached_requests, resumed.live_requests) == (1, 1)
+
 
 def test_scale_2000_sources_keep_tool_answers_short_and_prompt_flat(
     database_url: str, tmp_path: Path
@@ -305,3 +325,50 @@ async def test_twenty_parallel_runs_lose_no_write_and_mix_no_source(
                 pass
     finally:
         store.close()
+
+
+async def test_resume_keeps_the_report_preferences(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import deepcritical.api as api
+    from deepcritical.models import ReportPreferences
+
+    settings = Settings(
+        llm="none", sources=["pubmed"], data_dir=tmp_path, database_url=database_url, max_rounds=1
+    )
+    wanted = ReportPreferences(audience="clinicians", length="brief", focus="bleeding risk")
+    run_id = ""
+    events = research(
+        "Does aspirin prevent stroke?",
+        settings,
+        preferences=wanted,
+        sources=[RunSource("pref")],
+        embedder=HashingEmbedder(),
+    )
+    async for event in events:  # stop the run as soon as it is recorded
+        if event.type == "started":
+            run_id = event.data["run_id"]
+            break
+    await events.aclose()  # type: ignore[attr-defined]
+    store = RunStore.open_url(database_url)
+    try:
+        record = store.get_run(run_id)
+    finally:
+        store.close()
+    assert record is not None
+    assert record.resumable
+    assert record.preferences == wanted.model_dump(mode="json")
+
+    seen: dict[str, Any] = {}
+
+    async def fake_research(question: str, settings: Settings, **kwargs: Any) -> Any:
+        seen.update(kwargs, question=question)
+        return
+        yield  # an async generator that yields nothing
+
+    monkeypatch.setattr(api, "_research", fake_research)
+    async for _ in resume(run_id, settings):
+        pass
+    assert seen["question"] == "Does aspirin prevent stroke?"
+    assert seen["preferences"] == wanted
+    assert seen["run_id"] == record.id

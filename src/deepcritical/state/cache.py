@@ -8,7 +8,8 @@ pay twice.
   source name + query + limit + API root. Only answers are cached; a
   :class:`~deepcritical.sources.base.SourceError` is not (the next call tries again).
 - :class:`CachedModel`: a pydantic-ai ``WrapperModel`` keyed by a hash of model name, system,
-  messages (without volatile fields: timestamps, provider response ids, run ids), model
+  messages (without volatile fields: timestamps, provider response ids, run ids; with source
+  fence nonces and the "Today's date" line normalised, see :func:`stable_prompt_text`), model
   settings and request parameters (tool definitions, output schema). Streaming requests
   (``request_stream``) pass through uncached. It counts live and cached requests and tokens.
 
@@ -26,6 +27,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -54,11 +56,27 @@ def request_key(kind: str, request: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_FENCE_NONCE = re.compile(r'nonce="([0-9a-fA-F]{8,64})"')
+_TODAY = re.compile(r"^Today's date is \d{4}-\d{2}-\d{2}\.\n*")
+
+
+def stable_prompt_text(text: str) -> str:
+    """``text`` without what changes between two runs of the same request: the random nonce of
+    source fences (:mod:`deepcritical.agents.fencing`; every occurrence becomes ``NONCE``) and
+    the "Today's date is ..." line the agents put first (:mod:`deepcritical.agents.runner`),
+    so a resumed run, even on another day, finds the answers of the first one."""
+    for nonce in set(_FENCE_NONCE.findall(text)):
+        text = re.sub(re.escape(nonce), "NONCE", text, flags=re.IGNORECASE)
+    return _TODAY.sub("", text)
+
+
 def _strip_volatile(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _strip_volatile(v) for k, v in value.items() if k not in _VOLATILE}
     if isinstance(value, list):
         return [_strip_volatile(v) for v in value]
+    if isinstance(value, str):
+        return stable_prompt_text(value)
     return value
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic_ai.models import Model
 
@@ -66,6 +67,7 @@ class PersistentRun:
         context: str | None,
         syllabus: Syllabus | None,
         run_id: str | None = None,
+        preferences: dict[str, Any] | None = None,
     ) -> PersistentRun:
         """Open the database and create the run (``run_id=None``) or reopen ``run_id``.
 
@@ -82,6 +84,7 @@ class PersistentRun:
                     settings.public_dict(),
                     context=context,
                     syllabus=syllabus,
+                    preferences=preferences,
                 )
                 return cls(runs, new_id, settings, syllabus, resuming=False)
             record = await asyncio.to_thread(runs.get_run, run_id)

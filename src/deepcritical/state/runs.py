@@ -82,6 +82,7 @@ class RunRecord(BaseModel):
     settings: dict[str, Any] = {}
     syllabus: dict[str, Any] | None = None
     syllabus_fixed: bool = False
+    preferences: dict[str, Any] | None = None
 
     @property
     def resumable(self) -> bool:
@@ -155,10 +156,13 @@ class RunStore:
         *,
         context: str | None = None,
         syllabus: Syllabus | None = None,
+        preferences: dict[str, Any] | None = None,
     ) -> str:
         """Insert a ``pending`` run and return its id (32 hex characters).
 
-        ``settings`` must already be public (:meth:`Settings.public_dict`: no secrets).
+        ``settings`` must already be public (:meth:`Settings.public_dict`: no secrets);
+        ``preferences`` are the user's report preferences
+        (:class:`~deepcritical.models.ReportPreferences` as JSON), kept for a resume.
         """
         run_id = uuid.uuid4().hex
 
@@ -172,6 +176,7 @@ class RunStore:
                     settings=settings,
                     syllabus=syllabus.model_dump(mode="json") if syllabus else None,
                     syllabus_fixed=syllabus is not None,
+                    preferences=preferences,
                     status="pending",
                     progress=0.0,
                     stage=None,
@@ -273,6 +278,7 @@ class RunStore:
             settings=dict(row.settings or {}) if full else {},
             syllabus=row.syllabus,
             syllabus_fixed=row.syllabus_fixed,
+            preferences=row.preferences,
         )
 
     def export_run(self, run_id: str) -> dict[str, Any]:

@@ -66,6 +66,7 @@ class RunRow(Base):
     settings: Mapped[dict[str, Any]] = mapped_column(JSON)
     syllabus: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     syllabus_fixed: Mapped[bool] = mapped_column(default=False)
+    preferences: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(20), index=True)
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     stage: Mapped[str | None] = mapped_column(String(40))
