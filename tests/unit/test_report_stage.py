@@ -168,9 +168,11 @@ def test_markdown_shows_supporting_quotes_of_kept_sentences_only() -> None:
             removed=True,
         ),
     ]
+    # the same sentence again (conclusion): listed once
+    r.grounding.append(r.grounding[0].model_copy(update={"location": "conclusion"}))
     md = r.to_markdown()
     appendix = md[md.index("## Supporting quotes") :]
-    assert "- Risk fell [1]." in appendix
+    assert appendix.count("- Risk fell [1].") == 1
     assert "  - [1] “Metformin lowered dementia risk in a large cohort.” (similarity 0.81)" in (
         appendix
     )

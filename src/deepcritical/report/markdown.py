@@ -37,8 +37,9 @@ def _short(text: str) -> str:
 
 def grounding_appendix(report: ResearchReport, numbers: dict[str, int]) -> list[str]:
     """Markdown lines of the "Supporting quotes" appendix (``[]`` when nothing was grounded):
-    one entry per kept cited sentence, with the supporting passage of each cited source
-    that supports it and its score (cosine similarity, or entailment probability with NLI)."""
+    one entry per kept cited sentence (a sentence repeated in the summary, findings and
+    conclusion is listed once), with the passage of each cited source that supports it and
+    its score (cosine similarity, or entailment probability with NLI)."""
     kept = [c for c in report.grounding if not c.removed and c.kept_ids]
     if not kept:
         return []
@@ -47,8 +48,13 @@ def grounding_appendix(report: ResearchReport, numbers: dict[str, int]) -> list[
         "Each cited sentence of the report, with the passage of each cited source that"
         " supports it (verbatim source text)."
     )
+    shown: set[str] = set()
     for claim in kept:
-        line = f"- {numbered(claim.grounded_sentence or claim.sentence, numbers)}"
+        sentence = numbered(claim.grounded_sentence or claim.sentence, numbers)
+        if sentence in shown:
+            continue
+        shown.add(sentence)
+        line = f"- {sentence}"
         if claim.rewritten:
             line += " *(rewritten: the sentence as drafted was not supported)*"
         out += ["", line]
