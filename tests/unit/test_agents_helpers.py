@@ -243,3 +243,27 @@ async def test_extractive_hypothesis_ignores_items_off_the_question(hashing_embe
     [hypothesis] = await gen.hypothesize(plan, evidence, [])
     assert hypothesis.supporting_evidence_ids == ["E1"]
     assert hypothesis.contradicting_evidence_ids == ["E3"]
+
+
+def test_gap_limitations_say_why_a_partial_item_is_partial() -> None:
+    from deepcritical.agents.drafts import gap_limitations
+    from deepcritical.models import ChecklistItem, ChecklistStatus, ResearchPlan
+
+    def plan_with(n_ids: int, minimum: int) -> ResearchPlan:
+        checklist = [
+            ChecklistItem(
+                key="efficacy",
+                description="Efficacy",
+                min_evidence=minimum,
+                status=ChecklistStatus.PARTIAL,
+                evidence_ids=[f"E{i}" for i in range(n_ids)],
+            )
+        ]
+        return ResearchPlan(question="Q?", refined_question="Q?", checklist=checklist)
+
+    thin = gap_limitations(plan_with(1, 3), [])
+    assert "Evidence is thin for the checklist item (1 of 3 sources needed): Efficacy." in thin
+    judged = gap_limitations(plan_with(5, 1), [])
+    assert not any("sources needed" in line for line in judged)
+    assert any("The 5 sources found for the checklist item address it only in part" in line
+               for line in judged)

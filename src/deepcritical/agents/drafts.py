@@ -47,10 +47,15 @@ def gap_limitations(plan: ResearchPlan, evidence: Sequence[Evidence]) -> list[st
     for item in plan.checklist:
         if item.status == ChecklistStatus.UNSATISFIED:
             out.append(f"No evidence was found for the checklist item: {item.description}.")
-        elif item.status == ChecklistStatus.PARTIAL:
+        elif item.status == ChecklistStatus.PARTIAL and len(item.evidence_ids) < item.min_evidence:
             out.append(
                 f"Evidence is thin for the checklist item ({len(item.evidence_ids)} of "
                 f"{item.min_evidence} sources needed): {item.description}."
+            )
+        elif item.status == ChecklistStatus.PARTIAL:  # enough sources, judged not to settle it
+            out.append(
+                f"The {len(item.evidence_ids)} sources found for the checklist item address it "
+                f"only in part (reflection's judgement): {item.description}."
             )
     n = len(evidence)
     if 0 < n < FEW_SOURCES:
