@@ -96,9 +96,11 @@ def _quote(sentences: Sequence[KeySentence]) -> str:
     return " ".join(add_marker(s.text, s.evidence_id) for s in sentences)
 
 
-MIN_KEY_TERMS = 2
-"""Key terms of the question (matched by stem) a source must mention to be quoted; questions
-with fewer key terms need them all."""
+MIN_KEY_TERMS = 1
+"""Key terms of the question (matched by stem, every word of a multi-word term) a source must
+mention to be quoted. Two would drop more neighbouring-topic sources (an MRI study of another
+disease) but also on-topic ones whose wording differs from the question's multi-word terms
+("MEK inhibitor" for "MEK inhibition"), so one it is until terms match by concept."""
 
 
 class ExtractiveReportWriter:
@@ -137,9 +139,8 @@ class ExtractiveReportWriter:
         self.group_by = group_by
 
     def _select(self, plan: ResearchPlan, evidence: Sequence[Evidence]) -> _Draft:
-        # An item that mentions fewer than two of the question's key terms (the only one when
-        # there is one) is on a neighbouring topic at best: an MRI study of another disease,
-        # a "decline" in another function. Similarity of wording alone earns no quote.
+        # An item that mentions none of the question's key terms is on a neighbouring topic
+        # at best: similarity of wording alone earns no quote.
         terms = plan.key_terms or extract_key_terms(plan.refined_question)
         needed = min(MIN_KEY_TERMS, len(terms))
         on_topic = [
@@ -193,7 +194,7 @@ class ExtractiveReportWriter:
         if draft.left_out:
             limitations.append(
                 f"{draft.left_out} of the {len(evidence)} selected sources were left out because "
-                "they mention too few of the question's key terms or none of their sentences was "
+                "they mention none of the question's key terms or none of their sentences was "
                 "close enough to the question."
             )
         limitations.append(METHOD_LIMITATION)
