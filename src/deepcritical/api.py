@@ -228,6 +228,8 @@ async def _research(
             run_sources = persisted.wrap_sources(run_sources)
         if persisted is not None and model is None and llm_model is not None:
             llm_model = persisted.wrap_model(llm_model)
+        if persisted is not None and chat_client is None and manager_client is not None:
+            manager_client = persisted.wrap_chat_client(manager_client)
         store = EvidenceStore(embedder, settings.near_duplicate_threshold)
         agents = build_agents(settings, llm_model, embedder)
         fallback = build_agents(settings, None, embedder) if llm_model is not None else None

@@ -12,13 +12,15 @@ pay twice.
   fence nonces and the "Today's date" line normalised, see :func:`stable_prompt_text`), model
   settings and request parameters (tool definitions, output schema). Streaming requests
   (``request_stream``) pass through uncached. It counts live and cached requests and tokens.
+- :class:`~deepcritical.state.chat_cache.CachedChatClient` (in :mod:`.chat_cache`): the same
+  for the Magentic manager's agent-framework chat client (non-streaming ``get_response``).
 
 What a cache hit means for replay: the extractive (``--llm none``) path is deterministic given
 the same search answers and the same embedder, so a resumed run replays its completed steps
 exactly from the search cache; with an LLM, replay is exact as long as every request is the
 same as before (it is when the earlier answers came from the cache). The Magentic manager's
-chat calls go through agent-framework and are not cached: a resumed Magentic run may take other
-decisions than the first one (its searches and role calls still hit the caches when equal).
+chat calls are cached too (when its client was built from the settings), so a resumed Magentic
+run replays the manager's decisions as long as its requests are the same as before.
 """
 
 from __future__ import annotations

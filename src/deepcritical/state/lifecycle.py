@@ -1,8 +1,8 @@
 """One run's link to the database: :class:`PersistentRun` (used by :mod:`deepcritical.api`).
 
 It opens the run database, creates the run row (or reopens a run being resumed), wraps the
-run's search sources and model in the call caches, checkpoints every event through a
-:class:`~deepcritical.state.recorder.RunRecorder`, touches the row every
+run's search sources, model and Magentic manager chat client in the call caches, checkpoints
+every event through a :class:`~deepcritical.state.recorder.RunRecorder`, touches the row every
 :data:`~deepcritical.state.runs.HEARTBEAT_SECONDS` while the run is alive, and records how
 the run ended when it ends without a ``done``/``error`` event (cancelled, crashed).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.models import Model
 
@@ -25,6 +25,11 @@ from deepcritical.state.recorder import RunRecorder
 from deepcritical.state.runs import HEARTBEAT_SECONDS, RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
+
+if TYPE_CHECKING:  # agent-framework is imported only by runs that use a chat client
+    from agent_framework import SupportsChatGetResponse
+
+    from deepcritical.state.chat_cache import CachedChatClient
 
 __all__ = ["PersistentRun"]
 
@@ -56,6 +61,7 @@ class PersistentRun:
         self.cache = CallCache(runs, settings.cache_ttl_seconds)
         self.cached_sources: list[CachedSource] = []
         self.cached_model: CachedModel | None = None
+        self.cached_chat_client: CachedChatClient | None = None
         self.recorder: RunRecorder | None = None
         self._heartbeat: asyncio.Task[None] | None = None
 
@@ -113,6 +119,18 @@ class PersistentRun:
         """``model`` answered from the call cache when the same request was made before."""
         self.cached_model = CachedModel(model, self.cache)
         return self.cached_model
+
+    def wrap_chat_client(
+        self, client: SupportsChatGetResponse[Any]
+    ) -> SupportsChatGetResponse[Any]:
+        """``client`` (the Magentic manager's agent-framework chat client) answered from the
+        call cache when the same non-streaming request was made before
+        (:class:`~deepcritical.state.chat_cache.CachedChatClient`). Closing stays the caller's
+        job (:func:`deepcritical.llm.close_chat_client` on ``client`` or on the wrapper)."""
+        from deepcritical.state.chat_cache import CachedChatClient
+
+        self.cached_chat_client = CachedChatClient(client, self.cache)
+        return self.cached_chat_client
 
     async def attach(self, store: EvidenceStore) -> None:
         """Start recording the run whose evidence lives in ``store`` (marks it in progress)."""
