@@ -32,7 +32,7 @@ Printed per configuration (means over questions):
 - answer agreement, verdict stated in the report: PubMedQA questions are yes/no questions,
   so the report states a verdict (``metadata.verdict``: yes / no / uncertain, derived from
   the balance of supporting and contradicting sources of the first hypothesis, see
-  :mod:`deepcritical.orchestrators.report_stage`); "uncertain" is compared with "maybe".
+  :mod:`deepcritical.report.sections`); "uncertain" is compared with "maybe".
   The always-"yes" baseline is printed next to the hypothesis-stance proxy (more supporting
   than contradicting items -> "yes", more contradicting -> "no", otherwise "maybe"). For the
   extractive hypothesis generator an item contradicts when a negation cue ("no
@@ -156,7 +156,7 @@ class ScriptedLLM:
         return m.group(1).strip() if m else "the question"
 
     def _planner(self, prompt: str) -> dict[str, Any]:
-        from deepcritical.agents.terms import extract_key_terms, key_term_query
+        from deepcritical.text.terms import extract_key_terms, key_term_query
 
         question = self._question(prompt)
         terms = extract_key_terms(question)
@@ -173,7 +173,7 @@ class ScriptedLLM:
         }
 
     def _queries(self, prompt: str) -> dict[str, Any]:
-        from deepcritical.agents.terms import extract_key_terms
+        from deepcritical.text.terms import extract_key_terms
 
         question = self._question(prompt)
         m = re.search(r"^Search round: (\d+)", prompt, re.MULTILINE)
@@ -465,12 +465,12 @@ def report_configuration(name: str, outcomes: list[Outcome], failures: list[str]
 # --------------------------------------------------------------------------- calibration
 def calibrate(data: Path) -> None:
     """Print the similarity distributions behind the default grounding threshold."""
-    from deepcritical.agents.citations import add_marker
-    from deepcritical.agents.claims import question_to_claim
     from deepcritical.evidence.embeddings import shared_embedder
     from deepcritical.evidence.store import embedding_text
+    from deepcritical.report.citations import add_marker
     from deepcritical.report.grounding import DEFAULT_THRESHOLD, claim_text, source_passages
-    from deepcritical.report.sentences import split_sentences
+    from deepcritical.text.claims import question_to_claim
+    from deepcritical.text.sentences import split_sentences
 
     start = time.perf_counter()
     rows = {

@@ -2,7 +2,7 @@
 
 For 10, 100, 1,000 and 2,000 sources saved across the six questions of
 ``syllabi/drug_profile.yaml`` (SQLite file in a temporary directory), a pydantic-ai agent with
-the source tools (:func:`deepcritical.state.tools.source_toolset`) and a scripted
+the source tools (:func:`deepcritical.agents.source_tools.source_toolset`) and a scripted
 ``FunctionModel`` saves one more source, asks for progress and checks completion; the benchmark
 measures what the model is shown on its last turn: instructions, user prompt, tool definitions,
 tool calls and tool answers.
@@ -32,10 +32,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from deepcritical.agents.source_tools import GATHERING_INSTRUCTIONS, source_toolset
 from deepcritical.state.runs import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
-from deepcritical.state.tools import GATHERING_INSTRUCTIONS, source_toolset
 
 ROOT = Path(__file__).resolve().parents[1]
 SYLLABUS = ROOT / "syllabi" / "drug_profile.yaml"

@@ -17,12 +17,15 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack, aclosing
 from typing import TYPE_CHECKING, Any
 
-from deepcritical.agents.factory import build_agents
+from deepcritical.agents.planner import SyllabusPlanner
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import Embedder, shared_embedder
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.llm import (
+from deepcritical.llm.cache import CachedModel
+from deepcritical.llm.chat_cache import CachedChatClient
+from deepcritical.llm.providers import (
     ModelSpecError,
     build_chat_client,
     build_model,
@@ -30,13 +33,13 @@ from deepcritical.llm import (
     parse_model_spec,
 )
 from deepcritical.models import ReportPreferences
-from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.orchestrators.agent_set import build_agents
 from deepcritical.orchestrators.iterative import IterativeOrchestrator, check_question
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.factory import build_sources
 from deepcritical.sources.http import new_http_client
 from deepcritical.state.errors import RunNotFoundError, RunNotResumableError
-from deepcritical.state.syllabus import Syllabus, SyllabusPlanner
+from deepcritical.state.syllabus import Syllabus
 
 if TYPE_CHECKING:
     from agent_framework import SupportsChatGetResponse
@@ -72,7 +75,7 @@ async def research(
         sources: search sources to use instead of those ``settings.sources`` names.
         embedder: embedder to use instead of all-MiniLM-L6-v2.
         chat_client: the Magentic manager's agent-framework chat client, instead of the one
-            :func:`~deepcritical.llm.build_chat_client` makes from ``settings.llm`` (tests
+            :func:`~deepcritical.llm.providers.build_chat_client` makes from ``settings.llm`` (tests
             pass scripted clients here); used when ``settings.orchestrator`` is ``magentic``.
         syllabus: a fixed syllabus whose questions replace the planner's checklist.
 
@@ -158,9 +161,7 @@ async def resume(
             run_settings,
             context=record.context,
             preferences=(
-                ReportPreferences.model_validate(record.preferences)
-                if record.preferences
-                else None
+                ReportPreferences.model_validate(record.preferences) if record.preferences else None
             ),
             model=model,
             sources=sources,
@@ -227,9 +228,9 @@ async def _research(
         if persisted is not None and sources is None:
             run_sources = persisted.wrap_sources(run_sources)
         if persisted is not None and model is None and llm_model is not None:
-            llm_model = persisted.wrap_model(llm_model)
+            llm_model = persisted.cached_model = CachedModel(llm_model, persisted.cache)
         if persisted is not None and chat_client is None and manager_client is not None:
-            manager_client = persisted.wrap_chat_client(manager_client)
+            manager_client = CachedChatClient(manager_client, persisted.cache)
         store = EvidenceStore(embedder, settings.near_duplicate_threshold)
         agents = build_agents(settings, llm_model, embedder)
         fallback = build_agents(settings, None, embedder) if llm_model is not None else None

@@ -57,13 +57,13 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 from lxml import etree
 
+from deepcritical.formats.pubmed_xml import PubmedArticle, parse_pubmed_xml
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
 from deepcritical.sources.europepmc import EuropePMCSource
 from deepcritical.sources.netguard import UnsafeURLError
 from deepcritical.sources.openalex import OpenAlexSource
 from deepcritical.sources.pubmed import PubMedSource
-from deepcritical.sources.pubmed_xml import PubmedArticle, parse_pubmed_xml
 from deepcritical.sources.web import UrlGuard, WebSearchSource
 
 __all__ = [

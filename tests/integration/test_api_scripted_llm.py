@@ -31,8 +31,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from deepcritical.api import research
 from deepcritical.config import Settings
 from deepcritical.corpus.index import LocalCorpus
+from deepcritical.events import ResearchEvent
 from deepcritical.models import CitationValidation, ResearchReport, RunResult, marker_ids
-from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.report.validation import citation_problems
 from tests.conftest import HashingEmbedder
 

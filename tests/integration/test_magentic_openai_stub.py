@@ -1,7 +1,7 @@
 """A research run through HTTP: a local server speaking the OpenAI Chat Completions API plays
 the Magentic manager and every LLM role; the REAL clients (agent-framework's
 ``OpenAIChatCompletionClient`` for the manager, pydantic-ai's ``OpenAIChatModel`` for the
-roles), both built by :mod:`deepcritical.llm` from
+roles), both built by :mod:`deepcritical.llm.providers` from
 ``Settings(llm="openai-compatible:stub@http://127.0.0.1:PORT/v1")``, talk to it; the sources
 are a small local corpus. The report must be validated and the usage in its metadata must
 equal what the server reported.
@@ -23,9 +23,9 @@ import pytest
 from deepcritical.api import research
 from deepcritical.config import Settings
 from deepcritical.corpus.index import LocalCorpus
-from deepcritical.llm import ModelSpecError
+from deepcritical.events import ResearchEvent
+from deepcritical.llm.providers import ModelSpecError
 from deepcritical.models import RunResult
-from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.report.validation import citation_problems
 from tests.conftest import HashingEmbedder
 from tests.integration.chat_stub import ChatCompletionsStub, ManagerScript, RoleScript, Tally

@@ -21,10 +21,10 @@ import httpx
 import pytest
 
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.models import SOURCE_LABELS, Evidence, RunResult
-from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.sources.base import SearchSource, SourceError
 from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
 from deepcritical.sources.europepmc import EuropePMCSource

@@ -1,5 +1,5 @@
 """The call cache of the Magentic manager's agent-framework chat client
-(:class:`~deepcritical.state.chat_cache.CachedChatClient`): unit cases on the scripted manager
+(:class:`~deepcritical.llm.chat_cache.CachedChatClient`): unit cases on the scripted manager
 client of the Magentic tests, then a whole ``research()`` run repeated against the Chat
 Completions stub with persistence on, whose second run must not reach the manager's model.
 """
@@ -18,12 +18,12 @@ from pydantic import BaseModel
 from deepcritical.api import research
 from deepcritical.config import Settings
 from deepcritical.corpus.index import LocalCorpus
-from deepcritical.llm import close_chat_client
+from deepcritical.events import ResearchEvent
+from deepcritical.llm.chat_cache import KIND, CachedChatClient
+from deepcritical.llm.providers import close_chat_client
 from deepcritical.models import RunResult
-from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.state import RunStore
 from deepcritical.state.cache import CallCache
-from deepcritical.state.chat_cache import KIND, CachedChatClient
 from tests.conftest import HashingEmbedder
 from tests.integration.chat_stub import (
     ChatCompletionsStub,

@@ -15,8 +15,10 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from benchmarks.bench_state_prompt import SYLLABUS, fill, measure
+from deepcritical.agents.source_tools import source_toolset
 from deepcritical.api import research, resume
 from deepcritical.config import Settings
+from deepcritical.llm.cache import CachedModel
 from deepcritical.models import Citation, Evidence
 from deepcritical.sources.base import SourceError
 from deepcritical.state import (
@@ -28,9 +30,8 @@ from deepcritical.state import (
     UnknownCitationError,
     UnknownQuestionError,
 )
-from deepcritical.state.cache import CachedModel, CachedSource, CallCache
+from deepcritical.state.cache import CachedSource, CallCache
 from deepcritical.state.sources import SourceCollector
-from deepcritical.state.tools import source_toolset
 from tests.conftest import HashingEmbedder
 
 

@@ -13,11 +13,6 @@ import pytest
 from numpy.typing import NDArray
 
 from deepcritical.agents.checklist import assign_to_checklist
-from deepcritical.agents.extractive_writer import (
-    EXTRACTIVE_NOTE,
-    OTHER_HEADING,
-    ExtractiveReportWriter,
-)
 from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator, extractive_confidence
 from deepcritical.agents.judge import ExtractiveJudge
 from deepcritical.agents.planner import ExtractivePlanner
@@ -33,6 +28,11 @@ from deepcritical.models import (
     marker_ids,
 )
 from deepcritical.report.validation import citation_problems, validate_report
+from deepcritical.writing.extractive import (
+    EXTRACTIVE_NOTE,
+    OTHER_HEADING,
+    ExtractiveReportWriter,
+)
 from tests.conftest import HashingEmbedder
 
 QUESTION = "Does pretreatment with statins improve clinical outcome after stroke?"

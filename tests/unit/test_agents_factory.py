@@ -23,16 +23,16 @@ from deepcritical.agents.base import (
     QueryGenerator,
     ReportWriter,
 )
-from deepcritical.agents.extractive_writer import ExtractiveReportWriter
-from deepcritical.agents.factory import AgentSet, build_agents
 from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
 from deepcritical.agents.search import SearchAgent
-from deepcritical.agents.writer import LLMReportWriter
 from deepcritical.config import Settings
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence, marker_ids
+from deepcritical.orchestrators.agent_set import AgentSet, build_agents
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.validation import citation_problems
+from deepcritical.writing.extractive import ExtractiveReportWriter
+from deepcritical.writing.llm_writer import LLMReportWriter
 from tests.conftest import HashingEmbedder
 
 

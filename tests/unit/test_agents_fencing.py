@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from deepcritical.agents.fencing import Fence, fence_evidence, new_fence
+from deepcritical.llm.fencing import Fence, fence_evidence, new_fence
 from deepcritical.models import Citation, Evidence
 
 INJECTION = (

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from deepcritical.agents.claims import question_to_claim
-from deepcritical.agents.design import StudyDesign, classify_design
-from deepcritical.agents.keysentences import (
+from deepcritical.agents.queries import fresh_queries, query_key
+from deepcritical.evidence.design import StudyDesign, classify_design
+from deepcritical.evidence.keysentences import (
     SectionKind,
     candidate_sentences,
     has_conclusion_cue,
@@ -18,10 +18,10 @@ from deepcritical.agents.keysentences import (
     sentences_of,
     top_per_item,
 )
-from deepcritical.agents.queries import fresh_queries, query_key
-from deepcritical.agents.templates import PromptTemplateError, load_prompt, render_prompt
-from deepcritical.agents.terms import slugify
+from deepcritical.llm.templates import PromptTemplateError, load_prompt, render_prompt
 from deepcritical.models import Citation, Evidence
+from deepcritical.text.claims import question_to_claim
+from deepcritical.text.terms import slugify
 from tests.conftest import HashingEmbedder
 
 ABSTRACT = (
@@ -201,7 +201,7 @@ def test_slugify() -> None:
 
 
 def test_matched_terms_uses_stems_and_whole_multiword_terms() -> None:
-    from deepcritical.agents.terms import matched_terms, required_term_count
+    from deepcritical.text.terms import matched_terms, required_term_count
 
     text = "Hippocampal atrophy on magnetic resonance imaging and decline in cognitive function"
     assert matched_terms(text, ["hippocampal atrophy", "MRI", "cognitive decline"]) == [
@@ -246,8 +246,8 @@ async def test_extractive_hypothesis_ignores_items_off_the_question(hashing_embe
 
 
 def test_gap_limitations_say_why_a_partial_item_is_partial() -> None:
-    from deepcritical.agents.drafts import gap_limitations
     from deepcritical.models import ChecklistItem, ChecklistStatus, ResearchPlan
+    from deepcritical.report.drafts import gap_limitations
 
     def plan_with(n_ids: int, minimum: int) -> ResearchPlan:
         checklist = [
@@ -265,5 +265,7 @@ def test_gap_limitations_say_why_a_partial_item_is_partial() -> None:
     assert "Evidence is thin for the checklist item (1 of 3 sources needed): Efficacy." in thin
     judged = gap_limitations(plan_with(5, 1), [])
     assert not any("sources needed" in line for line in judged)
-    assert any("The 5 sources found for the checklist item address it only in part" in line
-               for line in judged)
+    assert any(
+        "The 5 sources found for the checklist item address it only in part" in line
+        for line in judged
+    )

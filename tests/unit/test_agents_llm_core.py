@@ -13,17 +13,17 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from deepcritical.agents.errors import AgentError, AgentModelError, AgentOutputError
 from deepcritical.agents.judge import JudgeOutput
-from deepcritical.agents.lenient import (
+from deepcritical.llm.errors import AgentError, AgentModelError, AgentOutputError
+from deepcritical.llm.lenient import (
     EvidenceIdList,
     LenientBool,
     LenientFraction,
     LenientScore,
     LenientStrList,
 )
-from deepcritical.agents.runner import ModelRetry, StructuredAgent
-from deepcritical.agents.usage import UsageTracker
+from deepcritical.llm.runner import ModelRetry, StructuredAgent
+from deepcritical.llm.usage import UsageTracker
 
 
 class Out(BaseModel):

@@ -18,12 +18,12 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from deepcritical.agents.errors import AgentOutputError
 from deepcritical.agents.hypothesis import LLMHypothesisGenerator
 from deepcritical.agents.judge import LLMJudge
-from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.planner import LLMPlanner
 from deepcritical.agents.queries import LLMQueryGenerator
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.errors import AgentOutputError
 from deepcritical.models import (
     ChecklistItem,
     ChecklistStatus,

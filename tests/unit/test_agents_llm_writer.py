@@ -17,15 +17,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from deepcritical.agents.citations import (
-    MarkerCleanup,
-    PaperIds,
-    normalise_markers,
-    restrict_markers,
-)
-from deepcritical.agents.errors import AgentOutputError
-from deepcritical.agents.llmconfig import LLMConfig
-from deepcritical.agents.writer import LLMReportWriter
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.errors import AgentOutputError
 from deepcritical.models import (
     ChecklistItem,
     Citation,
@@ -35,7 +28,14 @@ from deepcritical.models import (
     ResearchPlan,
     marker_ids,
 )
+from deepcritical.report.citations import (
+    MarkerCleanup,
+    PaperIds,
+    normalise_markers,
+    restrict_markers,
+)
 from deepcritical.report.validation import citation_problems, validate_report
+from deepcritical.writing.llm_writer import LLMReportWriter
 
 
 class Script:

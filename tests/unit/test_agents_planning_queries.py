@@ -16,28 +16,28 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.planner import LLMPlanner
 from deepcritical.agents.queries import (
     ExtractiveQueryGenerator,
     LLMQueryGenerator,
     build_query_prompt,
 )
-from deepcritical.agents.query_syntax import (
-    date_filter,
-    is_pubmed_syntax,
-    mesh_query,
-    plain_query,
-    query_for_source,
-)
 from deepcritical.agents.search import SearchAgent, rerank
 from deepcritical.evidence.store import EvidenceStore
+from deepcritical.llm.config import LLMConfig
 from deepcritical.models import (
     ChecklistItem,
     Citation,
     Evidence,
     ResearchPlan,
     SubQuestion,
+)
+from deepcritical.sources.query_syntax import (
+    date_filter,
+    is_pubmed_syntax,
+    mesh_query,
+    plain_query,
+    query_for_source,
 )
 from tests.conftest import HashingEmbedder
 

@@ -17,7 +17,6 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.reflection import (
     ExtractiveReflector,
     ItemReflection,
@@ -26,6 +25,7 @@ from deepcritical.agents.reflection import (
     apply_reflection,
 )
 from deepcritical.config import Settings
+from deepcritical.llm.config import LLMConfig
 from deepcritical.models import (
     ChecklistItem,
     ChecklistStatus,

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from deepcritical.config import Settings
-from deepcritical.llm import ModelSpecError, build_model, parse_model_spec
+from deepcritical.llm.providers import ModelSpecError, build_model, parse_model_spec
 
 
 def test_sources_accept_comma_list_and_reject_unknown() -> None:

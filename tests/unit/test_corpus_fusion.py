@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deepcritical.corpus.fusion import RRF_K, reciprocal_rank_fusion
+from deepcritical.evidence.fusion import RRF_K, reciprocal_rank_fusion
 
 
 def test_scores_are_sums_of_reciprocal_ranks() -> None:

@@ -23,7 +23,7 @@ from deepcritical.corpus.errors import (
 )
 from deepcritical.corpus.index import LocalCorpus, file_sha256
 from deepcritical.corpus.readers import read_corpus_file
-from deepcritical.sources.pubmed_xml import AbstractSection, PubmedArticle
+from deepcritical.formats.pubmed_xml import AbstractSection, PubmedArticle
 from tests.conftest import HashingEmbedder
 
 TOPICS = {

@@ -14,11 +14,8 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from deepcritical.agents.design import DesignGroup, classify_design, design_group, is_clinical
-from deepcritical.agents.extractive_writer import ExtractiveReportWriter
 from deepcritical.agents.judge import ExtractiveJudge, LLMJudge
-from deepcritical.agents.llmconfig import LLMConfig
-from deepcritical.agents.usage import UsageTracker
+from deepcritical.evidence.design import DesignGroup, classify_design, design_group, is_clinical
 from deepcritical.evidence.grading import (
     DESIGN_ORDER,
     EVIDENCE_LEVEL,
@@ -28,6 +25,8 @@ from deepcritical.evidence.grading import (
     grade_evidence,
     rank_by_level,
 )
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
     ChecklistItem,
     ChecklistStatus,
@@ -38,6 +37,7 @@ from deepcritical.models import (
 )
 from deepcritical.sources.clinicaltrials import study_to_evidence
 from deepcritical.sources.europepmc import parse_search
+from deepcritical.writing.extractive import ExtractiveReportWriter
 from tests.conftest import HashingEmbedder
 
 D = StudyDesign

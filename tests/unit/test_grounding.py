@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from deepcritical.agents.extractive_writer import EXTRACTIVE_NOTE, ExtractiveReportWriter
 from deepcritical.agents.planner import ExtractivePlanner
 from deepcritical.models import (
     Citation,
@@ -31,6 +30,7 @@ from deepcritical.report.grounding import (
     source_passages,
 )
 from deepcritical.report.validation import citation_problems, validate_report
+from deepcritical.writing.extractive import EXTRACTIVE_NOTE, ExtractiveReportWriter
 from tests.conftest import HashingEmbedder
 
 STATINS_STROKE = "11340218"  # statin use at stroke onset and discharge home (case-referent)

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from deepcritical.agents.factory import AgentSet
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import (
     ChecklistItem,
@@ -23,7 +23,7 @@ from deepcritical.models import (
     ResearchReport,
     marker_ids,
 )
-from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.orchestrators.iterative import IterativeOrchestrator, QuestionError
 from deepcritical.report.validation import citation_problems
 from deepcritical.sources.base import SourceError

@@ -16,13 +16,12 @@ import pytest
 from agent_framework import Message
 from agent_framework.orchestrations import MagenticProgressLedgerItem
 
-from deepcritical.agents.factory import build_extractive_agents, build_llm_agents
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence, ResearchReport, RunResult
-from deepcritical.orchestrators.common import ResearchRun
-from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
 from deepcritical.orchestrators.magentic import (
     MagenticOrchestrator,
     coerce_ledger_bool,
@@ -34,6 +33,7 @@ from deepcritical.orchestrators.magentic_agents import (
     ResearchParticipant,
     build_participants,
 )
+from deepcritical.orchestrators.run import ResearchRun
 from deepcritical.report.validation import citation_problems
 from tests.conftest import HashingEmbedder
 from tests.integration.chat_stub import ManagerScript, RoleScript, ScriptedChatClient

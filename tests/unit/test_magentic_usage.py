@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from deepcritical import cli
-from deepcritical.agents.factory import build_extractive_agents, build_llm_agents
 from deepcritical.agents.search import SearchAgent, SearchRound
+from deepcritical.cli import commands as cli
 from deepcritical.config import Settings
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence, ResearchReport, RunResult, UsageReport
-from deepcritical.orchestrators.common import RunAccounting
+from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
+from deepcritical.orchestrators.run import RunAccounting
 from deepcritical.sources.base import SourceError
 from tests.conftest import HashingEmbedder
 from tests.integration.chat_stub import ManagerScript, RoleScript, Tally

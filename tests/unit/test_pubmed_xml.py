@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deepcritical.sources.pubmed_xml import (
+from deepcritical.formats.pubmed_xml import (
     AbstractSection,
     PubmedArticle,
     PubmedXMLError,

@@ -15,7 +15,7 @@ from deepcritical.models import (
     ResearchReport,
     SupportingQuote,
 )
-from deepcritical.orchestrators.report_stage import (
+from deepcritical.report.sections import (
     CONFLICT_HEADING,
     add_run_context,
     add_run_findings,
@@ -184,7 +184,7 @@ async def test_a_failing_grounding_check_degrades_the_report_instead_of_losing_i
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from deepcritical.config import Settings
-    from deepcritical.orchestrators import finishing
+    from deepcritical.report import finish as finishing
     from tests.unit.test_iterative_orchestrator import (
         CountingSource,
         collect,

@@ -18,7 +18,7 @@ from deepcritical.models import (
     marker_ids,
 )
 from deepcritical.report import citation_problems, validate_report
-from deepcritical.report.sentences import CITATION_GROUP
+from deepcritical.text.sentences import CITATION_GROUP
 
 Evidence_ = dict[str, Evidence]
 

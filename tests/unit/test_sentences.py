@@ -1,4 +1,4 @@
-"""Sentence splitting of biomedical prose and report markdown (deepcritical.report.sentences)."""
+"""Sentence splitting of biomedical prose and report markdown (deepcritical.text.sentences)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from deepcritical.report.sentences import (
+from deepcritical.text.sentences import (
     CITATION_GROUP,
     markdown_blocks,
     sentence_spans,

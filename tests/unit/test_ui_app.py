@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from deepcritical.config import Settings
-from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.events import ResearchEvent
 from deepcritical.ui.app import build_app, stream_run
 from tests.unit.test_ui_history import FakeStore, Record
 from tests.unit.ui_fixtures import FakeResearch, run_result, script

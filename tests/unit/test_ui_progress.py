@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.events import ResearchEvent
 from deepcritical.ui.progress import MAX_LOG, ProgressView, fail, fold
 from tests.unit.ui_fixtures import run_result, script
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.models import (
     ChecklistItem,
     ChecklistStatus,
@@ -21,7 +22,6 @@ from deepcritical.models import (
     ResearchReport,
     RunResult,
 )
-from deepcritical.orchestrators.events import ResearchEvent
 
 HOSTILE = "<script>window.__xss=1</script><img src=x onerror=alert(1)>"
 

@@ -16,21 +16,21 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from deepcritical.agents.claims import question_to_claim
-from deepcritical.agents.fencing import fence_evidence, new_fence
-from deepcritical.agents.keysentences import (
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.evidence.keysentences import (
     KeySentence,
     has_negation,
     rank_sentences,
     relevant_items,
 )
-from deepcritical.agents.lenient import EvidenceIdList, LenientFraction, LenientStr
-from deepcritical.agents.llmconfig import LLMConfig
-from deepcritical.agents.runner import StructuredAgent
-from deepcritical.agents.templates import render_prompt
-from deepcritical.agents.terms import extract_key_terms, matched_terms, required_term_count
-from deepcritical.evidence.embeddings import Embedder
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.fencing import fence_evidence, new_fence
+from deepcritical.llm.lenient import EvidenceIdList, LenientFraction, LenientStr
+from deepcritical.llm.runner import StructuredAgent
+from deepcritical.llm.templates import render_prompt
 from deepcritical.models import Evidence, Hypothesis, ResearchPlan
+from deepcritical.text.claims import question_to_claim
+from deepcritical.text.terms import extract_key_terms, matched_terms, required_term_count
 
 __all__ = [
     "ExtractiveHypothesisGenerator",

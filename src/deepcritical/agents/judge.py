@@ -16,35 +16,35 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from deepcritical.agents.design import is_mechanistic
-from deepcritical.agents.fencing import fence_evidence, new_fence
-from deepcritical.agents.lenient import (
-    LenientBool,
-    LenientRecommendation,
-    LenientScore,
-    LenientStrList,
-)
-from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.queries import fresh_queries, item_queries
-from deepcritical.agents.runner import StructuredAgent
-from deepcritical.agents.templates import render_prompt
-from deepcritical.agents.terms import (
-    extract_key_terms,
-    key_term_query,
-    matched_terms,
-    required_term_count,
-)
+from deepcritical.evidence.design import is_mechanistic
 from deepcritical.evidence.grading import (
     HIGH_LEVEL_DESIGNS,
     assess_design,
     clinical_weight,
 )
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.fencing import fence_evidence, new_fence
+from deepcritical.llm.lenient import (
+    LenientBool,
+    LenientRecommendation,
+    LenientScore,
+    LenientStrList,
+)
+from deepcritical.llm.runner import StructuredAgent
+from deepcritical.llm.templates import render_prompt
 from deepcritical.models import (
     ChecklistStatus,
     Evidence,
     Hypothesis,
     JudgeAssessment,
     ResearchPlan,
+)
+from deepcritical.text.terms import (
+    extract_key_terms,
+    key_term_query,
+    matched_terms,
+    required_term_count,
 )
 
 __all__ = [
@@ -205,7 +205,7 @@ class ExtractiveJudge:
       other clinical design (or an item of unknown design that studies people) 2, preclinical
       work and narrative reviews 0;
     - ``mechanism_score`` = 2 points per item of the slice that reads as mechanistic
-      (:func:`~deepcritical.agents.design.is_mechanistic`), at most 10;
+      (:func:`~deepcritical.evidence.design.is_mechanistic`), at most 10;
     - never sufficient while fewer than ``min_direct_evidence`` items of the slice bear on
       the whole question (mention its key terms, see :func:`matched_terms`): checklist
       coverage by similarity alone can be met by papers on neighbouring topics;

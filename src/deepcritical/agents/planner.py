@@ -13,13 +13,15 @@ from datetime import date
 
 from pydantic import BaseModel, Field, field_validator
 
-from deepcritical.agents.fencing import new_fence
-from deepcritical.agents.lenient import LenientStrList
-from deepcritical.agents.llmconfig import LLMConfig
-from deepcritical.agents.runner import StructuredAgent
-from deepcritical.agents.templates import render_prompt
-from deepcritical.agents.terms import extract_key_terms, key_term_query, slugify
+from deepcritical.agents.base import Planner
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.fencing import new_fence
+from deepcritical.llm.lenient import LenientStrList
+from deepcritical.llm.runner import StructuredAgent
+from deepcritical.llm.templates import render_prompt
 from deepcritical.models import ChecklistItem, ResearchPlan, SubQuestion
+from deepcritical.state.syllabus import Syllabus
+from deepcritical.text.terms import extract_key_terms, key_term_query, slugify
 
 __all__ = [
     "EXTRACTIVE_KEYS",
@@ -29,6 +31,7 @@ __all__ = [
     "LLMPlanner",
     "PlanItemOutput",
     "PlanOutput",
+    "SyllabusPlanner",
     "extractive_checklist",
 ]
 
@@ -272,3 +275,19 @@ class ExtractivePlanner:
             queries=queries,
             key_terms=terms,
         )
+
+
+class SyllabusPlanner:
+    """A :class:`~deepcritical.agents.base.Planner` whose plan's checklist is a fixed syllabus.
+
+    The wrapped planner still writes the refined question, the first queries and key terms.
+    """
+
+    def __init__(self, inner: Planner, syllabus: Syllabus) -> None:
+        self.inner = inner
+        self.syllabus = syllabus
+
+    async def plan(self, question: str, context: str | None = None) -> ResearchPlan:
+        """The inner planner's plan with the syllabus as its checklist."""
+        plan = await self.inner.plan(question, context)
+        return plan.model_copy(update={"checklist": self.syllabus.checklist()})

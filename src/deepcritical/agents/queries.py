@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from deepcritical.agents.lenient import LenientStrList
-from deepcritical.agents.llmconfig import LLMConfig
-from deepcritical.agents.query_syntax import mesh_query
-from deepcritical.agents.runner import ModelRetry, StructuredAgent
-from deepcritical.agents.templates import render_prompt
-from deepcritical.agents.terms import extract_key_terms, key_term_query
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.lenient import LenientStrList
+from deepcritical.llm.runner import ModelRetry, StructuredAgent
+from deepcritical.llm.templates import render_prompt
 from deepcritical.models import ChecklistItem, JudgeAssessment, ResearchPlan
+from deepcritical.sources.query_syntax import mesh_query
+from deepcritical.text.terms import extract_key_terms, key_term_query
 
 __all__ = [
     "ExtractiveQueryGenerator",
@@ -89,7 +89,7 @@ class ExtractiveQueryGenerator:
 
     Order of candidates: the plan's queries (round 1, or any not yet tried); then the judge's
     ``next_queries`` (which carry the reflection's follow-ups first); then a PubMed MeSH
-    query when the plan has MeSH terms (:func:`~deepcritical.agents.query_syntax.mesh_query`);
+    query when the plan has MeSH terms (:func:`~deepcritical.sources.query_syntax.mesh_query`);
     then, for the unsatisfied checklist items in turn, the key terms combined
     with each facet of the item's description; then pairs of key terms. Returns ``[]`` when
     every candidate was tried.

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from deepcritical.agents.digest import compressed_findings
-from deepcritical.agents.fencing import new_fence
-from deepcritical.agents.lenient import LenientStrList
-from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.queries import fresh_queries, item_queries
-from deepcritical.agents.runner import StructuredAgent
-from deepcritical.agents.templates import render_prompt
+from deepcritical.evidence.digest import compressed_findings
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.fencing import new_fence
+from deepcritical.llm.lenient import LenientStrList
+from deepcritical.llm.runner import StructuredAgent
+from deepcritical.llm.templates import render_prompt
 from deepcritical.models import ChecklistStatus, Evidence, ResearchPlan
 
 __all__ = [

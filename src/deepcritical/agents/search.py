@@ -1,7 +1,7 @@
 """The search agent: one round of queries against every source, in parallel, into the store.
 
 Each source gets the query in a form it understands
-(:func:`~deepcritical.agents.query_syntax.query_for_source`: PubMed the field-tagged query
+(:func:`~deepcritical.sources.query_syntax.query_for_source`: PubMed the field-tagged query
 plus the run's date filter, the others plain keywords). The results of all queries of the
 round are fused (reciprocal-rank fusion, :func:`fuse_ranked`) and, when the orchestrator gives
 the question and checklist, re-ranked by relevance to them (:func:`rerank`) before they are
@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import structlog
 
-from deepcritical.agents.query_syntax import query_for_source
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.evidence.mmr import unit_rows
 from deepcritical.evidence.store import EvidenceStore, embedding_text
 from deepcritical.models import Evidence
 from deepcritical.sources.base import SearchSource, SourceError
+from deepcritical.sources.query_syntax import query_for_source
 
 __all__ = ["RELEVANCE_WEIGHT", "RRF_K", "SearchAgent", "SearchRound", "fuse_ranked", "rerank"]
 

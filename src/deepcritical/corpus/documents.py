@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from deepcritical.sources.pubmed_xml import PubmedArticle
+from deepcritical.formats.pubmed_xml import PubmedArticle
 
 SCHEMA_VERSION = "1"
 _CHUNK = 500  # host parameters per IN (...) query, well under SQLite's limit

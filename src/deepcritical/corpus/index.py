@@ -14,7 +14,7 @@ Opening a corpus embeds nothing; searching embeds the query only.
 
 Search is hybrid: the top ``N = max(5 * limit, 50)`` documents by BM25 and the top ``N`` by
 cosine similarity of all-MiniLM-L6-v2 embeddings are fused with reciprocal rank fusion
-(k = 60, :mod:`deepcritical.corpus.fusion`).
+(k = 60, :mod:`deepcritical.evidence.fusion`).
 
 Concurrency: every public method takes an internal lock, so one ``LocalCorpus`` may be called
 from several threads (e.g. through ``asyncio.to_thread``) and calls run one at a time. Several
@@ -43,12 +43,12 @@ from deepcritical.corpus.errors import (
     CorpusNotFoundError,
     EmptyCorpusError,
 )
-from deepcritical.corpus.fusion import RRF_K, reciprocal_rank_fusion
 from deepcritical.corpus.lexical import LexicalIndex
 from deepcritical.corpus.readers import read_corpus_file
 from deepcritical.corpus.text import index_text
 from deepcritical.evidence.embeddings import Embedder
-from deepcritical.sources.pubmed_xml import PubmedArticle
+from deepcritical.evidence.fusion import RRF_K, reciprocal_rank_fusion
+from deepcritical.formats.pubmed_xml import PubmedArticle
 
 __all__ = [
     "RRF_K",

@@ -13,7 +13,7 @@ Supported formats, chosen by file suffix (case-insensitive):
   ``abstract`` (a plain string, used when ``abstract_sections`` is absent). Other keys are
   ignored. Blank lines are skipped.
 - ``.xml`` / ``.xml.gz``: PubMed efetch responses or annual baseline / update files
-  (``<PubmedArticleSet>``), parsed by :func:`deepcritical.sources.pubmed_xml.iter_pubmed_xml`.
+  (``<PubmedArticleSet>``), parsed by :func:`deepcritical.formats.pubmed_xml.iter_pubmed_xml`.
 
 Readers stream (constant memory per record) and raise :class:`CorpusFormatError`, naming the
 file and the line, on the first bad record. They never write anything: the caller
@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from deepcritical.corpus.errors import CorpusFormatError
-from deepcritical.sources.pubmed_xml import (
+from deepcritical.formats.pubmed_xml import (
     AbstractSection,
     PubmedArticle,
     PubmedXMLError,

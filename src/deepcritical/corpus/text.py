@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deepcritical.sources.pubmed_xml import PubmedArticle
+from deepcritical.formats.pubmed_xml import PubmedArticle
 
 
 def index_text(article: PubmedArticle) -> str:

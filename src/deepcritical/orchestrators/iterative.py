@@ -6,7 +6,7 @@ gathering_stop_rule`, shared with the ``magentic`` orchestrator): the judge's ``
 verdict, every checklist item satisfied (the reflection step), the round limit, the
 evidence limit (``max_sources``), the time budget, and a round that adds no new evidence.
 The steps and the report stage are those of
-:class:`~deepcritical.orchestrators.common.ResearchRun`. Every run that gets past planning
+:class:`~deepcritical.orchestrators.run.ResearchRun`. Every run that gets past planning
 ends with a validated report built from the evidence store, and the report metadata says why
 the run stopped.
 
@@ -24,19 +24,19 @@ from contextlib import aclosing
 
 import structlog
 
-from deepcritical.agents.factory import AgentSet
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import JudgeAssessment, ReportPreferences
-from deepcritical.orchestrators.common import (
+from deepcritical.orchestrators.agent_set import AgentSet
+from deepcritical.orchestrators.run import (
     QuestionError,
     ResearchRun,
     RunState,
     check_question,
     gathering_stop_rule,
 )
-from deepcritical.orchestrators.events import ResearchEvent
 
 __all__ = ["IterativeOrchestrator", "QuestionError", "RunState", "check_question"]
 

@@ -4,9 +4,9 @@ agent each round; the orchestrator guarantees the ending.
 Flow: plan (the planner, as in ``iterative``) -> a fresh Magentic workflow per run (DESIGN
 trap 6) whose participants are SearchAgent, HypothesisAgent, JudgeAgent and ReportAgent
 (:mod:`deepcritical.orchestrators.magentic_agents`), coordinated by the standard Magentic
-manager on the run's model (:func:`deepcritical.llm.build_chat_client`) -> the report, built
-and validated by the orchestrator from the evidence store (the ``iterative`` report stage,
-:meth:`ResearchRun.finish`).
+manager on the run's model (:func:`deepcritical.llm.providers.build_chat_client`) -> the
+report, built and validated by the orchestrator from the evidence store (the ``iterative``
+report stage, :meth:`ResearchRun.finish`).
 
 Guaranteed ending: whether the manager declares the request satisfied, hits its round limit
 (whose output is canned text, not a report: trap 4) or its reset limit, names an unknown
@@ -59,21 +59,21 @@ from agent_framework.orchestrations import (
 )
 from pydantic_ai.usage import RunUsage
 
-from deepcritical.agents.factory import AgentSet
 from deepcritical.agents.search import SearchAgent
-from deepcritical.agents.usage import UsageTracker
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
+from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import ReportPreferences, ResearchPlan, StopReason
-from deepcritical.orchestrators.common import (
-    ResearchRun,
-    RunAccounting,
-    check_question,
-)
-from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.orchestrators.magentic_agents import (
     ResearchParticipant,
     build_participants,
+)
+from deepcritical.orchestrators.run import (
+    ResearchRun,
+    RunAccounting,
+    check_question,
 )
 
 __all__ = [
@@ -325,7 +325,7 @@ class MagenticOrchestrator:
         search: the search agent bound to this run's sources and store.
         source_names: the names of the sources searched (for the report metadata).
         chat_client: the manager's agent-framework chat client (from
-            :func:`deepcritical.llm.build_chat_client`; tests pass scripted clients).
+            :func:`deepcritical.llm.providers.build_chat_client`; tests pass scripted clients).
         fallback: extractive implementations used when an LLM role fails.
         llm_label: the model spec shown in the report (never a key).
         max_round_count: manager rounds (progress ledgers) before the workflow is stopped;

@@ -1,7 +1,7 @@
 """The Magentic participants: SearchAgent, HypothesisAgent, JudgeAgent and ReportAgent.
 
 Each participant is an agent-framework agent (:class:`agent_framework.BaseAgent`) that holds
-the run's shared context (:class:`~deepcritical.orchestrators.common.ResearchRun`: question,
+the run's shared context (:class:`~deepcritical.orchestrators.run.ResearchRun`: question,
 plan, evidence store, limits, the role implementations, the search agent) from its
 constructor: Magentic participants see only the messages since they last spoke, never the
 task (DESIGN trap 3). Each does its work through the evidence store and the existing role
@@ -32,7 +32,7 @@ from agent_framework import (
 
 from deepcritical.agents.search import SearchRound
 from deepcritical.models import JudgeAssessment, StopReason
-from deepcritical.orchestrators.common import ResearchRun, gathering_stop_rule
+from deepcritical.orchestrators.run import ResearchRun, gathering_stop_rule
 
 __all__ = [
     "MAX_SUMMARY_CHARS",

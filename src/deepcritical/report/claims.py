@@ -31,7 +31,7 @@ from deepcritical.models import (
     SupportingQuote,
     marker_ids,
 )
-from deepcritical.report.sentences import prose_spans
+from deepcritical.text.sentences import prose_spans
 
 __all__ = [
     "MAX_SOURCE_SENTENCES",

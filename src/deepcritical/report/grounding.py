@@ -2,7 +2,7 @@
 cites, and the passage is recorded.
 
 :func:`ground_report` reads the executive summary, the findings and the conclusion of a report
-sentence by sentence (:func:`~deepcritical.report.sentences.prose_spans`, markdown-aware; a
+sentence by sentence (:func:`~deepcritical.text.sentences.prose_spans`, markdown-aware; a
 table row is one unit; headings and code are not read). For each sentence that cites evidence
 (``[E3]``, ``[E3, E7]``), and for each evidence item it cites, the passage of the item that
 best matches the sentence is found: every sentence of the item's content (structured-abstract
@@ -95,8 +95,8 @@ from deepcritical.report.claims import (
     rewrite_unsupported,
     source_passages,
 )
-from deepcritical.report.sentences import markdown_blocks, prose_spans
 from deepcritical.report.validation import citation_problems, validate_report
+from deepcritical.text.sentences import markdown_blocks, prose_spans
 
 __all__ = [
     "DEFAULT_NLI_THRESHOLD",

@@ -59,7 +59,7 @@ from deepcritical.models import (
     Reference,
     ResearchReport,
 )
-from deepcritical.report.sentences import (
+from deepcritical.text.sentences import (
     CITATION_GROUP,
     LOOSE_CITATION_GROUP,
     markdown_blocks,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 
 from deepcritical.corpus.index import LocalCorpus, ScoredDocument
+from deepcritical.formats.pubmed_xml import article_to_evidence
 from deepcritical.models import Evidence, SourceName
 from deepcritical.sources.base import SourceError
-from deepcritical.sources.pubmed_xml import article_to_evidence
 
 
 def hits_to_evidence(hits: list[ScoredDocument], query: str) -> list[Evidence]:

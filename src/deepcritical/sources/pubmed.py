@@ -17,15 +17,15 @@ from typing import Any
 
 import httpx
 
-from deepcritical.models import Evidence
-from deepcritical.sources.base import SourceError
-from deepcritical.sources.http import SourceHttp
-from deepcritical.sources.pubmed_xml import (
+from deepcritical.formats.pubmed_xml import (
     PubmedArticle,
     PubmedXMLError,
     article_to_evidence,
     parse_pubmed_xml,
 )
+from deepcritical.models import Evidence
+from deepcritical.sources.base import SourceError
+from deepcritical.sources.http import SourceHttp
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class PubMedSource:
 
         ``esearch.fcgi`` (``sort=relevance``, ``retmax=limit``) gives the PMIDs; ``efetch.fcgi``
         (XML, batches of at most 200 ids) gives the records, parsed by
-        :func:`~deepcritical.sources.pubmed_xml.parse_pubmed_xml`. Items keep the esearch order;
+        :func:`~deepcritical.formats.pubmed_xml.parse_pubmed_xml`. Items keep the esearch order;
         ``relevance`` is ``1 - rank / n`` (1.0 for the first of ``n`` PMIDs), ``query`` is set.
         PMIDs that efetch does not return are left out.
 

@@ -1,7 +1,9 @@
 """One run's link to the database: :class:`PersistentRun` (used by :mod:`deepcritical.api`).
 
 It opens the run database, creates the run row (or reopens a run being resumed), wraps the
-run's search sources, model and Magentic manager chat client in the call caches, checkpoints
+run's search sources in the call cache (its :attr:`PersistentRun.cache` is also the
+:class:`~deepcritical.llm.cache.CallStore` of the model and chat-client caches the caller
+builds, :attr:`PersistentRun.cached_model` the one it reports on), checkpoints
 every event through a :class:`~deepcritical.state.recorder.RunRecorder`, touches the row every
 :data:`~deepcritical.state.runs.HEARTBEAT_SECONDS` while the run is alive, and records how
 the run ended when it ends without a ``done``/``error`` event (cancelled, crashed).
@@ -12,24 +14,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-from pydantic_ai.models import Model
+from typing import Any
 
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.llm.cache import CachedModel
 from deepcritical.sources.base import SearchSource
-from deepcritical.state.cache import CachedModel, CachedSource, CallCache
+from deepcritical.state.cache import CachedSource, CallCache
 from deepcritical.state.recorder import RunRecorder
 from deepcritical.state.runs import HEARTBEAT_SECONDS, RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
-
-if TYPE_CHECKING:  # agent-framework is imported only by runs that use a chat client
-    from agent_framework import SupportsChatGetResponse
-
-    from deepcritical.state.chat_cache import CachedChatClient
 
 __all__ = ["PersistentRun"]
 
@@ -61,7 +57,6 @@ class PersistentRun:
         self.cache = CallCache(runs, settings.cache_ttl_seconds)
         self.cached_sources: list[CachedSource] = []
         self.cached_model: CachedModel | None = None
-        self.cached_chat_client: CachedChatClient | None = None
         self.recorder: RunRecorder | None = None
         self._heartbeat: asyncio.Task[None] | None = None
 
@@ -114,23 +109,6 @@ class PersistentRun:
         """``sources`` answered from the call cache when the same request was made before."""
         self.cached_sources = [CachedSource(s, self.cache) for s in sources]
         return list(self.cached_sources)
-
-    def wrap_model(self, model: Model) -> Model:
-        """``model`` answered from the call cache when the same request was made before."""
-        self.cached_model = CachedModel(model, self.cache)
-        return self.cached_model
-
-    def wrap_chat_client(
-        self, client: SupportsChatGetResponse[Any]
-    ) -> SupportsChatGetResponse[Any]:
-        """``client`` (the Magentic manager's agent-framework chat client) answered from the
-        call cache when the same non-streaming request was made before
-        (:class:`~deepcritical.state.chat_cache.CachedChatClient`). Closing stays the caller's
-        job (:func:`deepcritical.llm.close_chat_client` on ``client`` or on the wrapper)."""
-        from deepcritical.state.chat_cache import CachedChatClient
-
-        self.cached_chat_client = CachedChatClient(client, self.cache)
-        return self.cached_chat_client
 
     async def attach(self, store: EvidenceStore) -> None:
         """Start recording the run whose evidence lives in ``store`` (marks it in progress)."""

@@ -1,6 +1,6 @@
 """Checkpoints a run from its event stream: :class:`RunRecorder`.
 
-After every :class:`~deepcritical.orchestrators.events.ResearchEvent` the recorder writes, in
+After every :class:`~deepcritical.events.ResearchEvent` the recorder writes, in
 one transaction: the run row (status, progress 0..1, stage, refined question, checklist with
 per-item status and evidence ids, iterations, metrics) and every evidence item of the run's
 store that is new or changed since the last checkpoint, through
@@ -21,11 +21,12 @@ from typing import Any
 import structlog
 from sqlalchemy.orm import Session
 
+from deepcritical.events import ResearchEvent
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.evidence.store import EvidenceStore
+from deepcritical.llm.cache import CachedModel
 from deepcritical.models import ChecklistItem, utc_now
-from deepcritical.orchestrators.events import ResearchEvent
-from deepcritical.state.cache import CachedModel, CachedSource, CallCache
+from deepcritical.state.cache import CachedSource, CallCache
 from deepcritical.state.runs import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus

@@ -11,8 +11,9 @@ e.g. ``syllabi/drug_profile.yaml``::
         description: How the drug acts on its molecular target(s)
         min_sources: 3
 
-A fixed syllabus replaces the planner's checklist (:class:`SyllabusPlanner`), so the run
-gathers evidence for exactly those questions.
+A fixed syllabus replaces the planner's checklist
+(:class:`deepcritical.agents.planner.SyllabusPlanner`), so the run gathers evidence for exactly
+those questions.
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from deepcritical.models import ChecklistItem, ResearchPlan
+from deepcritical.models import ChecklistItem
 from deepcritical.state.errors import SyllabusError, UnknownQuestionError
 
-__all__ = ["QuestionSpec", "Syllabus", "SyllabusPlanner"]
+__all__ = ["QuestionSpec", "Syllabus"]
 
 _KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}$")
 
@@ -160,23 +161,3 @@ class Syllabus(BaseModel):
             )
             for q in self.questions
         ]
-
-
-class _Planner(Protocol):
-    async def plan(self, question: str, context: str | None = None) -> ResearchPlan: ...
-
-
-class SyllabusPlanner:
-    """A :class:`~deepcritical.agents.base.Planner` whose plan's checklist is a fixed syllabus.
-
-    The wrapped planner still writes the refined question, the first queries and key terms.
-    """
-
-    def __init__(self, inner: _Planner, syllabus: Syllabus) -> None:
-        self.inner = inner
-        self.syllabus = syllabus
-
-    async def plan(self, question: str, context: str | None = None) -> ResearchPlan:
-        """The inner planner's plan with the syllabus as its checklist."""
-        plan = await self.inner.plan(question, context)
-        return plan.model_copy(update={"checklist": self.syllabus.checklist()})

@@ -28,8 +28,8 @@ from gradio.events import api as gr_api
 from pydantic import SecretStr
 
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.models import RunResult
-from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.ui import history as hist
 from deepcritical.ui.downloads import write_downloads
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from deepcritical.config import Settings
-from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.events import ResearchEvent
 
 STATE_MODULE = "deepcritical.state"
 HEADERS = ["Run id", "Question", "Status", "Stage", "Progress", "Updated"]

@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.models import ChecklistStatus, RunResult
-from deepcritical.orchestrators.events import ResearchEvent
 from deepcritical.ui.streams import closing
 
 Status = Literal["completed", "max_iterations_reached", "error"]

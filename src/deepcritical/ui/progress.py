@@ -1,4 +1,4 @@
-"""A pure fold of :class:`~deepcritical.orchestrators.events.ResearchEvent` into what the web
+"""A pure fold of :class:`~deepcritical.events.ResearchEvent` into what the web
 app shows while a run streams: stage, round, queries issued per source, evidence found,
 checklist coverage and the hypotheses as they form.
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from deepcritical.orchestrators.events import ResearchEvent
+from deepcritical.events import ResearchEvent
 
 STAGES: dict[str, str] = {
     "started": "Starting",
@@ -95,7 +95,7 @@ def fold(view: ProgressView, event: ResearchEvent) -> ProgressView:
     """The view after ``event``; ``view`` is not modified.
 
     Reads the ``data`` each orchestrator event type carries (see
-    :mod:`deepcritical.orchestrators.events`); unknown or malformed data is ignored, never
+    :mod:`deepcritical.events`); unknown or malformed data is ignored, never
     raised, because a display must not kill a run.
     """
     v = view.model_copy(deep=True)

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 
 from deepcritical.config import ALL_SOURCES, Settings
-from deepcritical.llm import ModelSpecError, parse_model_spec
+from deepcritical.llm.providers import ModelSpecError, parse_model_spec
 
 EXTRACTIVE_NOTICE = (
     "No model is configured: this run uses the **extractive mode**. The plan, the judge and "

@@ -16,18 +16,18 @@ from deepcritical.agents.base import (
     Reflector,
     ReportWriter,
 )
-from deepcritical.agents.extractive_writer import ExtractiveReportWriter
 from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator, LLMHypothesisGenerator
 from deepcritical.agents.judge import ExtractiveJudge, LLMJudge
-from deepcritical.agents.llmconfig import LLMConfig
 from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
 from deepcritical.agents.queries import ExtractiveQueryGenerator, LLMQueryGenerator
 from deepcritical.agents.reflection import ExtractiveReflector, LLMReflector
-from deepcritical.agents.rewriter import LLMSentenceRewriter
-from deepcritical.agents.usage import UsageTracker
-from deepcritical.agents.writer import LLMReportWriter
 from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.usage import UsageTracker
+from deepcritical.writing.extractive import ExtractiveReportWriter
+from deepcritical.writing.llm_writer import LLMReportWriter
+from deepcritical.writing.rewriter import LLMSentenceRewriter
 
 __all__ = ["AgentSet", "build_agents", "build_extractive_agents", "build_llm_agents"]
 
@@ -97,7 +97,7 @@ def build_llm_agents(
 
 
 def build_agents(settings: Settings, model: Model | None, embedder: Embedder) -> AgentSet:
-    """LLM agents when ``model`` is given (from :func:`deepcritical.llm.build_model`),
+    """LLM agents when ``model`` is given (from :func:`deepcritical.llm.providers.build_model`),
     extractive agents when it is ``None``."""
     if model is None:
         return build_extractive_agents(settings, embedder)

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from deepcritical.agents.fencing import new_fence
-from deepcritical.agents.llmconfig import LLMConfig
-from deepcritical.agents.runner import StructuredAgent
-from deepcritical.agents.templates import render_prompt
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.fencing import new_fence
+from deepcritical.llm.runner import StructuredAgent
+from deepcritical.llm.templates import render_prompt
 
 __all__ = ["LLMSentenceRewriter", "RewriteOutput"]
 

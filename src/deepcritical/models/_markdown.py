@@ -8,26 +8,18 @@ grounding check kept, the verbatim passage of each cited source that supports it
 
 from __future__ import annotations
 
-import re
+from typing import TYPE_CHECKING
 
-from deepcritical.models import CITATION_MARKER, SOURCE_LABELS, Reference, ResearchReport
+from deepcritical.models._evidence import SOURCE_LABELS
+from deepcritical.models._markers import numbered
 
-__all__ = ["grounding_appendix", "numbered", "render_markdown"]
+if TYPE_CHECKING:  # the report module imports this one to render itself
+    from deepcritical.models._report import Reference, ResearchReport
+
+__all__ = ["grounding_appendix", "render_markdown"]
 
 MAX_QUOTE_CHARS = 400
 """Characters of a supporting quote shown in the appendix (longer ones are cut with …)."""
-
-
-def numbered(text: str, numbers: dict[str, int]) -> str:
-    """``text`` with ``[E3, E7]`` markers replaced by display numbers (``[1, 2]``); ids
-    without a number are dropped (an emptied marker disappears)."""
-
-    def repl(m: re.Match[str]) -> str:
-        ids = [i.strip() for i in m.group(1).split(",")]
-        nums = sorted({numbers[i] for i in ids if i in numbers})
-        return "[" + ", ".join(str(n) for n in nums) + "]" if nums else ""
-
-    return CITATION_MARKER.sub(repl, text)
 
 
 def _short(text: str) -> str:

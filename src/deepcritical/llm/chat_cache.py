@@ -1,7 +1,7 @@
-"""The request-keyed call cache (:mod:`deepcritical.state.cache`) for agent-framework chat
+"""The request-keyed call cache (:mod:`deepcritical.llm.cache`) for agent-framework chat
 clients: :class:`CachedChatClient`, used for the Magentic manager's model
-(:func:`deepcritical.llm.build_chat_client`), so a resumed or repeated Magentic run replays the
-manager's decisions instead of paying for them again.
+(:func:`deepcritical.llm.providers.build_chat_client`), so a resumed or repeated Magentic run
+replays the manager's decisions instead of paying for them again.
 
 What the manager needs from a client (agent-framework 1.23, ``Agent`` behind
 ``StandardMagenticManager._complete``): ``get_response(messages=..., stream=False,
@@ -28,7 +28,7 @@ from agent_framework import (
     SupportsChatGetResponse,
 )
 
-from deepcritical.state.cache import CallCache, _strip_volatile, request_key, stable_prompt_text
+from deepcritical.llm.cache import CallStore, request_key, stable_prompt_text, strip_volatile
 
 if TYPE_CHECKING:
     from agent_framework import CompactionStrategy, TokenizerProtocol
@@ -80,7 +80,7 @@ def _message_key(message: Message) -> dict[str, Any]:
         else:
             dumped = content.to_dict()
             dumped.pop("additional_properties", None)
-            contents.append(_strip_volatile(_jsonable(dumped)))
+            contents.append(strip_volatile(_jsonable(dumped)))
     return {"role": str(message.role), "author": message.author_name, "contents": contents}
 
 
@@ -101,7 +101,7 @@ def chat_request_key(
             "model": model,
             "client": client,
             "messages": [_message_key(m) for m in messages],
-            "options": _strip_volatile(_jsonable(opts)),
+            "options": strip_volatile(_jsonable(opts)),
         },
     )
 
@@ -125,7 +125,7 @@ class CachedChatClient:
     close_chat_client`...) are the wrapped client's.
     """
 
-    def __init__(self, wrapped: SupportsChatGetResponse[Any], cache: CallCache) -> None:
+    def __init__(self, wrapped: SupportsChatGetResponse[Any], cache: CallStore) -> None:
         self.wrapped = wrapped
         self.cache = cache
         self.additional_properties: dict[str, Any] = wrapped.additional_properties

@@ -25,11 +25,15 @@ from dataclasses import dataclass
 
 from deepcritical.models import Evidence
 
-__all__ = ["UNTRUSTED_NOTE", "Fence", "fence_evidence", "new_fence"]
+__all__ = ["NONCE_ATTRIBUTE", "UNTRUSTED_NOTE", "Fence", "fence_evidence", "new_fence"]
 
 _TAG_START = re.compile(r"<(?=\s*/?\s*source\b)", re.IGNORECASE)
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,40}$")
 _NONCE_REPLACEMENT = "[nonce removed]"
+
+NONCE_ATTRIBUTE = re.compile(r'nonce="([0-9a-fA-F]{8,64})"')
+"""The nonce attribute of an opening fence tag (group 1: the nonce); the call cache uses it to
+find the nonces to normalise (:func:`deepcritical.llm.cache.stable_prompt_text`)."""
 
 UNTRUSTED_NOTE = (
     'Source texts are quoted between <source id="..." nonce="$nonce"> and '

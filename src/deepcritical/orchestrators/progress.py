@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from deepcritical.agents.reflection import Reflection
 from deepcritical.agents.search import SearchRound
-from deepcritical.agents.usage import UsageTracker
+from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
     Hypothesis,
     JudgeAssessment,

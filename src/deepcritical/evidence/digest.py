@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from deepcritical.agents.fencing import Fence
 from deepcritical.evidence.grading import grade_evidence
+from deepcritical.llm.fencing import Fence
 from deepcritical.models import Evidence
 
 __all__ = ["FINDING_CHARS", "compressed_findings"]

@@ -5,15 +5,15 @@ settings (limits), the role implementations (LLM or extractive, plus the extract
 the run's evidence store and search agent, what has happened so far (:class:`RunState`) and
 the usage accounting (:class:`RunAccounting`). Its methods are the steps of a run (plan, write
 queries, search, hypothesise, judge, write, finish); each emits the run's
-:class:`~deepcritical.orchestrators.events.ResearchEvent` through one sink, so the
+:class:`~deepcritical.events.ResearchEvent` through one sink, so the
 ``iterative`` loop and the ``magentic`` participants emit the same events.
 
 Failure policy (both orchestrators): a failing LLM role falls back to its extractive
 implementation with a ``warning`` event and a note in the report metadata; a run that got past
 planning always ends in a report built from the store, validated and grounded
-(:meth:`ResearchRun.finish`, :mod:`deepcritical.orchestrators.finishing`), whose metadata
+(:meth:`ResearchRun.finish`, :mod:`deepcritical.report.finish`), whose metadata
 says why gathering stopped. The run's record, stop rules and accounting live in
-:mod:`deepcritical.orchestrators.run_state` (re-exported here).
+:mod:`deepcritical.orchestrators.progress` (re-exported here).
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from typing import Any, TypeVar
 import structlog
 
 from deepcritical.agents.checklist import assign_to_checklist
-from deepcritical.agents.factory import AgentSet
 from deepcritical.agents.queries import fresh_queries
 from deepcritical.agents.reflection import Reflection, apply_reflection
 from deepcritical.agents.search import SearchAgent, SearchRound
-from deepcritical.agents.usage import UsageTracker
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
+from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
     SOURCE_LABELS,
     Evidence,
@@ -44,9 +44,8 @@ from deepcritical.models import (
     RunResult,
     UsageReport,
 )
-from deepcritical.orchestrators.events import ResearchEvent
-from deepcritical.orchestrators.finishing import finish_run, methodology
-from deepcritical.orchestrators.run_state import (
+from deepcritical.orchestrators.agent_set import AgentSet
+from deepcritical.orchestrators.progress import (
     QuestionError,
     RunAccounting,
     RunState,
@@ -54,6 +53,7 @@ from deepcritical.orchestrators.run_state import (
     gathering_stop_rule,
     number_hypotheses,
 )
+from deepcritical.report.finish import finish_run, methodology
 
 __all__ = [
     "EventSink",
@@ -438,7 +438,7 @@ class ResearchRun:
     ) -> RunResult | None:
         """Turn ``draft`` into the run's validated, grounded report; emit ``report_section``
         events and ``done`` (or ``error`` when there is no draft or validation left problems).
-        See :func:`deepcritical.orchestrators.finishing.finish_run`."""
+        See :func:`deepcritical.report.finish.finish_run`."""
         return await finish_run(self, draft, done_data)
 
     def usage_report(self) -> UsageReport:
@@ -453,5 +453,5 @@ class ResearchRun:
 
     def methodology(self) -> str:
         """Factual account of the run (built from what happened, never by a model; see
-        :func:`deepcritical.orchestrators.finishing.methodology`)."""
+        :func:`deepcritical.report.finish.methodology`)."""
         return methodology(self)

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from deepcritical.agents.segment import sentence_spans
 from deepcritical.models import CITATION_MARKER, Evidence, Reference, marker_ids
+from deepcritical.text.sentences import sentence_spans
 
 __all__ = [
     "MarkerCleanup",
@@ -134,7 +134,12 @@ class MarkerCleanup:
 
 
 def _sentences(paragraph: str) -> list[str]:
-    return [paragraph[start:end] for start, end in sentence_spans(paragraph)]
+    """The sentences of ``paragraph`` tiling it (each keeps the white space after it)."""
+    starts = [start for start, _ in sentence_spans(paragraph)]
+    if not starts:
+        return [paragraph] if paragraph else []
+    bounds = [0, *starts[1:], len(paragraph)]
+    return [paragraph[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def _reattach_leading_markers(sentences: list[str]) -> list[str]:

@@ -20,12 +20,16 @@ from pydantic_ai.exceptions import (
 from pydantic_ai.models import Model
 from pydantic_ai.usage import RunUsage
 
-from deepcritical.agents.errors import AgentModelError, AgentOutputError
-from deepcritical.agents.usage import UsageTracker
+from deepcritical.llm.errors import AgentModelError, AgentOutputError
+from deepcritical.llm.usage import UsageTracker
 
-__all__ = ["ModelRetry", "StructuredAgent"]
+__all__ = ["TODAY_LINE", "ModelRetry", "StructuredAgent"]
 
 log = structlog.get_logger(__name__)
+
+TODAY_LINE = "Today's date is {date}."
+"""The first line of every call's instructions (``{date}``: ISO date); the call cache
+normalises it (:func:`deepcritical.llm.cache.stable_prompt_text`)."""
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
@@ -36,7 +40,8 @@ class StructuredAgent(Generic[DepsT, OutputT]):
 
     Args:
         role: name used in errors, logs and usage records (``"planner"``, ``"judge"``, ...).
-        model: the pydantic-ai model (from :func:`deepcritical.llm.build_model`, or a test model).
+        model: the pydantic-ai model (:func:`deepcritical.llm.providers.build_model`, or a
+            test model).
         output_type: pydantic model the output must validate against.
         deps_type: type of the per-call context handed to ``validator``.
         retries: how many times an invalid output is sent back to the model (with the
@@ -97,7 +102,7 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         """
         usage = RunUsage()
         try:
-            dated = f"Today's date is {self.today().isoformat()}.\n\n{instructions}"
+            dated = TODAY_LINE.format(date=self.today().isoformat()) + f"\n\n{instructions}"
             result = await self._agent.run(
                 prompt,
                 instructions=dated,

@@ -1,4 +1,4 @@
-"""Prompt templates: markdown files in ``deepcritical/agents/prompts/`` (package data).
+"""Prompt templates: markdown files in ``deepcritical/llm/prompts/`` (package data).
 
 Templates use :class:`string.Template` placeholders (``$name`` / ``${name}``; a literal dollar
 is ``$$``). Values are inserted once and never re-interpreted, so source text containing ``$``
@@ -25,7 +25,7 @@ def load_prompt(name: str) -> str:
     Raises:
         PromptTemplateError: no such template in the installed package.
     """
-    path = resources.files("deepcritical.agents").joinpath("prompts", f"{name}.md")
+    path = resources.files("deepcritical.llm").joinpath("prompts", f"{name}.md")
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:

@@ -2,8 +2,8 @@
 and the question type that shapes the outline.
 
 Every message that holds source text fences it with the call's nonce
-(:mod:`deepcritical.agents.fencing`): the outline and the summary see the compressed findings
-(:func:`~deepcritical.agents.digest.compressed_findings`: one short fenced digest per item),
+(:mod:`deepcritical.llm.fencing`): the outline and the summary see the compressed findings
+(:func:`~deepcritical.evidence.digest.compressed_findings`: one short fenced digest per item),
 a section sees the full snippets of *its own* evidence only.
 """
 
@@ -13,9 +13,9 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from deepcritical.agents.digest import compressed_findings
-from deepcritical.agents.fencing import Fence, fence_evidence
+from deepcritical.evidence.digest import compressed_findings
 from deepcritical.evidence.grading import assess_design
+from deepcritical.llm.fencing import Fence, fence_evidence
 from deepcritical.models import (
     Evidence,
     Hypothesis,

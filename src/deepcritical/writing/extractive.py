@@ -20,7 +20,7 @@ limitations).
 - executive summary: the three best quotes, from three different items;
 - conclusion: the best conclusion-type quote(s), then a fixed statement that the report is an
   extractive summary with no model interpretation;
-- limitations: the run's real gaps (:func:`~deepcritical.agents.drafts.gap_limitations`), the
+- limitations: the run's real gaps (:func:`~deepcritical.report.drafts.gap_limitations`), the
   items left out, and the limits of the method;
 - hypotheses: passed through; references: the cited items.
 
@@ -37,18 +37,15 @@ from typing import Literal
 
 import numpy as np
 
-from deepcritical.agents.citations import add_marker, references_for
-from deepcritical.agents.design import DESIGN_ORDER, classify_design
-from deepcritical.agents.drafts import gap_limitations, no_evidence_report
-from deepcritical.agents.keysentences import (
+from deepcritical.agents.planner import EXTRACTIVE_KEYS
+from deepcritical.evidence.design import DESIGN_ORDER, classify_design
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.evidence.keysentences import (
     KeySentence,
     rank_sentences,
     relevant_items,
     top_per_item,
 )
-from deepcritical.agents.planner import EXTRACTIVE_KEYS
-from deepcritical.agents.terms import extract_key_terms, matched_terms
-from deepcritical.evidence.embeddings import Embedder
 from deepcritical.models import (
     Evidence,
     Hypothesis,
@@ -57,6 +54,9 @@ from deepcritical.models import (
     ResearchPlan,
     ResearchReport,
 )
+from deepcritical.report.citations import add_marker, references_for
+from deepcritical.report.drafts import gap_limitations, no_evidence_report
+from deepcritical.text.terms import extract_key_terms, matched_terms
 
 __all__ = ["EXTRACTIVE_NOTE", "MIN_KEY_TERMS", "OTHER_HEADING", "ExtractiveReportWriter", "GroupBy"]
 

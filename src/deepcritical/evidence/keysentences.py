@@ -14,9 +14,9 @@ from enum import StrEnum
 
 import numpy as np
 
-from deepcritical.agents.segment import sentence_spans
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.models import Evidence
+from deepcritical.text.sentences import sentence_spans
 
 __all__ = [
     "KeySentence",

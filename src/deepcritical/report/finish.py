@@ -13,23 +13,23 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from deepcritical.events import ResearchEvent
 from deepcritical.models import (
     SOURCE_LABELS,
     GroundedClaim,
     ResearchReport,
     RunResult,
 )
-from deepcritical.orchestrators.events import ResearchEvent
-from deepcritical.orchestrators.report_stage import (
+from deepcritical.report.grounding import RewriteFunction, ground_report
+from deepcritical.report.sections import (
     add_run_context,
     add_run_findings,
     add_verdict,
 )
-from deepcritical.report.grounding import RewriteFunction, ground_report
 from deepcritical.report.validation import citation_problems, validate_report
 
 if TYPE_CHECKING:
-    from deepcritical.orchestrators.common import ResearchRun
+    from deepcritical.orchestrators.run import ResearchRun
 
 __all__ = ["finish_run", "methodology", "rewrite_function"]
 
@@ -43,7 +43,7 @@ async def finish_run(
     The methodology is written here from what happened (never by a model), the metadata
     is filled in (stop reason, notes, usage...), the "Conflicting findings" section and
     the verdict of a yes/no question are added
-    (:func:`~deepcritical.orchestrators.report_stage.add_run_findings`), then every
+    (:func:`~deepcritical.report.sections.add_run_findings`), then every
     reference and inline citation is checked against the store (:func:`validate_report`),
     every cited sentence is grounded in its sources when ``settings.grounding`` is on
     (:func:`~deepcritical.report.grounding.ground_report`: unsupported sentences removed,

@@ -1,6 +1,6 @@
 """``deepcritical runs``: list, show, resume and export stored research runs.
 
-Registered on the main app by :mod:`deepcritical.cli` (``app.add_typer(runs_app, ...)``). A
+Registered on the main app by :mod:`deepcritical.cli.main` (``app.add_typer(runs_app, ...)``). A
 bad run id exits with code 2 and says where to find the valid ones.
 """
 
@@ -24,7 +24,7 @@ runs_app = typer.Typer(
 
 
 def _open() -> RunStore:
-    from deepcritical import cli
+    from deepcritical.cli import commands as cli
 
     settings = cli._settings()
     try:
@@ -34,7 +34,7 @@ def _open() -> RunStore:
 
 
 def _require(store: RunStore, run_id: str) -> RunRecord:
-    from deepcritical import cli
+    from deepcritical.cli import commands as cli
 
     record = store.get_run(run_id)
     if record is None:
@@ -56,7 +56,7 @@ def list_runs(
     ] = 50,
 ) -> None:
     """List the newest runs with status, progress and saved sources."""
-    from deepcritical import cli
+    from deepcritical.cli import commands as cli
 
     store = _open()
     try:
@@ -82,7 +82,7 @@ def list_runs(
 @runs_app.command("show")
 def show_run(run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")]) -> None:
     """Show a run: status, progress, stage, checklist, iterations, metrics."""
-    from deepcritical import cli
+    from deepcritical.cli import commands as cli
 
     store = _open()
     try:
@@ -128,7 +128,7 @@ def export_run(
     ] = None,
 ) -> None:
     """Export a run (run, checklist, iterations, sources by question, report) as JSON."""
-    from deepcritical import cli
+    from deepcritical.cli import commands as cli
 
     store = _open()
     try:
@@ -153,7 +153,7 @@ def resume_run(
     ] = Path("report.md"),
 ) -> None:
     """Continue an interrupted run from its last completed step and write its report."""
-    from deepcritical import cli
+    from deepcritical.cli import commands as cli
 
     cli._check_out_path(out)
     settings = cli._settings()
@@ -168,9 +168,9 @@ def resume_run(
 
 
 async def _resume(run_id: str, settings: Settings) -> tuple[int, RunResult | None]:
-    from deepcritical import cli
     from deepcritical.api import resume
-    from deepcritical.llm import ModelSpecError
+    from deepcritical.cli import commands as cli
+    from deepcritical.llm.providers import ModelSpecError
 
     return await cli._consume(
         lambda: resume(run_id, settings),

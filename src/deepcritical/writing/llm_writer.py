@@ -3,10 +3,10 @@
 Three kinds of model call:
 
 1. outline (``prompts/writer_outline.md``): from the compressed findings (one short fenced
-   digest per evidence item, :mod:`deepcritical.agents.digest`) the model gives a title and
+   digest per evidence item, :mod:`deepcritical.evidence.digest`) the model gives a title and
    2-6 sections (the count follows the report length the user asked for), each with a
    heading, what it must cover and the ids of the evidence it uses. Headings adapt to the
-   question type (:func:`~deepcritical.agents.writer_prompts.question_type`): a
+   question type (:func:`~deepcritical.writing.prompts.question_type`): a
    drug-repurposing question gets "Mechanistic findings", "Clinical findings" and
    "Hypotheses and candidates"; a general question gets the outline's own headings.
 2. one call per section (``prompts/writer_section.md``) with *only that section's evidence*
@@ -29,26 +29,11 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from deepcritical.agents.citations import (
-    MarkerCleanup,
-    PaperIds,
-    references_for,
-    restrict_markers,
-)
-from deepcritical.agents.drafts import gap_limitations, no_evidence_report
-from deepcritical.agents.fencing import new_fence
-from deepcritical.agents.lenient import LenientStrList
-from deepcritical.agents.llmconfig import LLMConfig
-from deepcritical.agents.runner import ModelRetry, StructuredAgent
-from deepcritical.agents.templates import render_prompt
-from deepcritical.agents.writer_prompts import (
-    REPURPOSING_HEADINGS,
-    SECTION_RANGE,
-    outline_prompt,
-    question_type,
-    section_prompt,
-    summary_prompt,
-)
+from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.fencing import new_fence
+from deepcritical.llm.lenient import LenientStrList
+from deepcritical.llm.runner import ModelRetry, StructuredAgent
+from deepcritical.llm.templates import render_prompt
 from deepcritical.models import (
     CITATION_MARKER,
     CitationValidation,
@@ -58,6 +43,21 @@ from deepcritical.models import (
     ReportSection,
     ResearchPlan,
     ResearchReport,
+)
+from deepcritical.report.citations import (
+    MarkerCleanup,
+    PaperIds,
+    references_for,
+    restrict_markers,
+)
+from deepcritical.report.drafts import gap_limitations, no_evidence_report
+from deepcritical.writing.prompts import (
+    REPURPOSING_HEADINGS,
+    SECTION_RANGE,
+    outline_prompt,
+    question_type,
+    section_prompt,
+    summary_prompt,
 )
 
 __all__ = [

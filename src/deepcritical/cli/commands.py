@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from deepcritical import cli_serve
+from deepcritical.cli import serve as cli_serve
 from deepcritical.config import Settings
 from deepcritical.models import SOURCE_LABELS, ReportPreferences, RunResult
 
@@ -324,7 +324,7 @@ async def _run_research(
     preferences: ReportPreferences | None = None,
 ) -> tuple[int, RunResult | None]:
     from deepcritical.api import research as run_research
-    from deepcritical.llm import ModelSpecError
+    from deepcritical.llm.providers import ModelSpecError
     from deepcritical.orchestrators.iterative import QuestionError
 
     return await _consume(
@@ -440,7 +440,7 @@ def _print_usage(result: RunResult) -> None:
         console.print(f"Time per stage: {stages}")
 
 
-from deepcritical.cli_runs import runs_app  # noqa: E402 - needs the helpers above
+from deepcritical.cli.runs import runs_app  # noqa: E402 - needs the helpers above
 
 app.add_typer(runs_app, name="runs")
 app.command("serve")(cli_serve.serve)
@@ -452,7 +452,3 @@ def main() -> None:
         app()
     except KeyboardInterrupt:  # pragma: no cover - interactive
         sys.exit(130)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from pydantic_ai.models import Model
 
-from deepcritical.agents.usage import UsageTracker
+from deepcritical.llm.usage import UsageTracker
 
 __all__ = ["LLMConfig"]
 
@@ -16,7 +16,7 @@ class LLMConfig:
     """How LLM agents call their model.
 
     Attributes:
-        model: the pydantic-ai model (:func:`deepcritical.llm.build_model`).
+        model: the pydantic-ai model (:func:`deepcritical.llm.providers.build_model`).
         retries: invalid outputs sent back to the model before :class:`AgentOutputError`.
         timeout_seconds: wall-clock limit of one agent call, retries included.
         usage: tracker shared by the agents of one :class:`AgentSet`.

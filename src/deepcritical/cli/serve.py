@@ -27,7 +27,7 @@ def serve(
     Settings come from the environment (DEEPCRITICAL_LLM, DEEPCRITICAL_SOURCES, API keys...)
     and --data-dir; each browser session may override model, key, sources and depth.
     """
-    from deepcritical.cli import _Globals
+    from deepcritical.cli.commands import _Globals
     from deepcritical.ui.app import build_app
     from deepcritical.ui.launch import concurrency_from_env, launch, server_settings
 

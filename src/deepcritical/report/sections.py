@@ -14,7 +14,7 @@ All of it is deterministic and built from the evidence store and the hypotheses:
   trials, 1 cohort study." from :func:`~deepcritical.evidence.grading.grade_evidence`.
 - :func:`extra_limitations`: unavailable sources and the absence of high-level designs
   (the writers already state unsatisfied checklist items, preprints and abstract-only
-  evidence: :func:`~deepcritical.agents.drafts.gap_limitations`).
+  evidence: :func:`~deepcritical.report.drafts.gap_limitations`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from deepcritical.agents.citations import add_marker
-from deepcritical.agents.keysentences import rank_sentences
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.grading import HIGH_LEVEL_DESIGNS, grade_evidence
+from deepcritical.evidence.keysentences import rank_sentences
 from deepcritical.models import (
     SOURCE_LABELS,
     Evidence,
@@ -36,6 +35,7 @@ from deepcritical.models import (
     ResearchReport,
     StudyDesign,
 )
+from deepcritical.report.citations import add_marker
 
 __all__ = [
     "CONFLICT_HEADING",

@@ -2,7 +2,7 @@
 
 The LLM agents record the pydantic-ai ``RunUsage`` of every run (failed runs included, with
 what they consumed before failing) into one :class:`UsageTracker` shared by an
-:class:`~deepcritical.agents.factory.AgentSet`.
+:class:`~deepcritical.orchestrators.agent_set.AgentSet`.
 """
 
 from __future__ import annotations

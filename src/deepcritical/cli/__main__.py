@@ -1,0 +1,5 @@
+"""``python -m deepcritical.cli``: the ``deepcritical`` command."""
+
+from deepcritical.cli import main
+
+main()

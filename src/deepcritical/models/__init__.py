@@ -1,0 +1,78 @@
+"""Domain models shared by every level of DeepCritical; nothing here does I/O.
+
+Sources and evidence (:mod:`._evidence`), the plan and what the run forms from evidence
+(:mod:`._plan`), the report and the run's result (:mod:`._report`), inline citation markers
+(:mod:`._markers`) and the report's markdown rendering (:mod:`._markdown`). Every other level
+imports from this package; it imports nothing from the rest of the project.
+"""
+
+from deepcritical.models._evidence import (
+    SOURCE_LABELS,
+    Citation,
+    Evidence,
+    SourceName,
+    StudyDesign,
+    utc_now,
+)
+from deepcritical.models._markdown import grounding_appendix, render_markdown
+from deepcritical.models._markers import CITATION_MARKER, marker_ids, numbered
+from deepcritical.models._plan import (
+    ChecklistItem,
+    ChecklistStatus,
+    Hypothesis,
+    JudgeAssessment,
+    ReportLength,
+    ReportPreferences,
+    ResearchPlan,
+    SubQuestion,
+)
+from deepcritical.models._report import (
+    CitationValidation,
+    GroundedClaim,
+    GroundingCheck,
+    LLMUsage,
+    Reference,
+    ReportMetadata,
+    ReportSection,
+    ResearchReport,
+    RunResult,
+    SourceUsage,
+    StopReason,
+    SupportingQuote,
+    UsageReport,
+)
+
+__all__ = [
+    "CITATION_MARKER",
+    "SOURCE_LABELS",
+    "ChecklistItem",
+    "ChecklistStatus",
+    "Citation",
+    "CitationValidation",
+    "Evidence",
+    "GroundedClaim",
+    "GroundingCheck",
+    "Hypothesis",
+    "JudgeAssessment",
+    "LLMUsage",
+    "Reference",
+    "ReportLength",
+    "ReportMetadata",
+    "ReportPreferences",
+    "ReportSection",
+    "ResearchPlan",
+    "ResearchReport",
+    "RunResult",
+    "SourceName",
+    "SourceUsage",
+    "StopReason",
+    "StudyDesign",
+    "SubQuestion",
+    "SupportingQuote",
+    "UsageReport",
+    "grounding_appendix",
+    "marker_ids",
+    "numbered",
+    "render_markdown",
+    "utc_now",
+]

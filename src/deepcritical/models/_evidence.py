@@ -1,0 +1,165 @@
+"""Sources: the search sources, study designs, bibliographic citations and evidence items.
+
+Identifiers follow the field's conventions: PMID (PubMed id, digits), PMCID (``PMC`` + digits),
+DOI (lower-cased, without ``https://doi.org/``), NCT ID (``NCT`` + 8 digits).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+__all__ = ["SOURCE_LABELS", "Citation", "Evidence", "SourceName", "StudyDesign", "utc_now"]
+
+
+def utc_now() -> datetime:
+    """Current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+class SourceName(StrEnum):
+    """The search sources DeepCritical knows; values are the names used on the CLI."""
+
+    PUBMED = "pubmed"
+    CLINICALTRIALS = "trials"
+    EUROPEPMC = "europepmc"
+    OPENALEX = "openalex"
+    WEB = "web"
+    LOCAL = "local"
+
+
+SOURCE_LABELS: dict[str, str] = {
+    SourceName.PUBMED: "PubMed",
+    SourceName.CLINICALTRIALS: "ClinicalTrials.gov",
+    SourceName.EUROPEPMC: "Europe PMC",
+    SourceName.OPENALEX: "OpenAlex",
+    SourceName.WEB: "Web",
+    SourceName.LOCAL: "Local corpus",
+}
+
+
+class StudyDesign(StrEnum):
+    """Study design of a source, as read by :mod:`deepcritical.evidence.grading`.
+
+    Values are the labels shown in reports. Evidence levels (strongest first: meta-analysis,
+    systematic review, randomised controlled trial, other clinical trial, cohort, case-control,
+    cross-sectional/observational, case report or series, narrative review, preclinical) live in
+    :data:`deepcritical.evidence.grading.EVIDENCE_LEVEL`. ``PREPRINT`` is given only when no
+    design can be read from a preprint; a preprint whose design is recognised keeps that design
+    (``Evidence.is_preprint`` says it is not peer reviewed).
+    """
+
+    META_ANALYSIS = "meta-analysis"
+    SYSTEMATIC_REVIEW = "systematic review"
+    RCT = "randomised controlled trial"
+    CLINICAL_TRIAL = "clinical trial (non-randomised or phase)"
+    COHORT = "cohort study"
+    CASE_CONTROL = "case-control study"
+    CROSS_SECTIONAL = "cross-sectional study"
+    OBSERVATIONAL = "observational study (design not specified)"
+    CASE_REPORT = "case report or case series"
+    REVIEW = "narrative review"
+    ANIMAL = "preclinical: animal study"
+    IN_VITRO = "preclinical: in vitro study"
+    PREPRINT = "preprint (design not recognised)"
+    OTHER = "other or not recognised"
+
+
+class Citation(BaseModel):
+    """Bibliographic record of one source document.
+
+    ``source`` is the :class:`SourceName` value of the source that produced it; ``id`` is that
+    source's native identifier (a PMID for PubMed and the local PubMed corpus, an NCT ID for
+    ClinicalTrials.gov, a DOI or OpenAlex id, a URL for the web). ``date`` is an ISO-8601
+    prefix (``2019``, ``2019-03`` or ``2019-03-14``) when known.
+    """
+
+    source: str
+    id: str
+    title: str = ""
+    authors: list[str] = Field(default_factory=list)
+    journal: str | None = None
+    year: int | None = None
+    date: str | None = None
+    url: str | None = None
+    doi: str | None = None
+    pmid: str | None = None
+    pmcid: str | None = None
+    nct_id: str | None = None
+
+    def display_title(self) -> str:
+        """Title, or a stand-in naming the identifier when the record has none (PubMedQA)."""
+        if self.title.strip():
+            return self.title.strip()
+        if self.pmid:
+            return f"PubMed record {self.pmid}"
+        if self.nct_id:
+            return f"Trial {self.nct_id}"
+        return f"{SOURCE_LABELS.get(self.source, self.source)} record {self.id}"
+
+    def format_reference(self) -> str:
+        """One-line reference in a Vancouver-like style, with every identifier known."""
+        parts: list[str] = []
+        if self.authors:
+            names = self.authors[:6]
+            authors = ", ".join(names) + (", et al." if len(self.authors) > 6 else "")
+            parts.append(authors.rstrip(".") + ".")
+        parts.append(self.display_title().rstrip(".") + ".")
+        venue = " ".join(p for p in [self.journal or "", str(self.year) if self.year else ""] if p)
+        if venue:
+            parts.append(venue.rstrip(".") + ".")
+        ids = []
+        if self.pmid:
+            ids.append(f"PMID: {self.pmid}")
+        if self.pmcid:
+            ids.append(f"PMCID: {self.pmcid}")
+        if self.doi:
+            ids.append(f"doi: {self.doi}")
+        if self.nct_id:
+            ids.append(f"ClinicalTrials.gov: {self.nct_id}")
+        if ids:
+            parts.append("; ".join(ids) + ".")
+        if self.url:
+            parts.append(f"<{self.url}>")
+        return " ".join(parts)
+
+
+class Evidence(BaseModel):
+    """One source document kept in a run's evidence store.
+
+    ``id`` is the run-local evidence id (``E1``, ``E2``, ...) assigned by the evidence store;
+    inline citations in reports use it as ``[E3]``. ``content`` is the text the source gave
+    (an abstract, with structured-abstract labels kept as ``LABEL: text`` paragraphs; a trial
+    summary; extracted web page text), in characters, possibly truncated by the source.
+    ``relevance`` is in 0..1 (the source's own ranking, normalised). ``sources`` lists every
+    source that returned this document (cross-source deduplication merges them).
+    """
+
+    id: str = ""
+    content: str
+    citation: Citation
+    relevance: float = Field(default=0.0, ge=0.0, le=1.0)
+    retrieved_at: datetime = Field(default_factory=utc_now)
+    query: str | None = None
+    sources: list[str] = Field(default_factory=list)
+    mesh_terms: list[str] = Field(default_factory=list)
+    publication_types: list[str] = Field(default_factory=list)
+    is_preprint: bool = False
+    checklist_keys: list[str] = Field(default_factory=list)
+    study_design: StudyDesign | None = None
+    """An explicit study design (set by whoever knows it); ``None``: read it with
+    :func:`deepcritical.evidence.grading.grade_evidence`, which honours a value set here."""
+
+    def model_post_init(self, __context: object) -> None:
+        if not self.sources:
+            self.sources = [self.citation.source]
+
+    def snippet(self, max_chars: int = 300) -> str:
+        """First ``max_chars`` characters of the content, cut at a word boundary."""
+        text = " ".join(self.content.split())
+        if len(text) <= max_chars:
+            return text
+        cut = text[:max_chars].rsplit(" ", 1)[0]
+        return cut + " …"

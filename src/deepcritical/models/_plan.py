@@ -1,0 +1,141 @@
+"""The research plan and what the run forms from evidence: checklist, sub-questions, report
+preferences, hypotheses and the judge's assessments."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "ChecklistItem",
+    "ChecklistStatus",
+    "Hypothesis",
+    "JudgeAssessment",
+    "ReportLength",
+    "ReportPreferences",
+    "ResearchPlan",
+    "SubQuestion",
+]
+
+
+class ChecklistStatus(StrEnum):
+    """How far the collected evidence answers one checklist item."""
+
+    UNSATISFIED = "unsatisfied"
+    PARTIAL = "partial"
+    SATISFIED = "satisfied"
+
+
+class ChecklistItem(BaseModel):
+    """One thing a complete answer must address, with the evidence assigned to it."""
+
+    key: str
+    description: str
+    min_evidence: int = Field(default=2, ge=1)
+    status: ChecklistStatus = ChecklistStatus.UNSATISFIED
+    evidence_ids: list[str] = Field(default_factory=list)
+
+
+ReportLength = Literal["brief", "standard", "detailed"]
+
+
+class ReportPreferences(BaseModel):
+    """What the user wants from the report (from the request: API, CLI, UI).
+
+    ``audience``: who reads it ("clinicians", "drug-discovery scientists"; "" = scientists);
+    ``length``: ``brief`` (2-3 findings sections), ``standard`` (3-5) or ``detailed`` (4-6);
+    ``focus``: an aspect to emphasise ("safety in the elderly"; "" = none).
+    """
+
+    audience: str = Field(default="", max_length=200)
+    length: ReportLength = "standard"
+    focus: str = Field(default="", max_length=300)
+
+    def lines(self) -> list[str]:
+        """Plain-text lines for a prompt (``[]`` when everything is the default)."""
+        out = []
+        if self.audience.strip():
+            out.append(f"Audience: {' '.join(self.audience.split())}")
+        if self.length != "standard":
+            out.append(f"Length: {self.length}")
+        if self.focus.strip():
+            out.append(f"Focus: {' '.join(self.focus.split())}")
+        return out
+
+
+class SubQuestion(BaseModel):
+    """One sub-question of the plan and the queries that search for it."""
+
+    question: str
+    queries: list[str] = Field(default_factory=list)
+
+
+class ResearchPlan(BaseModel):
+    """The plan made before searching: refined question, scope, checklist, sub-questions and
+    first queries, plus the user's report preferences.
+
+    ``scope_in`` / ``scope_out``: what the answer covers and leaves out (one phrase each);
+    ``mesh_terms``: MeSH descriptors of the question (for PubMed ``[MeSH Terms]`` queries);
+    ``sub_questions``: at most ``Settings.max_questions``, each with its queries.
+    """
+
+    question: str
+    refined_question: str
+    checklist: list[ChecklistItem] = Field(min_length=1)
+    queries: list[str] = Field(default_factory=list)
+    key_terms: list[str] = Field(default_factory=list)
+    scope_in: list[str] = Field(default_factory=list)
+    scope_out: list[str] = Field(default_factory=list)
+    mesh_terms: list[str] = Field(default_factory=list)
+    sub_questions: list[SubQuestion] = Field(default_factory=list)
+    preferences: ReportPreferences = Field(default_factory=ReportPreferences)
+
+    def unsatisfied(self) -> list[ChecklistItem]:
+        """Checklist items not yet satisfied, in plan order."""
+        return [c for c in self.checklist if c.status != ChecklistStatus.SATISFIED]
+
+    def coverage(self) -> float:
+        """Share of checklist items satisfied, 0..1 (a partial item counts one half)."""
+        weights = {
+            ChecklistStatus.SATISFIED: 1.0,
+            ChecklistStatus.PARTIAL: 0.5,
+            ChecklistStatus.UNSATISFIED: 0.0,
+        }
+        return sum(weights[c.status] for c in self.checklist) / len(self.checklist)
+
+
+class Hypothesis(BaseModel):
+    """A mechanistic hypothesis: drug -> target -> pathway -> effect.
+
+    For questions that are not about a drug, ``drug`` names the exposure or intervention and
+    ``target``/``pathway`` may be empty. ``confidence`` is in 0..1. Evidence ids refer to the
+    run's evidence store.
+    """
+
+    id: str = ""
+    statement: str
+    drug: str = ""
+    target: str = ""
+    pathway: str = ""
+    effect: str = ""
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    supporting_evidence_ids: list[str] = Field(default_factory=list)
+    contradicting_evidence_ids: list[str] = Field(default_factory=list)
+
+
+class JudgeAssessment(BaseModel):
+    """The judge's view of the evidence after a round.
+
+    Scores are 0..10. ``sufficient`` is the judge's opinion only: stop rules in the orchestrator
+    decide, whatever the judge says.
+    """
+
+    mechanism_score: int = Field(default=0, ge=0, le=10)
+    clinical_evidence_score: int = Field(default=0, ge=0, le=10)
+    coverage: float = Field(default=0.0, ge=0.0, le=1.0)
+    sufficient: bool = False
+    recommendation: Literal["continue", "synthesize"] = "continue"
+    next_queries: list[str] = Field(default_factory=list)
+    reasoning: str = ""
