@@ -34,7 +34,8 @@ from deepcritical.llm.providers import (
 )
 from deepcritical.models import ReportPreferences
 from deepcritical.orchestrators.agent_set import build_agents
-from deepcritical.orchestrators.iterative import IterativeOrchestrator, check_question
+from deepcritical.orchestrators.deps import RunDeps, check_question
+from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.factory import build_sources
 from deepcritical.sources.http import new_http_client
@@ -246,25 +247,22 @@ async def _research(
             settings.results_per_query,
             pubmed_date_from=settings.pubmed_date_from,
         )
-        names = [s.name for s in run_sources]
+        deps = RunDeps(
+            settings=settings,
+            agents=agents,
+            store=store,
+            search=search,
+            source_names=[s.name for s in run_sources],
+            fallback=fallback,
+            llm_label=llm_label,
+        )
         orchestrator: IterativeOrchestrator | MagenticOrchestrator
         if magentic and manager_client is not None:
             from deepcritical.orchestrators.magentic import MagenticOrchestrator
 
-            orchestrator = MagenticOrchestrator(
-                settings,
-                agents,
-                store,
-                search,
-                names,
-                chat_client=manager_client,
-                fallback=fallback,
-                llm_label=llm_label,
-            )
+            orchestrator = MagenticOrchestrator(deps, chat_client=manager_client)
         else:
-            orchestrator = IterativeOrchestrator(
-                settings, agents, store, search, names, fallback=fallback, llm_label=llm_label
-            )
+            orchestrator = IterativeOrchestrator(deps)
         if persisted is None:
             async with aclosing(orchestrator.run(question, context, preferences)) as events:
                 async for event in events:

@@ -29,6 +29,7 @@ from deepcritical.config import Settings
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence, marker_ids
 from deepcritical.orchestrators.agent_set import AgentSet, build_agents
+from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.validation import citation_problems
 from deepcritical.writing.extractive import ExtractiveReportWriter
@@ -103,9 +104,9 @@ def corpus_source(pubmedqa_dir: Path) -> Any:
 def orchestrator(agents: AgentSet, source: Any, fallback: AgentSet | None = None) -> Any:
     settings = Settings(llm="none", max_rounds=2, results_per_query=5, sources=["local"])
     store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
-    return IterativeOrchestrator(
-        settings, agents, store, SearchAgent([source], store, 5), ["local"], fallback=fallback
-    ), store
+    search = SearchAgent([source], store, 5)
+    deps = RunDeps(settings, agents, store, search, ["local"], fallback=fallback)
+    return IterativeOrchestrator(deps), store
 
 
 async def test_extractive_set_runs_a_whole_question(pubmedqa_dir: Path) -> None:

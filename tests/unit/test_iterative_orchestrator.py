@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from deepcritical.agents.search import SearchAgent
+from deepcritical.api import research
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
@@ -24,7 +25,8 @@ from deepcritical.models import (
     marker_ids,
 )
 from deepcritical.orchestrators.agent_set import AgentSet
-from deepcritical.orchestrators.iterative import IterativeOrchestrator, QuestionError
+from deepcritical.orchestrators.deps import QuestionError, RunDeps
+from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.validation import citation_problems
 from deepcritical.sources.base import SourceError
 from tests.conftest import HashingEmbedder
@@ -201,15 +203,15 @@ def orchestrator(
     settings = settings or Settings(max_rounds=3, results_per_query=3, sources=["local"])
     store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
     search = SearchAgent(sources, store, settings.results_per_query)  # type: ignore[arg-type]
-    orch = IterativeOrchestrator(
-        settings,
-        agent_set or agents(),
-        store,
-        search,
-        [s.name for s in sources],  # type: ignore[attr-defined]
+    deps = RunDeps(
+        settings=settings,
+        agents=agent_set or agents(),
+        store=store,
+        search=search,
+        source_names=[s.name for s in sources],  # type: ignore[attr-defined]
         fallback=fallback,
     )
-    return orch, store
+    return IterativeOrchestrator(deps), store
 
 
 async def collect(
@@ -329,9 +331,10 @@ async def test_failing_agent_without_fallback_ends_in_error_event() -> None:
 @pytest.mark.parametrize("question", ["", "   ", "x" * 5000])
 async def test_bad_questions_are_refused_before_any_work(question: str) -> None:
     source = CountingSource()
-    orch, _ = orchestrator([source])
+    settings = Settings(persist_runs=False, sources=["local"])
     with pytest.raises(QuestionError):
-        await collect(orch, question)
+        async for _ in research(question, settings, sources=[source], embedder=HashingEmbedder()):
+            pass
     assert source.calls == []
 
 

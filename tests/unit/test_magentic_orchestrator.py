@@ -22,6 +22,7 @@ from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence, ResearchReport, RunResult
 from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
+from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.magentic import (
     MagenticOrchestrator,
     coerce_ledger_bool,
@@ -117,17 +118,16 @@ def make(
     client = RecordingClient(script or ManagerScript())
     store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
     run_sources = list(sources) if sources is not None else [PaperSource()]
-    orch = MagenticOrchestrator(
-        s,
-        build_llm_agents(s, roles.model()),
-        store,
-        SearchAgent(run_sources, store, s.results_per_query),  # type: ignore[arg-type]
-        [src.name for src in run_sources],  # type: ignore[attr-defined]
-        chat_client=client,
+    deps = RunDeps(
+        settings=s,
+        agents=build_llm_agents(s, roles.model()),
+        store=store,
+        search=SearchAgent(run_sources, store, s.results_per_query),  # type: ignore[arg-type]
+        source_names=[src.name for src in run_sources],  # type: ignore[attr-defined]
         fallback=build_extractive_agents(s, HashingEmbedder()),
         llm_label="scripted",
-        **kwargs,
     )
+    orch = MagenticOrchestrator(deps, chat_client=client, **kwargs)
     return orch, store, client, roles
 
 
@@ -480,17 +480,8 @@ def test_participants_run_is_a_plain_def_returning_a_coroutine_or_a_stream() -> 
 
     from agent_framework import AgentResponse, ResponseStream, SupportsAgentRun
 
-    orch, store, _, _ = make()
-    run = ResearchRun(
-        question=QUESTION,
-        context=None,
-        settings=orch.settings,
-        agents=orch.agents,
-        store=store,
-        search=orch.search,
-        source_names=orch.source_names,
-        orchestrator="magentic",
-    )
+    orch, _, _, _ = make()
+    run = ResearchRun(orch.deps, QUESTION, orchestrator="magentic")
     for participant in build_participants(run):
         assert isinstance(participant, SupportsAgentRun)
         assert not inspect.iscoroutinefunction(participant.run)

@@ -13,6 +13,7 @@ from deepcritical.config import Settings
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence, ResearchReport, RunResult, UsageReport
 from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
+from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.orchestrators.run import RunAccounting
 from deepcritical.sources.base import SourceError
@@ -61,14 +62,15 @@ async def test_magentic_usage_matches_what_the_models_reported() -> None:
 def iterative(roles: RoleScript, sources: list[object]) -> IterativeOrchestrator:
     s = Settings(llm="none", max_rounds=2, results_per_query=3, sources=["local"], llm_retries=1)
     store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
-    return IterativeOrchestrator(
-        s,
-        build_llm_agents(s, roles.model()),
-        store,
-        SearchAgent(sources, store, s.results_per_query),  # type: ignore[arg-type]
-        [src.name for src in sources],  # type: ignore[attr-defined]
+    deps = RunDeps(
+        settings=s,
+        agents=build_llm_agents(s, roles.model()),
+        store=store,
+        search=SearchAgent(sources, store, s.results_per_query),  # type: ignore[arg-type]
+        source_names=[src.name for src in sources],  # type: ignore[attr-defined]
         fallback=build_extractive_agents(s, HashingEmbedder()),
     )
+    return IterativeOrchestrator(deps)
 
 
 class BrokenSource:

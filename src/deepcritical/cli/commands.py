@@ -325,7 +325,7 @@ async def _run_research(
 ) -> tuple[int, RunResult | None]:
     from deepcritical.api import research as run_research
     from deepcritical.llm.providers import ModelSpecError
-    from deepcritical.orchestrators.iterative import QuestionError
+    from deepcritical.orchestrators.deps import QuestionError
 
     return await _consume(
         lambda: run_research(

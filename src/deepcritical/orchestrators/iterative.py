@@ -1,7 +1,7 @@
 """The deterministic ``iterative`` orchestrator: plan -> (search -> assign -> hypothesise ->
 judge -> reflect) x rounds -> report -> validate -> ground.
 
-Stop rules live in code, whatever the judge says (:func:`~deepcritical.orchestrators.common.
+Stop rules live in code, whatever the judge says (:func:`~deepcritical.orchestrators.progress.
 gathering_stop_rule`, shared with the ``magentic`` orchestrator): the judge's ``sufficient``
 verdict, every checklist item satisfied (the reflection step), the round limit, the
 evidence limit (``max_sources``), the time budget, and a round that adds no new evidence.
@@ -18,27 +18,18 @@ report metadata (never a silent fallback).
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
 import structlog
 
-from deepcritical.agents.search import SearchAgent
-from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
-from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import JudgeAssessment, ReportPreferences
-from deepcritical.orchestrators.agent_set import AgentSet
-from deepcritical.orchestrators.run import (
-    QuestionError,
-    ResearchRun,
-    RunState,
-    check_question,
-    gathering_stop_rule,
-)
+from deepcritical.models import JudgeAssessment, ReportPreferences, StopReason
+from deepcritical.orchestrators.deps import RunDeps
+from deepcritical.orchestrators.progress import gathering_stop_rule
+from deepcritical.orchestrators.run import ResearchRun
 
-__all__ = ["IterativeOrchestrator", "QuestionError", "RunState", "check_question"]
+__all__ = ["IterativeOrchestrator"]
 
 log = structlog.get_logger(__name__)
 
@@ -47,60 +38,15 @@ class IterativeOrchestrator:
     """Runs one research question to a validated report, emitting :class:`ResearchEvent`.
 
     Args:
-        settings: limits (max_rounds, max_sources, time_budget_seconds, ...).
-        agents: the role implementations in use (LLM or extractive).
-        fallback: extractive implementations used when an LLM agent fails; ``None`` when
-            ``agents`` are already extractive.
-        store: this run's evidence store (never shared between runs).
-        search: the search agent bound to this run's sources and store.
-        source_names: the names of the sources searched (for the report metadata).
-        llm_label: the model spec shown in the report (never a key).
+        deps: the run's dependencies (settings with the limits: max_rounds, max_sources,
+            time_budget_seconds...; roles; evidence store; search; sources; model label).
     """
 
     name = "iterative"
 
-    def __init__(
-        self,
-        settings: Settings,
-        agents: AgentSet,
-        store: EvidenceStore,
-        search: SearchAgent,
-        source_names: Sequence[str],
-        *,
-        fallback: AgentSet | None = None,
-        llm_label: str = "none",
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.settings = settings
-        self.agents = agents
-        self.fallback = fallback
-        self.store = store
-        self.search = search
-        self.source_names = list(source_names)
-        self.llm_label = llm_label
-        self.clock = clock
-
-    def new_run(
-        self,
-        question: str,
-        context: str | None = None,
-        preferences: ReportPreferences | None = None,
-    ) -> ResearchRun:
-        """The shared context of one run of ``question`` (see :class:`ResearchRun`)."""
-        return ResearchRun(
-            question=question,
-            context=context,
-            preferences=preferences,
-            settings=self.settings,
-            agents=self.agents,
-            store=self.store,
-            search=self.search,
-            source_names=self.source_names,
-            orchestrator=self.name,
-            fallback=self.fallback,
-            llm_label=self.llm_label,
-            clock=self.clock,
-        )
+    def __init__(self, deps: RunDeps) -> None:
+        self.deps = deps
+        self.settings = deps.settings
 
     async def run(
         self,
@@ -108,100 +54,59 @@ class IterativeOrchestrator:
         context: str | None = None,
         preferences: ReportPreferences | None = None,
     ) -> AsyncGenerator[ResearchEvent, None]:
-        """Research ``question``; yield events, the last being ``done`` (with the result).
-        ``preferences``: the user's report preferences (audience, length, focus).
+        """Research ``question`` (checked already:
+        :func:`~deepcritical.orchestrators.deps.check_question`); yield events, the last being
+        ``done`` (with the result) or ``error``. ``preferences``: the user's report
+        preferences (audience, length, focus)."""
+        run = ResearchRun(self.deps, question, context, preferences, orchestrator=self.name)
+        async with aclosing(run.stream(lambda: self._work(run))) as events:
+            async for event in events:
+                yield event
 
-        Raises:
-            QuestionError: before any event, when the question is empty or too long.
-        """
-        question = check_question(question, self.settings.max_question_chars)
-        run = self.new_run(question, context, preferences)
-        yield ResearchEvent(
-            type="started",
-            message=f"Researching: {question}",
-            data={"sources": self.source_names, "llm": self.llm_label, "orchestrator": self.name},
-        )
-
-        # --- plan --------------------------------------------------------------------------
-        plan = await run.make_plan()
-        for event in run.drain():
-            yield event
-        if plan is None:  # both the LLM and the extractive planner failed
-            yield ResearchEvent(
-                type="error", message="planning failed: " + "; ".join(run.state.notes)
+    async def _work(self, run: ResearchRun) -> None:
+        s, state = self.settings, run.state
+        await run.start()
+        if await run.make_plan() is None:  # both the LLM and the extractive planner failed
+            run.emit(
+                ResearchEvent(type="error", message="planning failed: " + "; ".join(state.notes))
             )
             return
-
-        # --- gather ------------------------------------------------------------------------
-        state = run.state
-        budget = self.settings.time_budget_seconds - run.elapsed()
         try:
-            async with (
-                asyncio.timeout(max(budget, 0.001)),
-                aclosing(self._gather(run)) as gather,
-            ):
-                async for event in gather:
-                    yield event
+            async with asyncio.timeout(max(s.time_budget_seconds - run.elapsed(), 0.001)):
+                state.stop_reason = await self._gather(run)
         except TimeoutError:
-            for event in run.drain():
-                yield event
             state.stop_reason = "time_budget"
-            yield ResearchEvent(
-                type="warning",
-                round=state.rounds,
-                message=f"time budget of {self.settings.time_budget_seconds:g} s reached",
+            run.emit(
+                ResearchEvent(
+                    type="warning",
+                    round=state.rounds,
+                    message=f"time budget of {s.time_budget_seconds:g} s reached",
+                )
             )
-        except Exception as exc:  # a bug or an unexpected agent failure: keep what we have
+        except Exception as exc:
             log.exception("gathering failed")
-            for event in run.drain():
-                yield event
             state.stop_reason = "error"
             run.warn(f"gathering stopped by an error: {type(exc).__name__}: {exc}")
-            for event in run.drain():
-                yield event
+        await run.finish(await run.write_draft())
 
-        # --- report ------------------------------------------------------------------------
-        draft = await run.write_draft()
-        for event in run.drain():
-            yield event
-        await run.finish(draft)
-        for event in run.drain():
-            yield event
-
-    async def _gather(self, run: ResearchRun) -> AsyncGenerator[ResearchEvent, None]:
-        s, state, store = self.settings, run.state, self.store
+    async def _gather(self, run: ResearchRun) -> StopReason:
+        """Search rounds until a stop rule fires; the rule that did."""
+        s, store = self.settings, run.store
         assessment: JudgeAssessment | None = None
         for round_no in range(1, s.max_rounds + 1):
             queries = await run.write_queries(round_no, assessment)
-            for event in run.drain():
-                yield event
             if not queries:
-                state.stop_reason = "no_new_evidence"
-                return
-            run.begin_round(round_no, queries)
-            for event in run.drain():
-                yield event
+                return "no_new_evidence"
+            await run.begin_round(round_no, queries)
             result = await run.run_search(round_no, queries)
-            for event in run.drain():
-                yield event
             if len(store) == 0:
-                if len(result.failures) == len(self.source_names):
-                    state.stop_reason = "no_sources"
-                    return
+                if len(result.failures) == len(run.source_names):
+                    return "no_sources"
                 continue
-
             evidence_slice = run.evidence_slice()
             await run.hypothesise(round_no, evidence_slice)
-            for event in run.drain():
-                yield event
             assessment = await run.judge(round_no, evidence_slice) or assessment
-            for event in run.drain():
-                yield event
             reflection = await run.reflect(round_no, evidence_slice)
-            for event in run.drain():
-                yield event
-
-            # Stop rules, in code.
             stop = gathering_stop_rule(
                 sufficient=assessment is not None and assessment.sufficient,
                 all_satisfied=reflection is not None and reflection.all_satisfied,
@@ -212,6 +117,5 @@ class IterativeOrchestrator:
                 max_rounds=s.max_rounds,
             )
             if stop is not None:
-                state.stop_reason = stop
-                return
-        state.stop_reason = "max_rounds"
+                return stop
+        return "max_rounds"

@@ -29,9 +29,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,22 +59,16 @@ from agent_framework.orchestrations import (
 )
 from pydantic_ai.usage import RunUsage
 
-from deepcritical.agents.search import SearchAgent
-from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
-from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import ReportPreferences, ResearchPlan, StopReason
-from deepcritical.orchestrators.agent_set import AgentSet
+from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.magentic_agents import (
     ResearchParticipant,
     build_participants,
 )
-from deepcritical.orchestrators.run import (
-    ResearchRun,
-    RunAccounting,
-    check_question,
-)
+from deepcritical.orchestrators.progress import RunAccounting
+from deepcritical.orchestrators.run import ResearchRun
 
 __all__ = [
     "MANAGER_ROLE",
@@ -319,15 +313,11 @@ class MagenticOrchestrator:
     """Runs one research question with a Magentic manager to a validated report.
 
     Args:
-        settings: limits (max_rounds: search rounds, max_sources, time_budget_seconds...).
-        agents: the role implementations in use (LLM: magentic needs a model).
-        store: this run's evidence store (never shared between runs).
-        search: the search agent bound to this run's sources and store.
-        source_names: the names of the sources searched (for the report metadata).
+        deps: the run's dependencies (settings with the limits: max_rounds (search rounds),
+            max_sources, time_budget_seconds...; LLM roles: magentic needs a model; evidence
+            store; search; sources; model label).
         chat_client: the manager's agent-framework chat client (from
             :func:`deepcritical.llm.providers.build_chat_client`; tests pass scripted clients).
-        fallback: extractive implementations used when an LLM role fails.
-        llm_label: the model spec shown in the report (never a key).
         max_round_count: manager rounds (progress ledgers) before the workflow is stopped;
             default ``4 * max_rounds + 4``, at most :data:`MAX_MANAGER_ROUNDS`.
         max_stall_count: rounds without progress before the manager resets and replans.
@@ -344,21 +334,15 @@ class MagenticOrchestrator:
 
     def __init__(
         self,
-        settings: Settings,
-        agents: AgentSet,
-        store: EvidenceStore,
-        search: SearchAgent,
-        source_names: Sequence[str],
+        deps: RunDeps,
         *,
         chat_client: SupportsChatGetResponse[Any],
-        fallback: AgentSet | None = None,
-        llm_label: str = "none",
-        clock: Callable[[], float] = time.monotonic,
         max_round_count: int | None = None,
         max_stall_count: int = 2,
         max_reset_count: int = 2,
         participants: ParticipantFactory = build_participants,
     ) -> None:
+        settings = deps.settings
         rounds = (
             max_round_count
             if max_round_count is not None
@@ -368,15 +352,9 @@ class MagenticOrchestrator:
             raise ValueError(f"max_round_count must be in 1..{MAX_MANAGER_ROUNDS}, got {rounds}")
         if max_stall_count < 0 or max_reset_count < 0:
             raise ValueError("max_stall_count and max_reset_count must be >= 0")
+        self.deps = deps
         self.settings = settings
-        self.agents = agents
-        self.fallback = fallback
-        self.store = store
-        self.search = search
-        self.source_names = list(source_names)
         self.chat_client = chat_client
-        self.llm_label = llm_label
-        self.clock = clock
         self.max_round_count = rounds
         self.max_stall_count = max_stall_count
         self.max_reset_count = max_reset_count
@@ -390,88 +368,49 @@ class MagenticOrchestrator:
         context: str | None = None,
         preferences: ReportPreferences | None = None,
     ) -> AsyncGenerator[ResearchEvent, None]:
-        """Research ``question``; yield events, the last being ``done`` (with the result) or
-        ``error``. ``preferences``: the user's report preferences (audience, length, focus).
-
-        Raises:
-            QuestionError: before any event, when the question is empty or too long.
-        """
-        question = check_question(question, self.settings.max_question_chars)
+        """Research ``question`` (checked already:
+        :func:`~deepcritical.orchestrators.deps.check_question`); yield events, the last being
+        ``done`` (with the result) or ``error``. ``preferences``: the user's report
+        preferences (audience, length, focus)."""
         manager_usage = UsageTracker()
         run = ResearchRun(
-            question=question,
-            context=context,
-            preferences=preferences,
-            settings=self.settings,
-            agents=self.agents,
-            store=self.store,
-            search=self.search,
-            source_names=self.source_names,
+            self.deps,
+            question,
+            context,
+            preferences,
             orchestrator=self.name,
-            fallback=self.fallback,
-            llm_label=self.llm_label,
-            clock=self.clock,
             usage_trackers=[manager_usage],
         )
-        yield ResearchEvent(
-            type="started",
-            message=f"Researching: {question}",
-            data={
-                "sources": self.source_names,
-                "llm": self.llm_label,
-                "orchestrator": self.name,
-                "max_round_count": self.max_round_count,
-                "max_stall_count": self.max_stall_count,
-                "max_reset_count": self.max_reset_count,
-            },
-        )
+        async with aclosing(run.stream(lambda: self._work(run, manager_usage))) as events:
+            async for event in events:
+                yield event
 
+    async def _work(self, run: ResearchRun, manager_usage: UsageTracker) -> None:
+        await run.start(
+            max_round_count=self.max_round_count,
+            max_stall_count=self.max_stall_count,
+            max_reset_count=self.max_reset_count,
+        )
         plan = await run.make_plan()
-        for event in run.drain():
-            yield event
         if plan is None:
-            yield ResearchEvent(
-                type="error", message="planning failed: " + "; ".join(run.state.notes)
+            run.emit(
+                ResearchEvent(
+                    type="error", message="planning failed: " + "; ".join(run.state.notes)
+                )
             )
             return
 
-        # --- the Magentic workflow (one task, closed whatever happens) ---------------------
+        # --- the Magentic workflow (fresh per run, its stream closed whatever happens) ------
         participants = list(self.participants(run))
-        workflow = self._build_workflow(run, participants, manager_usage)  # fresh per run
-        queue: asyncio.Queue[WorkflowEvent[Any] | ResearchEvent | _WorkflowEnd] = asyncio.Queue()
-        run.set_sink(queue.put_nowait)
+        workflow = self._build_workflow(run, participants, manager_usage)
         budget = max(self.settings.time_budget_seconds - run.elapsed(), 0.001)
         progress = _Progress()
-        end = _WorkflowEnd()
-        pump = asyncio.create_task(
-            self._pump(workflow, self._task(run, plan), budget, queue),
-            name="deepcritical-magentic-workflow",
-        )
-        try:
-            while True:
-                item = await queue.get()
-                if isinstance(item, _WorkflowEnd):
-                    end = item
-                    break
-                if isinstance(item, ResearchEvent):
-                    yield item
-                    continue
-                translated = self._translate(item, progress, run)
-                if translated is not None:
-                    yield translated
-        finally:
-            # Consumer gone, cancelled, or the workflow ended: stop it and wait until it is.
-            if not pump.done():
-                pump.cancel()
-            await asyncio.gather(pump, return_exceptions=True)
-            run.buffer_events()
+        end = await self._follow(workflow, self._task(run, plan), budget, run, progress)
 
         # --- the ending: always a validated report ----------------------------------------
         self._conclude(run, end, progress, participants)
-        for event in run.drain():
-            yield event
         draft = run.state.draft
-        if draft is not None and run.state.draft_store_size != len(self.store):
+        if draft is not None and run.state.draft_store_size != len(run.store):
             run.state.notes.append(
                 "evidence was added after ReportAgent's draft; the orchestrator rewrote the "
                 "report from the whole store"
@@ -479,11 +418,7 @@ class MagenticOrchestrator:
             draft = None
         if draft is None:
             draft = await run.write_draft()
-            for event in run.drain():
-                yield event
         await run.finish(draft, done_data={"workflow": self._workflow_summary(end, progress)})
-        for event in run.drain():
-            yield event
 
     # --- workflow -----------------------------------------------------------------------------
 
@@ -510,28 +445,32 @@ class MagenticOrchestrator:
         members: list[SupportsAgentRun] = list(participants)
         return MagenticBuilder(participants=members, manager=manager, name="DeepCritical").build()
 
-    @staticmethod
-    async def _pump(
+    async def _follow(
+        self,
         workflow: Workflow,
         task: str,
         budget: float,
-        queue: asyncio.Queue[WorkflowEvent[Any] | ResearchEvent | _WorkflowEnd],
-    ) -> None:
-        """Stream the workflow into ``queue`` under the time budget; the stream is closed
-        on every exit (end, timeout, error, cancellation); a :class:`_WorkflowEnd` is queued
-        last unless the consumer cancelled us."""
+        run: ResearchRun,
+        progress: _Progress,
+    ) -> _WorkflowEnd:
+        """Stream the workflow under the time budget, emitting the manager's decisions as
+        research events (recorded in ``progress``); the stream is closed on every exit (end,
+        timeout, error, cancellation). How it ended."""
         end = _WorkflowEnd()
         try:
             async with asyncio.timeout(budget), workflow.run(task, stream=True) as stream:
                 async for event in stream:
-                    queue.put_nowait(event)
+                    translated = self._translate(event, progress, run)
+                    if translated is not None:
+                        run.emit(translated)
+                        await run.events.publish()
             end.finished = True
         except TimeoutError:
             end.timed_out = True
-        except Exception as exc:  # a participant or the manager raised: the run goes on
+        except Exception as exc:
             log.warning("magentic workflow failed", error=f"{type(exc).__name__}: {exc}")
             end.error = exc
-        queue.put_nowait(end)
+        return end
 
     def _task(self, run: ResearchRun, plan: ResearchPlan) -> str:
         s = self.settings
@@ -644,7 +583,7 @@ class MagenticOrchestrator:
             )
         calls = ", ".join(f"{p.agent_name} ×{p.calls}" for p in participants if p.calls)
         state.methodology.append(
-            f"The search was coordinated by a Magentic manager ({self.llm_label}): "
+            f"The search was coordinated by a Magentic manager ({run.llm_label}): "
             f"{progress.rounds} manager round(s) (limit {self.max_round_count}), "
             f"{progress.replans} replan(s); participants called: {calls or 'none'}. "
             f"The workflow ended: {how}; the report was built and its citations validated by "

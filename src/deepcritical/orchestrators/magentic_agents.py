@@ -32,7 +32,8 @@ from agent_framework import (
 
 from deepcritical.agents.search import SearchRound
 from deepcritical.models import JudgeAssessment, StopReason
-from deepcritical.orchestrators.run import ResearchRun, gathering_stop_rule
+from deepcritical.orchestrators.progress import gathering_stop_rule
+from deepcritical.orchestrators.run import ResearchRun
 
 __all__ = [
     "MAX_SUMMARY_CHARS",
@@ -231,7 +232,7 @@ class SearchParticipant(ResearchParticipant):
                 f"The store holds {len(run.store)} items. Search is closed; ask ReportAgent "
                 "to write the report."
             )
-        run.begin_round(round_no, queries)
+        await run.begin_round(round_no, queries)
         result = await run.run_search(round_no, queries)
         stop = self._stop_rule(result, round_no)
         if stop is not None and state.stop_reason is None:

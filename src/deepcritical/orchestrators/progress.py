@@ -1,5 +1,5 @@
-"""The record of one run and the rules that do not need the run itself: the question check,
-what the run has learned so far (:class:`RunState`), the stop rules of gathering
+"""The record of one run and the rules that do not need the run itself: what the run has
+learned so far (:class:`RunState`), the stop rules of gathering
 (:func:`gathering_stop_rule`), hypothesis numbering and the usage accounting
 (:class:`RunAccounting`: seconds per stage, search calls per source)."""
 
@@ -25,34 +25,11 @@ from deepcritical.models import (
 )
 
 __all__ = [
-    "QuestionError",
     "RunAccounting",
     "RunState",
-    "check_question",
     "gathering_stop_rule",
     "number_hypotheses",
 ]
-
-
-class QuestionError(ValueError):
-    """The research question is empty or longer than ``Settings.max_question_chars``."""
-
-
-def check_question(question: str, max_chars: int) -> str:
-    """The question stripped of surrounding white space.
-
-    Raises:
-        QuestionError: empty, or more than ``max_chars`` characters.
-    """
-    text = " ".join(question.split())
-    if not text:
-        raise QuestionError("the research question is empty")
-    if len(text) > max_chars:
-        raise QuestionError(
-            f"the research question has {len(text)} characters; the limit is {max_chars} "
-            "(put background material in the context instead)"
-        )
-    return text
 
 
 @dataclass

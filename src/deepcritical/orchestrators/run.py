@@ -1,41 +1,40 @@
-"""What both orchestrators share: the run context, the steps of a run, and the report stage.
+"""The steps of a research run, shared by both orchestrators: :class:`ResearchRun`.
 
-A :class:`ResearchRun` holds everything one research run works with: the question, the
-settings (limits), the role implementations (LLM or extractive, plus the extractive fallback),
-the run's evidence store and search agent, what has happened so far (:class:`RunState`) and
-the usage accounting (:class:`RunAccounting`). Its methods are the steps of a run (plan, write
-queries, search, hypothesise, judge, write, finish); each emits the run's
-:class:`~deepcritical.events.ResearchEvent` through one sink, so the
-``iterative`` loop and the ``magentic`` participants emit the same events.
+A :class:`ResearchRun` holds one run's question, its dependencies (:class:`~deepcritical.
+orchestrators.deps.RunDeps`: settings, roles, evidence store, search), what has happened so
+far (:class:`~deepcritical.orchestrators.progress.RunState`) and the usage accounting. Its
+methods are the steps of a run (plan, write queries, search, hypothesise, judge, reflect,
+write, finish); each emits the run's :class:`~deepcritical.events.ResearchEvent` into the
+run's :class:`~deepcritical.orchestrators.channel.EventChannel` and publishes them when it
+ends, so the ``iterative`` loop and the ``magentic`` participants stream the same events the
+same way.
 
 Failure policy (both orchestrators): a failing LLM role falls back to its extractive
 implementation with a ``warning`` event and a note in the report metadata; a run that got past
 planning always ends in a report built from the store, validated and grounded
-(:meth:`ResearchRun.finish`, :mod:`deepcritical.report.finish`), whose metadata
-says why gathering stopped. The run's record, stop rules and accounting live in
-:mod:`deepcritical.orchestrators.progress` (re-exported here).
+(:meth:`ResearchRun.finish`, :func:`deepcritical.report.finish.finish_report`), whose metadata
+says why gathering stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+import functools
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import structlog
 
 from deepcritical.agents.checklist import assign_to_checklist
 from deepcritical.agents.queries import fresh_queries
 from deepcritical.agents.reflection import Reflection, apply_reflection
-from deepcritical.agents.search import SearchAgent, SearchRound
-from deepcritical.config import Settings
+from deepcritical.agents.search import SearchRound
 from deepcritical.events import ResearchEvent
-from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
     SOURCE_LABELS,
     Evidence,
+    GroundedClaim,
     Hypothesis,
     JudgeAssessment,
     ReportPreferences,
@@ -45,111 +44,92 @@ from deepcritical.models import (
     UsageReport,
 )
 from deepcritical.orchestrators.agent_set import AgentSet
-from deepcritical.orchestrators.progress import (
-    QuestionError,
-    RunAccounting,
-    RunState,
-    check_question,
-    gathering_stop_rule,
-    number_hypotheses,
-)
-from deepcritical.report.finish import finish_run, methodology
+from deepcritical.orchestrators.channel import EventChannel
+from deepcritical.orchestrators.deps import RunDeps
+from deepcritical.orchestrators.progress import RunAccounting, RunState, number_hypotheses
+from deepcritical.report.finish import GroundingOptions, RunFacts, finish_report
+from deepcritical.report.grounding import RewriteFunction
 
-__all__ = [
-    "EventSink",
-    "QuestionError",
-    "ResearchRun",
-    "RunAccounting",
-    "RunState",
-    "check_question",
-    "gathering_stop_rule",
-    "number_hypotheses",
-]
+__all__ = ["ResearchRun"]
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
-EventSink = Callable[[ResearchEvent], None]
+P = ParamSpec("P")
+
+
+def step(method: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+    """A step of the run (a :class:`ResearchRun` method): when it returns, the events it
+    emitted are published (and taken by the consumer) before the caller goes on."""
+
+    @functools.wraps(method)
+    async def published(*args: P.args, **kwargs: P.kwargs) -> T:
+        result = await method(*args, **kwargs)
+        run = args[0]
+        if isinstance(run, ResearchRun):
+            await run.events.publish()
+        return result
+
+    return published
 
 
 class ResearchRun:
     """The shared context and steps of one research run.
 
     Args:
-        question: the (checked) research question.
+        deps: the run's dependencies (settings, roles, store, search, sources, model label,
+            clock).
+        question: the research question, checked already
+            (:func:`~deepcritical.orchestrators.deps.check_question`).
         context: optional background from the user, for the planner.
-        settings: limits (max_rounds, max_sources, ...) and report settings.
-        agents: the role implementations in use (LLM or extractive).
-        store: this run's evidence store (never shared between runs).
-        search: the search agent bound to this run's sources and store.
-        source_names: names of the sources searched (for the report metadata).
+        preferences: the user's report preferences (audience, length, focus).
         orchestrator: ``"iterative"`` or ``"magentic"`` (report metadata).
-        fallback: extractive implementations used when an LLM role fails; ``None`` when
-            ``agents`` are extractive already.
-        llm_label: the model spec shown in the report (never a key).
-        clock: monotonic clock (seconds).
         usage_trackers: more LLM usage trackers to report (e.g. the Magentic manager's);
             ``agents.usage`` and ``fallback.usage`` are always reported.
 
-    Events go to the sink set with :meth:`set_sink`; by default they are buffered and
-    returned by :meth:`drain`.
+    Events go to :attr:`events`; :meth:`stream` runs an orchestrator's work and yields them.
     """
 
     def __init__(
         self,
-        *,
+        deps: RunDeps,
         question: str,
-        context: str | None,
-        settings: Settings,
+        context: str | None = None,
         preferences: ReportPreferences | None = None,
-        agents: AgentSet,
-        store: EvidenceStore,
-        search: SearchAgent,
-        source_names: Sequence[str],
+        *,
         orchestrator: str,
-        fallback: AgentSet | None = None,
-        llm_label: str = "none",
-        clock: Callable[[], float] = time.monotonic,
         usage_trackers: Sequence[UsageTracker] = (),
     ) -> None:
+        self.deps = deps
         self.question = question
         self.context = context
         self.preferences = preferences
-        self.settings = settings
-        self.agents = agents
-        self.fallback = fallback
-        self.store = store
-        self.search = search
-        self.source_names = list(source_names)
+        self.settings = deps.settings
+        self.agents = deps.agents
+        self.fallback = deps.fallback
+        self.store = deps.store
+        self.search = deps.search
+        self.source_names = list(deps.source_names)
         self.orchestrator = orchestrator
-        self.llm_label = llm_label
-        self.clock = clock
-        self.started = clock()
+        self.llm_label = deps.llm_label
+        self.clock = deps.clock
+        self.started = self.clock()
         self.state = RunState()
-        self.accounting = RunAccounting(clock)
-        self.usage_trackers = [agents.usage, *([fallback.usage] if fallback else [])]
+        self.accounting = RunAccounting(self.clock)
+        self.events = EventChannel()
+        fallback = [deps.fallback.usage] if deps.fallback else []
+        self.usage_trackers = [deps.agents.usage, *fallback]
         self.usage_trackers.extend(t for t in usage_trackers if t not in self.usage_trackers)
-        self._buffer: list[ResearchEvent] = []
-        self._sink: EventSink = self._buffer.append
 
     # --- events -----------------------------------------------------------------------------
 
-    def set_sink(self, sink: EventSink) -> None:
-        """Send every later event to ``sink`` (buffered events stay in the buffer)."""
-        self._sink = sink
-
-    def buffer_events(self) -> None:
-        """Buffer every later event again (the default), for :meth:`drain`."""
-        self._sink = self._buffer.append
-
     def emit(self, event: ResearchEvent) -> None:
-        """Send ``event`` to the sink."""
-        self._sink(event)
+        """Emit ``event`` (the consumer gets it when the current step ends)."""
+        self.events.emit(event)
 
-    def drain(self) -> list[ResearchEvent]:
-        """The buffered events, oldest first; the buffer is emptied."""
-        events = list(self._buffer)
-        self._buffer.clear()
-        return events
+    def stream(self, work: Callable[[], Awaitable[None]]) -> AsyncGenerator[ResearchEvent, None]:
+        """Run ``work()`` (the orchestrator's steps) as one task and stream the events it
+        emits (see :meth:`~deepcritical.orchestrators.channel.EventChannel.stream`)."""
+        return self.events.stream(work)
 
     def warn(self, note: str, *, data: dict[str, Any] | None = None) -> None:
         """Record ``note`` in the report metadata and emit it as a ``warning``."""
@@ -199,6 +179,24 @@ class ResearchRun:
 
     # --- steps ------------------------------------------------------------------------------
 
+    @step
+    async def start(self, **details: Any) -> None:
+        """Emit ``started``: the question, the sources, the model, the orchestrator and
+        ``details`` (orchestrator-specific limits)."""
+        self.emit(
+            ResearchEvent(
+                type="started",
+                message=f"Researching: {self.question}",
+                data={
+                    "sources": self.source_names,
+                    "llm": self.llm_label,
+                    "orchestrator": self.orchestrator,
+                    **details,
+                },
+            )
+        )
+
+    @step
     async def make_plan(self) -> ResearchPlan | None:
         """Plan the research (emits ``planning``); ``None`` when every planner failed."""
 
@@ -229,6 +227,7 @@ class ResearchRun:
         )
         return plan
 
+    @step
     async def write_queries(self, round_no: int, assessment: JudgeAssessment | None) -> list[str]:
         """At most ``max_queries_per_round`` queries for round ``round_no``, none tried
         before (``[]`` when the query generators have nothing new). The last reflection's
@@ -250,7 +249,8 @@ class ResearchRun:
         proposed = await self.guarded("query generator", write, "query_generation") or []
         return fresh_queries(proposed, self.state.queries, s.max_queries_per_round)
 
-    def begin_round(self, round_no: int, queries: Sequence[str]) -> None:
+    @step
+    async def begin_round(self, round_no: int, queries: Sequence[str]) -> None:
         """Record round ``round_no`` and its queries; emit ``searching``."""
         self.state.rounds = round_no
         self.state.queries.extend(queries)
@@ -265,6 +265,7 @@ class ResearchRun:
             )
         )
 
+    @step
     async def run_search(self, round_no: int, queries: Sequence[str]) -> SearchRound:
         """Search ``queries`` on every source into the store, assign the new items to the
         checklist; emit source warnings and ``evidence_added``. The round's results are
@@ -338,6 +339,7 @@ class ResearchRun:
             self.plan.refined_question, s.report_max_evidence * 2, lambda_=s.mmr_lambda
         )
 
+    @step
     async def hypothesise(self, round_no: int, evidence: Sequence[Evidence]) -> None:
         """Form or revise the hypotheses from ``evidence``; emit one ``hypothesis`` event per
         current hypothesis (the previous ones stay when every generator fails)."""
@@ -359,6 +361,7 @@ class ResearchRun:
                 )
             )
 
+    @step
     async def judge(self, round_no: int, evidence: Sequence[Evidence]) -> JudgeAssessment | None:
         """Assess the evidence after round ``round_no``; record and emit the assessment
         (``None`` when every judge failed)."""
@@ -386,6 +389,7 @@ class ResearchRun:
         )
         return assessment
 
+    @step
     async def reflect(self, round_no: int, evidence: Sequence[Evidence]) -> Reflection | None:
         """Reflect on the checklist after round ``round_no`` (statuses written into the plan,
         follow-up queries kept for the next round); emit ``reflection``. ``None`` when every
@@ -419,6 +423,7 @@ class ResearchRun:
         )
         return reflection
 
+    @step
     async def write_draft(self) -> ResearchReport | None:
         """A draft report from a diverse (MMR) selection of the store; ``None`` when every
         writer failed. Citations are validated by :meth:`finish`, not here."""
@@ -433,13 +438,128 @@ class ResearchRun:
 
         return await self.guarded("report writer", write, "writing")
 
+    @step
     async def finish(
         self, draft: ResearchReport | None, done_data: dict[str, Any] | None = None
     ) -> RunResult | None:
-        """Turn ``draft`` into the run's validated, grounded report; emit ``report_section``
-        events and ``done`` (or ``error`` when there is no draft or validation left problems).
-        See :func:`deepcritical.report.finish.finish_run`."""
-        return await finish_run(self, draft, done_data)
+        """Turn ``draft`` into the run's validated, grounded report
+        (:func:`~deepcritical.report.finish.finish_report`); emit a warning for every report
+        step that was skipped, ``report_section`` events and ``done`` (``error`` when there
+        is no draft or validation left problems). ``done_data`` is added to ``done``'s data.
+        """
+        state = self.state
+        if draft is None:
+            self.emit(
+                ResearchEvent(
+                    type="error", message="report writing failed: " + "; ".join(state.notes)
+                )
+            )
+            return None
+        finished = await finish_report(
+            draft,
+            self._facts(),
+            GroundingOptions(
+                enabled=self.settings.grounding,
+                threshold=self.settings.grounding_threshold,
+                max_rewrites=self.settings.grounding_rewrites,
+                rewrite=self._rewrite_function(),
+            ),
+            stage=self.accounting.stage,
+        )
+        for note in finished.degraded:
+            self.state.notes.append(note)
+            self.emit(ResearchEvent(type="warning", round=state.rounds, message=note))
+        report = finished.report
+        if report is None:
+            self.emit(
+                ResearchEvent(
+                    type="error",
+                    message="citation validation left problems: " + "; ".join(finished.problems),
+                )
+            )
+            return None
+        report.metadata.usage = self.usage_report()
+        for section in report.findings:
+            self.emit(
+                ResearchEvent(
+                    type="report_section",
+                    message=section.heading,
+                    data={"heading": section.heading},
+                )
+            )
+        cv = report.metadata.citation_validation
+        result = RunResult(
+            report=report, plan=self.plan, evidence=self.store.all(), assessments=state.assessments
+        )
+        self.emit(
+            ResearchEvent(
+                type="done",
+                round=state.rounds,
+                message=(
+                    f"Report ready: {len(report.references)} references, stopped: "
+                    f"{report.metadata.stop_reason}; citation check removed "
+                    f"{cv.references_removed} references, {cv.markers_removed} citations"
+                ),
+                data={
+                    "stop_reason": report.metadata.stop_reason,
+                    "usage": report.metadata.usage.model_dump(mode="json"),
+                    **(done_data or {}),
+                },
+                result=result,
+            )
+        )
+        return result
+
+    def _failed_sources(self) -> dict[str, str]:
+        """Source -> reason, for the sources that failed and never answered."""
+        state = self.state
+        return {k: v for k, v in state.source_failures.items() if k not in state.sources_answered}
+
+    def _facts(self) -> RunFacts:
+        """What happened in the run so far, for the report stage."""
+        state = self.state
+        return RunFacts(
+            question=self.question,
+            plan=self.plan,
+            hypotheses=list(state.hypotheses),
+            evidence=self.store.all(),
+            embedder=self.store.embedder,
+            methodology=self.methodology(),
+            source_names=self.source_names,
+            source_failures=self._failed_sources(),
+            rounds=state.rounds,
+            queries=list(state.queries),
+            stop_reason=state.stop_reason or "max_rounds",
+            orchestrator=self.orchestrator,
+            llm=self.llm_label,
+            duration_seconds=self.elapsed(),
+            confidence=self.confidence(),
+            notes=list(state.notes),
+        )
+
+    def _rewrite_function(self) -> RewriteFunction | None:
+        """The grounding check's rewriter: a synchronous bridge (called from the grounding
+        worker thread) to the LLM rewriter on this event loop; ``None`` without one or with
+        ``grounding_rewrites = 0``. Each call waits at most twice the LLM timeout
+        (seconds)."""
+        rewriter = self.agents.rewriter
+        if rewriter is None or self.settings.grounding_rewrites <= 0:
+            return None
+        loop = asyncio.get_running_loop()
+        timeout = 2 * self.settings.llm_timeout_seconds
+
+        def rewrite(claim: GroundedClaim) -> str | None:
+            passages = [(q.evidence_id, q.quote) for q in claim.quotes if q.quote]
+            future = asyncio.run_coroutine_threadsafe(
+                rewriter.rewrite(claim.sentence, passages), loop
+            )
+            try:
+                return future.result(timeout=timeout)
+            except TimeoutError:
+                future.cancel()
+                raise
+
+        return rewrite
 
     def usage_report(self) -> UsageReport:
         """LLM, search and time usage of the run so far."""
@@ -452,6 +572,24 @@ class ResearchRun:
         return round(0.5 * coverage + 0.5 * best, 2)
 
     def methodology(self) -> str:
-        """Factual account of the run (built from what happened, never by a model; see
-        :func:`deepcritical.report.finish.methodology`)."""
-        return methodology(self)
+        """Factual account of the run (built from what happened, never by a model)."""
+        plan, state = self.plan, self.state
+        labels = [SOURCE_LABELS.get(s, s) for s in self.source_names]
+        lines = [
+            f"Sources searched: {', '.join(labels)}. "
+            f"{state.rounds} search round(s), {len(state.queries)} queries, "
+            f"{len(self.store)} distinct records kept after de-duplication by identifier "
+            "(PMID, DOI, PMCID, NCT ID, URL) and by near-duplicate text.",
+            f"Checklist ({len(plan.checklist)} items, coverage {plan.coverage():.0%}): "
+            + "; ".join(f"{c.description} — {c.status.value}" for c in plan.checklist)
+            + ".",
+            f"Evidence for the report was chosen by maximal marginal relevance "
+            f"(λ = {self.settings.mmr_lambda:g}) among all records; every citation was checked "
+            "against the evidence collected in this run.",
+        ]
+        lines.extend(state.methodology)
+        if state.queries:
+            lines.append("Queries: " + "; ".join(f"“{q}”" for q in state.queries) + ".")
+        for src, reason in self._failed_sources().items():
+            lines.append(f"{SOURCE_LABELS.get(src, src)} unavailable: {reason}.")
+        return "\n\n".join(lines)

@@ -7,6 +7,7 @@ before a sentence's final punctuation.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -139,7 +140,7 @@ def _sentences(paragraph: str) -> list[str]:
     if not starts:
         return [paragraph] if paragraph else []
     bounds = [0, *starts[1:], len(paragraph)]
-    return [paragraph[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [paragraph[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def _reattach_leading_markers(sentences: list[str]) -> list[str]:

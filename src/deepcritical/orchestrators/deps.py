@@ -1,0 +1,69 @@
+"""What one research run works with, built once per run at the edge (:mod:`deepcritical.api`),
+and the one check of the question.
+
+Both orchestrators take a :class:`RunDeps`; :class:`~deepcritical.orchestrators.run.
+ResearchRun` reads its settings, roles, store and search from it, so the run's dependencies
+are written down in one place.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from deepcritical.agents.search import SearchAgent
+from deepcritical.config import Settings
+from deepcritical.evidence.store import EvidenceStore
+from deepcritical.orchestrators.agent_set import AgentSet
+
+__all__ = ["QuestionError", "RunDeps", "check_question"]
+
+
+class QuestionError(ValueError):
+    """The research question is empty or longer than ``Settings.max_question_chars``."""
+
+
+def check_question(question: str, max_chars: int) -> str:
+    """The question with its white space collapsed (runs of spaces and newlines become one
+    space, none at either end).
+
+    Raises:
+        QuestionError: empty, or more than ``max_chars`` characters.
+    """
+    text = " ".join(question.split())
+    if not text:
+        raise QuestionError("the research question is empty")
+    if len(text) > max_chars:
+        raise QuestionError(
+            f"the research question has {len(text)} characters; the limit is {max_chars} "
+            "(put background material in the context instead)"
+        )
+    return text
+
+
+@dataclass(frozen=True)
+class RunDeps:
+    """The dependencies of one run (never shared between runs).
+
+    Attributes:
+        settings: limits (``max_rounds``, ``max_sources``, ``time_budget_seconds``...) and
+            report settings.
+        agents: the role implementations in use (LLM or extractive).
+        store: this run's evidence store.
+        search: the search agent bound to this run's sources and store.
+        source_names: the names of the sources searched (report metadata, events).
+        fallback: extractive implementations used when an LLM role fails; ``None`` when
+            ``agents`` are extractive already.
+        llm_label: the model spec shown in the report (never a key).
+        clock: monotonic clock, in seconds.
+    """
+
+    settings: Settings
+    agents: AgentSet
+    store: EvidenceStore
+    search: SearchAgent
+    source_names: Sequence[str]
+    fallback: AgentSet | None = None
+    llm_label: str = "none"
+    clock: Callable[[], float] = field(default=time.monotonic)
