@@ -15,7 +15,7 @@ from deepcritical.models import Citation, Evidence, ResearchReport, RunResult, U
 from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
-from deepcritical.orchestrators.run import RunAccounting
+from deepcritical.orchestrators.progress import RunAccounting
 from deepcritical.sources.base import SourceError
 from tests.conftest import HashingEmbedder
 from tests.integration.chat_stub import ManagerScript, RoleScript, Tally

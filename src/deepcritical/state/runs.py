@@ -30,6 +30,7 @@ from deepcritical.config import Settings
 from deepcritical.models import utc_now
 from deepcritical.state.db import create_db_engine, database_url, migrate
 from deepcritical.state.errors import RunNotFoundError
+from deepcritical.state.saved import sources_by_question
 from deepcritical.state.schema import RunRow, SourceQuestionRow, SourceRow, aware
 from deepcritical.state.syllabus import Syllabus
 
@@ -295,7 +296,6 @@ class RunStore:
             raise RunNotFoundError(
                 f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
             )
-        from deepcritical.state.sources import sources_by_question
 
         def read(session: Session) -> tuple[dict[str, Any] | None, dict[str, Any]]:
             row = self.require_row(session, record.id)

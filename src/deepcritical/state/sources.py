@@ -31,6 +31,7 @@ from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.models import SOURCE_LABELS, Citation, utc_now
 from deepcritical.state.errors import StateError, UnknownCitationError
 from deepcritical.state.runs import RunStore
+from deepcritical.state.saved import UNASSIGNED, SavedSource, sources_by_question
 from deepcritical.state.schema import (
     MAX_EXTERNAL_ID_CHARS,
     MAX_KEY_CHARS,
@@ -56,8 +57,6 @@ MAX_RESPONSE_CHARS = 499
 """Longest answer (characters) given to an agent."""
 MAX_EXCERPTS = 3
 MAX_EXCERPT_CHARS = 500
-UNASSIGNED = "_unassigned"
-"""Key under which :meth:`SourceCollector.finalize_sources` lists sources of no question."""
 
 
 def _clip(text: str, limit: int = MAX_RESPONSE_CHARS) -> str:
@@ -84,19 +83,6 @@ def _db_key(key: str) -> str:
     if len(key) <= MAX_KEY_CHARS:
         return key
     return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-class SavedSource(BaseModel):
-    """A saved source as the report writer and exports see it."""
-
-    number: int
-    source_type: str
-    external_id: str
-    url: str | None
-    title: str
-    citation_id: str
-    key_excerpts: list[str]
-    questions: list[str]
 
 
 class SaveResult(BaseModel):
@@ -502,34 +488,3 @@ def _excerpts(current: list[str], new: Sequence[str]) -> list[str]:
         if clean and clean not in out and len(out) < MAX_EXCERPTS:
             out.append(clean)
     return out
-
-
-def sources_by_question(session: Session, run_id: str) -> dict[str, list[SavedSource]]:
-    """The run's saved sources grouped by question key (``_unassigned`` for none), in
-    source-number order."""
-    links: dict[int, list[str]] = {}
-    for source_id, key in session.execute(
-        select(SourceQuestionRow.source_id, SourceQuestionRow.question_key).where(
-            SourceQuestionRow.run_id == run_id
-        )
-    ).all():
-        links.setdefault(int(source_id), []).append(str(key))
-    grouped: dict[str, list[SavedSource]] = {}
-    rows = session.scalars(
-        select(SourceRow).where(SourceRow.run_id == run_id).order_by(SourceRow.number)
-    ).all()
-    for row in rows:
-        questions = sorted(links.get(row.id, []))
-        saved = SavedSource(
-            number=row.number,
-            source_type=row.source_type,
-            external_id=row.external_id,
-            url=row.url,
-            title=row.title,
-            citation_id=row.citation_id,
-            key_excerpts=list(row.key_excerpts or []),
-            questions=questions,
-        )
-        for key in questions or [UNASSIGNED]:
-            grouped.setdefault(key, []).append(saved)
-    return grouped
