@@ -14,6 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from deepcritical.agents.judge import JudgeOutput
+from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.errors import AgentError, AgentModelError, AgentOutputError
 from deepcritical.llm.lenient import (
     EvidenceIdList,
@@ -137,6 +138,36 @@ async def test_timeout_raises_agent_model_error() -> None:
     )
     with pytest.raises(AgentModelError, match="timed out"):
         await agent.run("i", "p", None)
+
+
+async def test_config_builds_agents_with_its_retries_timeout_and_usage() -> None:
+    calls = 0
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        nonlocal calls
+        calls += 1
+        return tool_call(info, {"answer": "no number"})
+
+    config = LLMConfig(model=FunctionModel(fn), retries=1, timeout_seconds=7.0)
+    agent = config.structured("tester", Out)
+    assert (agent.role, agent.model, agent.timeout_seconds) == ("tester", config.model, 7.0)
+    assert agent.usage is config.usage
+    with pytest.raises(AgentOutputError):
+        await agent.run("i", "p", None)
+    assert calls == 2  # first answer + 1 retry
+    assert config.usage.by_role()["tester"].failures == 1
+
+    def check(deps: str, output: Out) -> Out:
+        if output.answer != deps:
+            raise ModelRetry("wrong")
+        return output
+
+    answers = iter(["bad", "good"])
+    checked = LLMConfig(
+        model=FunctionModel(lambda m, i: tool_call(i, {"answer": next(answers), "n": 1})),
+        retries=2,
+    ).structured("checked", Out, str, validator=check)
+    assert (await checked.run("i", "p", "good")).answer == "good"
 
 
 async def test_test_model_smoke() -> None:

@@ -20,17 +20,17 @@ from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.keysentences import (
     KeySentence,
     has_negation,
+    mentioning_terms,
     rank_sentences,
     relevant_items,
 )
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import fence_evidence, new_fence
 from deepcritical.llm.lenient import EvidenceIdList, LenientFraction, LenientStr
-from deepcritical.llm.runner import StructuredAgent
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import Evidence, Hypothesis, ResearchPlan
 from deepcritical.text.claims import question_to_claim
-from deepcritical.text.terms import extract_key_terms, matched_terms, required_term_count
+from deepcritical.text.terms import extract_key_terms, required_term_count
 
 __all__ = [
     "ExtractiveHypothesisGenerator",
@@ -155,15 +155,7 @@ class LLMHypothesisGenerator:
     ) -> None:
         self.max_hypotheses = max(1, min(10, max_hypotheses))
         self.snippet_chars = snippet_chars
-        self._agent: StructuredAgent[None, HypothesisOutput] = StructuredAgent(
-            self.role,
-            config.model,
-            HypothesisOutput,
-            type(None),
-            retries=config.retries,
-            timeout_seconds=config.timeout_seconds,
-            usage=config.usage,
-        )
+        self._agent = config.structured(self.role, HypothesisOutput)
 
     async def hypothesize(
         self,
@@ -245,12 +237,7 @@ def read_stances(
     """
     terms = list(key_terms) if key_terms else extract_key_terms(question)
     needed = required_term_count(len(terms))
-    on_topic = [
-        e
-        for e in evidence
-        if len(matched_terms(" ".join([e.citation.title, e.content, *e.mesh_terms]), terms))
-        >= needed
-    ]
+    on_topic = mentioning_terms(evidence, terms, needed)
     ranked = rank_sentences(on_topic, question, embedder)
     relevant = relevant_items(ranked, threshold, relative_to_best)
     by_item: dict[str, list[KeySentence]] = {}

@@ -23,6 +23,7 @@ from deepcritical.evidence.grading import (
     assess_design,
     clinical_weight,
 )
+from deepcritical.evidence.keysentences import mentioning_terms
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import fence_evidence, new_fence
 from deepcritical.llm.lenient import (
@@ -31,7 +32,6 @@ from deepcritical.llm.lenient import (
     LenientScore,
     LenientStrList,
 )
-from deepcritical.llm.runner import StructuredAgent
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import (
     ChecklistStatus,
@@ -43,7 +43,6 @@ from deepcritical.models import (
 from deepcritical.text.terms import (
     extract_key_terms,
     key_term_query,
-    matched_terms,
     required_term_count,
 )
 
@@ -113,15 +112,7 @@ class LLMJudge:
     ) -> None:
         self.snippet_chars = snippet_chars
         self.min_coverage_for_sufficient = min_coverage_for_sufficient
-        self._agent: StructuredAgent[None, JudgeOutput] = StructuredAgent(
-            self.role,
-            config.model,
-            JudgeOutput,
-            type(None),
-            retries=config.retries,
-            timeout_seconds=config.timeout_seconds,
-            usage=config.usage,
-        )
+        self._agent = config.structured(self.role, JudgeOutput)
 
     async def assess(
         self,
@@ -236,11 +227,7 @@ class ExtractiveJudge:
         coverage = plan.coverage()
         terms = plan.key_terms or extract_key_terms(plan.refined_question)
         needed = required_term_count(len(terms))
-        direct = sum(
-            len(matched_terms(" ".join([e.citation.title, e.content, *e.mesh_terms]), terms))
-            >= needed
-            for e in evidence
-        )
+        direct = len(mentioning_terms(evidence, terms, needed))
         on_question = direct >= self.min_direct_evidence
         full = coverage >= self.FULL_COVERAGE
         enough = coverage >= self.PARTIAL_COVERAGE and total_evidence >= self.min_total_evidence

@@ -14,10 +14,11 @@ from datetime import date
 from pydantic import BaseModel, Field, field_validator
 
 from deepcritical.agents.base import Planner
+from deepcritical.agents.queries import MAX_QUERY_CHARS
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.lenient import LenientStrList
-from deepcritical.llm.runner import StructuredAgent
+from deepcritical.llm.runner import ModelRetry
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import ChecklistItem, ResearchPlan, SubQuestion
 from deepcritical.state.syllabus import Syllabus
@@ -41,7 +42,6 @@ EXTRACTIVE_KEYS = ("direct_evidence", "mechanism", "conflicting_findings")
 MIN_CHECKLIST = 3
 MAX_CHECKLIST = 7
 MAX_PLAN_QUERIES = 4
-MAX_QUERY_CHARS = 300
 
 
 class PlanItemOutput(BaseModel):
@@ -150,8 +150,6 @@ def plan_from_output(
 
 
 def _validate_plan(_: None, output: PlanOutput) -> PlanOutput:
-    from pydantic_ai import ModelRetry
-
     described = [i for i in output.checklist if i.description.strip()]
     if len(described) < MIN_CHECKLIST:
         raise ModelRetry(
@@ -184,16 +182,7 @@ class LLMPlanner:
         self.today = today
         self.max_questions = max_questions
         self.queries_per_question = queries_per_question
-        self._agent: StructuredAgent[None, PlanOutput] = StructuredAgent(
-            self.role,
-            config.model,
-            PlanOutput,
-            type(None),
-            retries=config.retries,
-            timeout_seconds=config.timeout_seconds,
-            usage=config.usage,
-            validator=_validate_plan,
-        )
+        self._agent = config.structured(self.role, PlanOutput, validator=_validate_plan)
 
     async def plan(self, question: str, context: str | None = None) -> ResearchPlan:
         """Plan research for ``question``; ``context`` (user notes) is fenced as data.

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.lenient import LenientStrList
-from deepcritical.llm.runner import ModelRetry, StructuredAgent
+from deepcritical.llm.runner import ModelRetry
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import ChecklistItem, JudgeAssessment, ResearchPlan
 from deepcritical.sources.query_syntax import mesh_query
@@ -29,6 +29,8 @@ __all__ = [
 ]
 
 MAX_QUERY_CHARS = 300
+"""Characters kept of one query (or plan phrase); the rest is cut."""
+
 MAX_TRIED_SHOWN = 40
 
 
@@ -143,15 +145,8 @@ class LLMQueryGenerator:
     role = "query_generator"
 
     def __init__(self, config: LLMConfig) -> None:
-        self._agent: StructuredAgent[_QueryDeps, QueryOutput] = StructuredAgent(
-            self.role,
-            config.model,
-            QueryOutput,
-            _QueryDeps,
-            retries=config.retries,
-            timeout_seconds=config.timeout_seconds,
-            usage=config.usage,
-            validator=_validate_queries,
+        self._agent = config.structured(
+            self.role, QueryOutput, _QueryDeps, validator=_validate_queries
         )
 
     async def queries(

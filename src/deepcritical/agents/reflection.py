@@ -18,7 +18,6 @@ The orchestrator stops gathering when every item is satisfied (stop reason
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
@@ -27,7 +26,6 @@ from deepcritical.evidence.digest import compressed_findings
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.lenient import LenientStrList
-from deepcritical.llm.runner import StructuredAgent
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import ChecklistStatus, Evidence, ResearchPlan
 
@@ -113,17 +111,8 @@ class ExtractiveReflector:
         )
 
 
-class ReflectionOutput(BaseModel):
+class ReflectionOutput(Reflection):
     """The model's reflection."""
-
-    items: list[ItemReflection] = Field(default_factory=list)
-    follow_up_queries: LenientStrList = Field(default_factory=list)
-    reasoning: str = ""
-
-
-@dataclass(frozen=True)
-class _Deps:
-    pass
 
 
 class LLMReflector:
@@ -132,15 +121,7 @@ class LLMReflector:
     role = "reflection"
 
     def __init__(self, config: LLMConfig) -> None:
-        self._agent: StructuredAgent[_Deps, ReflectionOutput] = StructuredAgent(
-            self.role,
-            config.model,
-            ReflectionOutput,
-            _Deps,
-            retries=config.retries,
-            timeout_seconds=config.timeout_seconds,
-            usage=config.usage,
-        )
+        self._agent = config.structured(self.role, ReflectionOutput)
 
     async def reflect(
         self, plan: ResearchPlan, evidence: Sequence[Evidence], tried: Sequence[str]
@@ -171,7 +152,7 @@ class LLMReflector:
             "Queries already tried (do not repeat):",
             *(f"- {q}" for q in list(tried)[-30:]),
         ]
-        output = await self._agent.run(instructions, "\n".join(lines), _Deps())
+        output = await self._agent.run(instructions, "\n".join(lines), None)
         return Reflection(
             items=output.items,
             follow_up_queries=fresh_queries(output.follow_up_queries, tried, MAX_FOLLOW_UPS),

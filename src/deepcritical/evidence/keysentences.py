@@ -17,6 +17,7 @@ import numpy as np
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.models import Evidence
 from deepcritical.text.sentences import sentence_spans
+from deepcritical.text.terms import matched_terms
 
 __all__ = [
     "KeySentence",
@@ -24,6 +25,7 @@ __all__ = [
     "candidate_sentences",
     "has_conclusion_cue",
     "has_negation",
+    "mentioning_terms",
     "rank_sentences",
     "relevant_items",
     "section_kind",
@@ -328,3 +330,20 @@ def relevant_items(
     floor = max(min_similarity, relative_to_best * top if top > 0 else min_similarity)
     kept = {eid: sim for eid, sim in best.items() if sim >= floor}
     return dict(sorted(kept.items(), key=lambda kv: -kv[1]))
+
+
+def mentioning_terms(
+    evidence: Sequence[Evidence], terms: Sequence[str], needed: int
+) -> list[Evidence]:
+    """The items of ``evidence`` (in order) whose title, text and MeSH terms together mention
+    at least ``needed`` of ``terms`` (every word of a term, by stem: :func:`matched_terms`).
+
+    An item that mentions fewer bears at best on a neighbouring topic, however similar its
+    wording.
+    """
+    return [
+        e
+        for e in evidence
+        if len(matched_terms(" ".join([e.citation.title, e.content, *e.mesh_terms]), terms))
+        >= needed
+    ]

@@ -1,5 +1,6 @@
 """One pydantic-ai structured-output call, with retries, a timeout, usage accounting and our
-error types. Every LLM agent of this package runs its model through :class:`StructuredAgent`.
+error types. Every LLM agent of this package runs its model through :class:`StructuredAgent`,
+built by :meth:`deepcritical.llm.config.LLMConfig.structured`.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from deepcritical.evidence.design import DESIGN_ORDER, classify_design
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.keysentences import (
     KeySentence,
+    mentioning_terms,
     rank_sentences,
     relevant_items,
     top_per_item,
@@ -56,7 +57,7 @@ from deepcritical.models import (
 )
 from deepcritical.report.citations import add_marker, references_for
 from deepcritical.report.drafts import gap_limitations, no_evidence_report
-from deepcritical.text.terms import extract_key_terms, matched_terms
+from deepcritical.text.terms import extract_key_terms
 
 __all__ = ["EXTRACTIVE_NOTE", "MIN_KEY_TERMS", "OTHER_HEADING", "ExtractiveReportWriter", "GroupBy"]
 
@@ -93,6 +94,7 @@ class _Draft:
 
 
 def _quote(sentences: Sequence[KeySentence]) -> str:
+    """The sentences verbatim, each with its item's marker, joined by spaces."""
     return " ".join(add_marker(s.text, s.evidence_id) for s in sentences)
 
 
@@ -143,12 +145,7 @@ class ExtractiveReportWriter:
         # at best: similarity of wording alone earns no quote.
         terms = plan.key_terms or extract_key_terms(plan.refined_question)
         needed = min(MIN_KEY_TERMS, len(terms))
-        on_topic = [
-            e
-            for e in evidence
-            if len(matched_terms(" ".join([e.citation.title, e.content, *e.mesh_terms]), terms))
-            >= needed
-        ]
+        on_topic = mentioning_terms(evidence, terms, needed)
         ranked = rank_sentences(on_topic, plan.refined_question, self.embedder)
         relevant = relevant_items(ranked, self.min_similarity, self.relative_to_best)
         kept = [s for s in ranked if s.evidence_id in relevant]
@@ -188,8 +185,8 @@ class ExtractiveReportWriter:
         findings = self._sections(draft, section_of, headings)
         best = {eid: max(group, key=lambda s: s.score) for eid, group in draft.picks.items()}
         by_score = sorted(best.values(), key=lambda s: -s.score)
-        summary = _quote_each(by_score[: self.summary_quotes])
-        conclusion = " ".join([_quote_each(self._conclusion_sentences(draft)), EXTRACTIVE_NOTE])
+        summary = _quote(by_score[: self.summary_quotes])
+        conclusion = " ".join([_quote(self._conclusion_sentences(draft)), EXTRACTIVE_NOTE])
         limitations = [*gap_limitations(plan, evidence)]
         if draft.left_out:
             limitations.append(
@@ -267,7 +264,3 @@ class ExtractiveReportWriter:
                 content = "\n\n".join(_quote(draft.picks[eid]) for eid in members)
                 sections.append(ReportSection(heading=heading, content=content))
         return sections
-
-
-def _quote_each(sentences: Sequence[KeySentence]) -> str:
-    return " ".join(add_marker(s.text, s.evidence_id) for s in sentences)

@@ -32,10 +32,9 @@ from pydantic import BaseModel, Field
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.lenient import LenientStrList
-from deepcritical.llm.runner import ModelRetry, StructuredAgent
+from deepcritical.llm.runner import ModelRetry
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import (
-    CITATION_MARKER,
     CitationValidation,
     Evidence,
     Hypothesis,
@@ -43,6 +42,7 @@ from deepcritical.models import (
     ReportSection,
     ResearchPlan,
     ResearchReport,
+    marker_ids,
 )
 from deepcritical.report.citations import (
     MarkerCleanup,
@@ -52,10 +52,9 @@ from deepcritical.report.citations import (
 )
 from deepcritical.report.drafts import gap_limitations, no_evidence_report
 from deepcritical.writing.prompts import (
-    REPURPOSING_HEADINGS,
     SECTION_RANGE,
     outline_prompt,
-    question_type,
+    required_headings,
     section_prompt,
     summary_prompt,
 )
@@ -108,10 +107,6 @@ class _Shown:
     ids: frozenset[str]
 
 
-def _cited(text: str) -> set[str]:
-    return {i.strip() for m in CITATION_MARKER.finditer(text) for i in m.group(1).split(",")}
-
-
 def _check_outline(shown: _Shown, output: OutlineOutput) -> OutlineOutput:
     """Keep only shown ids (upper-cased, de-duplicated) and sections that still have
     evidence; at most :data:`MAX_SECTIONS`. Sends the outline back when none is left."""
@@ -131,7 +126,7 @@ def _check_outline(shown: _Shown, output: OutlineOutput) -> OutlineOutput:
 
 
 def _check_section(shown: _Shown, output: SectionOutput) -> SectionOutput:
-    if not _cited(output.content) & shown.ids:
+    if shown.ids.isdisjoint(marker_ids(output.content)):
         raise ModelRetry(
             "the section cites none of its sources; cite every factual sentence with the ids "
             "of the sources shown, e.g. [E1] or [E1, E2]"
@@ -166,35 +161,13 @@ class LLMReportWriter:
     def __init__(self, config: LLMConfig, snippet_chars: int = 1500) -> None:
         self.snippet_chars = snippet_chars
         self.last_cleanup = MarkerCleanup()
-        self._outline: StructuredAgent[_Shown, OutlineOutput] = StructuredAgent(
-            f"{self.role}.outline",
-            config.model,
-            OutlineOutput,
-            _Shown,
-            validator=_check_outline,
-            retries=config.retries,
-            timeout_seconds=config.timeout_seconds,
-            usage=config.usage,
+        self._outline = config.structured(
+            f"{self.role}.outline", OutlineOutput, _Shown, validator=_check_outline
         )
-        self._section: StructuredAgent[_Shown, SectionOutput] = StructuredAgent(
-            f"{self.role}.section",
-            config.model,
-            SectionOutput,
-            _Shown,
-            validator=_check_section,
-            retries=config.retries,
-            timeout_seconds=config.timeout_seconds,
-            usage=config.usage,
+        self._section = config.structured(
+            f"{self.role}.section", SectionOutput, _Shown, validator=_check_section
         )
-        self._summary: StructuredAgent[None, SummaryOutput] = StructuredAgent(
-            f"{self.role}.summary",
-            config.model,
-            SummaryOutput,
-            type(None),
-            retries=config.retries,
-            timeout_seconds=config.timeout_seconds,
-            usage=config.usage,
-        )
+        self._summary = config.structured(f"{self.role}.summary", SummaryOutput)
 
     async def write(
         self,
@@ -273,16 +246,11 @@ class LLMReportWriter:
     ) -> OutlineOutput:
         fence = new_fence()
         low, high = SECTION_RANGE[plan.preferences.length]
-        required = (
-            ", ".join(f"“{h}”" for h in REPURPOSING_HEADINGS)
-            if question_type(plan) == "drug_repurposing"
-            else "none"
-        )
         instructions = render_prompt(
             "writer_outline",
             min_sections=low,
             max_sections=min(high, MAX_SECTIONS),
-            required=required,
+            required=required_headings(plan) or "none",
             untrusted=fence.note(),
         )
         prompt = outline_prompt(plan, evidence, hypotheses, assessment, fence)

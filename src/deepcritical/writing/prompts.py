@@ -33,6 +33,7 @@ __all__ = [
     "design_label",
     "outline_prompt",
     "question_type",
+    "required_headings",
     "section_prompt",
     "summary_prompt",
 ]
@@ -64,6 +65,14 @@ def question_type(plan: ResearchPlan) -> QuestionType:
     repositioning, drug candidates or new indications; ``general`` otherwise."""
     text = f"{plan.question}\n{plan.refined_question}"
     return "drug_repurposing" if _REPURPOSING.search(text) else "general"
+
+
+def required_headings(plan: ResearchPlan) -> str:
+    """The headings the outline for ``plan`` must contain, quoted and comma-separated
+    (“Mechanistic findings”, ... for a drug-repurposing question), or ``""`` (general)."""
+    if question_type(plan) != "drug_repurposing":
+        return ""
+    return ", ".join(f"“{h}”" for h in REPURPOSING_HEADINGS)
 
 
 def design_label(evidence: Evidence) -> str:
@@ -112,10 +121,11 @@ def outline_prompt(
     if assessment is not None and assessment.reasoning:
         lines += ["", f"Judge's assessment: {assessment.reasoning}"]
     lines += ["", f"Sections: between {low} and {high}."]
-    if question_type(plan) == "drug_repurposing":
+    required = required_headings(plan)
+    if required:
         lines.append(
             "Question type: drug repurposing. The outline must contain the sections "
-            + ", ".join(f"“{h}”" for h in REPURPOSING_HEADINGS)
+            + required
             + " (others may be added)."
         )
     else:

@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field
 
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import new_fence
-from deepcritical.llm.runner import StructuredAgent
 from deepcritical.llm.templates import render_prompt
 
 __all__ = ["LLMSentenceRewriter", "RewriteOutput"]
@@ -35,15 +34,7 @@ class LLMSentenceRewriter:
     role = "rewriter"
 
     def __init__(self, config: LLMConfig) -> None:
-        self._agent: StructuredAgent[None, RewriteOutput] = StructuredAgent(
-            self.role,
-            config.model,
-            RewriteOutput,
-            type(None),
-            retries=config.retries,
-            timeout_seconds=config.timeout_seconds,
-            usage=config.usage,
-        )
+        self._agent = config.structured(self.role, RewriteOutput)
 
     async def rewrite(self, sentence: str, passages: Sequence[tuple[str, str]]) -> str:
         """A rewrite of ``sentence`` from ``passages`` (``(evidence id, passage)`` pairs, the
