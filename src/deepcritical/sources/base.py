@@ -1,7 +1,9 @@
-"""The protocol every search source implements, and the error it raises."""
+"""The protocol every search source implements, the error it raises, and the rank-to-relevance
+rule the API sources share."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from deepcritical.models import Evidence
@@ -36,3 +38,17 @@ class SearchSource(Protocol):
     async def search(self, query: str, limit: int) -> list[Evidence]:
         """Search for ``query``; return at most ``limit`` items."""
         ...
+
+
+def relevance_from_rank(rank: int, count: int) -> float:
+    """Relevance in 0..1 from a 0-based ``rank`` among ``count`` ranked results:
+    ``1 - rank / count`` (the first 1.0, the last ``1 / count``)."""
+    return 1.0 - rank / count
+
+
+def rank_in_order(items: Sequence[Evidence], query: str) -> None:
+    """Set ``query`` and ``relevance`` (:func:`relevance_from_rank`, by position in ``items``)
+    on every item, in place: for sources whose API returns results best first."""
+    for rank, item in enumerate(items):
+        item.query = query
+        item.relevance = relevance_from_rank(rank, len(items))

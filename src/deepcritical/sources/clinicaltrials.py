@@ -25,7 +25,6 @@ third-party notes cite about 50 requests per minute per IP. One search is usuall
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -35,8 +34,10 @@ import httpx
 
 from deepcritical.evidence.identifiers import normalize_nct
 from deepcritical.models import Citation, Evidence, SourceName
-from deepcritical.sources.base import SourceError
+from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.paging import collect_token_pages, page_token
+from deepcritical.sources.payload import as_list, as_mapping, json_object, parse_each
 from deepcritical.sources.text import collapse_whitespace
 
 logger = logging.getLogger(__name__)
@@ -62,6 +63,8 @@ DEFAULT_BASE_URL = "https://clinicaltrials.gov/api/v2"
 DEFAULT_REQUESTS_PER_SECOND = 5.0
 MAX_PAGE_SIZE = 1000
 STUDY_URL = "https://clinicaltrials.gov/study/{nct}"
+NOT_JSON = f"malformed JSON from {LABEL}: got {{content_type}} starting {{start}} ({{error}})"
+"""How a body that is not JSON is reported (:func:`~deepcritical.sources.http.decode_json`)."""
 
 OVERALL_STATUSES: frozenset[str] = frozenset(
     {
@@ -168,14 +171,6 @@ def phase_filter(phases: Sequence[str | int]) -> str:
 # --------------------------------------------------------------------------- parsing
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _str(value: Any) -> str | None:
     if isinstance(value, str):
         text = collapse_whitespace(_MD_ESCAPE.sub(r"\1", value))
@@ -186,12 +181,23 @@ def _str(value: Any) -> str | None:
 
 
 def _strs(values: Any) -> list[str]:
-    out = [s for s in (_str(v) for v in _list(values)) if s]
+    out = [s for s in (_str(v) for v in as_list(values)) if s]
     return list(dict.fromkeys(out))
 
 
+def _pairs(objects: Any, key: str, qualifier: str) -> list[tuple[str, str | None]]:
+    """``(object[key], object[qualifier])`` as text (:func:`_str`) for each object of the JSON
+    array ``objects`` that has a ``key`` text, in order; the qualifier may be None."""
+    pairs = []
+    for obj in as_list(objects):
+        value = _str(as_mapping(obj).get(key))
+        if value:
+            pairs.append((value, _str(as_mapping(obj).get(qualifier))))
+    return pairs
+
+
 def _date(struct: Any) -> str | None:
-    date = _str(_dict(struct).get("date"))
+    date = _str(as_mapping(struct).get("date"))
     return date if date and _ISO_DATE.match(date) else None
 
 
@@ -199,7 +205,7 @@ def _date_line(label: str, struct: Any) -> str | None:
     date = _date(struct)
     if not date:
         return None
-    kind = _str(_dict(struct).get("type"))
+    kind = _str(as_mapping(struct).get("type"))
     return f"{label}: {date}" + (f" ({kind.lower()})" if kind else "")
 
 
@@ -234,24 +240,24 @@ def study_to_evidence(study: Mapping[str, Any]) -> Evidence | None:
     ``"Expanded Access"``) then ``"Phase 2"``-style labels; ``relevance`` is 0 and ``query``
     ``None`` (the caller ranks).
     """
-    protocol = _dict(study.get("protocolSection"))
-    ident = _dict(protocol.get("identificationModule"))
+    protocol = as_mapping(study.get("protocolSection"))
+    ident = as_mapping(protocol.get("identificationModule"))
     nct = normalize_nct(_str(ident.get("nctId")))
     if nct is None:
         return None
-    status_mod = _dict(protocol.get("statusModule"))
-    sponsor_mod = _dict(protocol.get("sponsorCollaboratorsModule"))
-    design = _dict(protocol.get("designModule"))
-    conditions = _strs(_dict(protocol.get("conditionsModule")).get("conditions"))
-    arms = _dict(protocol.get("armsInterventionsModule"))
-    outcomes = _dict(protocol.get("outcomesModule"))
-    description = _dict(protocol.get("descriptionModule"))
+    status_mod = as_mapping(protocol.get("statusModule"))
+    sponsor_mod = as_mapping(protocol.get("sponsorCollaboratorsModule"))
+    design = as_mapping(protocol.get("designModule"))
+    conditions = _strs(as_mapping(protocol.get("conditionsModule")).get("conditions"))
+    arms = as_mapping(protocol.get("armsInterventionsModule"))
+    outcomes = as_mapping(protocol.get("outcomesModule"))
+    description = as_mapping(protocol.get("descriptionModule"))
 
     title = _str(ident.get("officialTitle")) or _str(ident.get("briefTitle")) or ""
     date = _date(status_mod.get("startDateStruct")) or _date(
         status_mod.get("studyFirstPostDateStruct")
     )
-    sponsor = _str(_dict(sponsor_mod.get("leadSponsor")).get("name"))
+    sponsor = _str(as_mapping(sponsor_mod.get("leadSponsor")).get("name"))
     citation = Citation(
         source=SOURCE,
         id=nct,
@@ -287,25 +293,23 @@ def study_to_evidence(study: Mapping[str, Any]) -> Evidence | None:
         lines.append(f"Phase: {', '.join(shown)}")
     if conditions:
         lines.append(f"Conditions: {'; '.join(conditions)}")
-    interventions = []
-    for item in _list(arms.get("interventions")):
-        name = _str(_dict(item).get("name"))
-        if name:
-            kind = _str(_dict(item).get("type"))
-            interventions.append(f"{kind}: {name}" if kind else name)
+    interventions = [
+        f"{kind}: {name}" if kind else name
+        for name, kind in _pairs(arms.get("interventions"), "name", "type")
+    ]
     if interventions:
         lines.append(f"Interventions: {'; '.join(dict.fromkeys(interventions))}")
-    enrollment = _dict(design.get("enrollmentInfo"))
+    enrollment = as_mapping(design.get("enrollmentInfo"))
     count = enrollment.get("count")
     if isinstance(count, int) and not isinstance(count, bool):
         kind = _str(enrollment.get("type"))
         lines.append(f"Enrollment: {count}" + (f" ({kind})" if kind else ""))
-    primary = []
-    for item in _list(outcomes.get("primaryOutcomes"))[:_MAX_OUTCOMES]:
-        measure = _str(_dict(item).get("measure"))
-        if measure:
-            frame = _str(_dict(item).get("timeFrame"))
-            primary.append(f"{measure} ({frame})" if frame else measure)
+    primary = [
+        f"{measure} ({frame})" if frame else measure
+        for measure, frame in _pairs(
+            as_list(outcomes.get("primaryOutcomes"))[:_MAX_OUTCOMES], "measure", "timeFrame"
+        )
+    ]
     if primary:
         lines.append(f"Primary outcomes: {'; '.join(primary)}")
     has_results = study.get("hasResults")
@@ -348,33 +352,13 @@ def parse_studies(payload: Any) -> tuple[list[Evidence], str | None]:
     Raises:
         SourceError: the body is not an object with a ``studies`` list.
     """
-    if not isinstance(payload, dict):
-        raise SourceError(
-            SOURCE, f"unexpected response from {LABEL}: a JSON {type(payload).__name__}"
-        )
+    payload = json_object(payload, SOURCE, f"unexpected response from {LABEL}: a JSON {{type}}")
     studies = payload.get("studies")
     if not isinstance(studies, list):
         raise SourceError(SOURCE, f"unexpected response from {LABEL}: no 'studies' list")
-    items: list[Evidence] = []
-    for study in studies:
-        item = study_to_evidence(study) if isinstance(study, dict) else None
-        if item is None:
-            logger.warning("skipping a %s study without a valid NCT ID", LABEL)
-            continue
-        items.append(item)
-    token = payload.get("nextPageToken")
-    return items, token if isinstance(token, str) and token else None
-
-
-def _decode_json(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        kind = response.headers.get("content-type", "unknown type").split(";")[0]
-        start = collapse_whitespace(response.text[:60])
-        raise SourceError(
-            SOURCE, f"malformed JSON from {LABEL}: got {kind} starting {start!r} ({exc})"
-        ) from exc
+    skipped = f"skipping a {LABEL} study without a valid NCT ID"
+    items = parse_each(studies, study_to_evidence, logger, skipped)
+    return items, page_token(payload.get("nextPageToken"))
 
 
 # --------------------------------------------------------------------------- the source
@@ -472,23 +456,13 @@ class ClinicalTrialsSource:
         if self.fields:
             params["fields"] = ",".join(self.fields)
 
-        items: list[Evidence] = []
-        seen: set[str] = set()
-        token: str | None = None
-        while len(items) < limit:
-            page_params = dict(params)
-            if token:
-                page_params["pageToken"] = token
-            response = await self.http.get(f"{self.base_url}/studies", params=page_params)
-            page, next_token = parse_studies(_decode_json(response))
-            new = [e for e in page if e.citation.id not in seen]
-            seen.update(e.citation.id for e in new)
-            items.extend(new)
-            if not next_token or not new or next_token == token:
-                break
-            token = next_token
-        items = items[:limit]
-        for rank, item in enumerate(items):
-            item.query = query
-            item.relevance = 1.0 - rank / len(items)
+        async def fetch_page(token: str | None) -> tuple[list[Evidence], str | None]:
+            page_params = {**params, "pageToken": token} if token else params
+            payload = await self.http.get_json(
+                f"{self.base_url}/studies", page_params, reason=NOT_JSON
+            )
+            return parse_studies(payload)
+
+        items = await collect_token_pages(fetch_page, limit, first_token=None)
+        rank_in_order(items, query)
         return items

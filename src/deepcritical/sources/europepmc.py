@@ -19,7 +19,6 @@ no per-second limit); 429/5xx replies are retried honouring ``Retry-After``
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Mapping
@@ -29,8 +28,10 @@ import httpx
 
 from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
 from deepcritical.models import Citation, Evidence, SourceName
-from deepcritical.sources.base import SourceError
+from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.paging import collect_token_pages, page_token
+from deepcritical.sources.payload import as_list, as_mapping, json_object, parse_each
 from deepcritical.sources.text import collapse_whitespace, html_to_text, strip_tags
 
 logger = logging.getLogger(__name__)
@@ -53,17 +54,11 @@ MAX_PAGE_SIZE = 1000
 ARTICLE_URL = "https://europepmc.org/article/{source}/{id}"
 PREPRINT_TYPE = "Preprint (not peer-reviewed)"
 """Publication type given to preprints (replacing Europe PMC's own ``"preprint"``)."""
+NOT_JSON = f"malformed JSON from {LABEL}: got {{content_type}} starting {{start}} ({{error}})"
+"""How a body that is not JSON is reported (:func:`~deepcritical.sources.http.decode_json`)."""
 
 _ISO_DATE = re.compile(r"^\d{4}(?:-\d{2}(?:-\d{2})?)?$")
 _YEAR = re.compile(r"^\d{4}$")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _str(value: Any) -> str | None:
@@ -88,8 +83,8 @@ def _authors(record: Mapping[str, Any]) -> list[str]:
     """``authorList.author[]``: ``fullName`` (``"Smith JA"``), else ``collectiveName``, else
     ``lastName`` + ``initials``; when there is no list, ``authorString`` split on commas."""
     names: list[str] = []
-    for author in _list(_dict(record.get("authorList")).get("author")):
-        a = _dict(author)
+    for author in as_list(as_mapping(record.get("authorList")).get("author")):
+        a = as_mapping(author)
         name = _str(a.get("fullName")) or _str(a.get("collectiveName"))
         if not name:
             name = " ".join(p for p in (_str(a.get("lastName")), _str(a.get("initials"))) if p)
@@ -103,7 +98,7 @@ def _authors(record: Mapping[str, Any]) -> list[str]:
 
 def _publication_types(record: Mapping[str, Any]) -> list[str]:
     """``pubTypeList.pubType[]`` (core), else ``pubType`` split on ``;`` (lite)."""
-    listed = _list(_dict(record.get("pubTypeList")).get("pubType"))
+    listed = as_list(as_mapping(record.get("pubTypeList")).get("pubType"))
     found = [t for t in (_str(v) for v in listed) if t]
     if not found:
         found = [t.strip() for t in (_str(record.get("pubType")) or "").split(";")]
@@ -112,16 +107,16 @@ def _publication_types(record: Mapping[str, Any]) -> list[str]:
 
 def _mesh_terms(record: Mapping[str, Any]) -> list[str]:
     """``meshHeadingList.meshHeading[].descriptorName`` (qualifiers not included)."""
-    headings = _list(_dict(record.get("meshHeadingList")).get("meshHeading"))
-    return _unique([_str(_dict(h).get("descriptorName")) or "" for h in headings])
+    headings = as_list(as_mapping(record.get("meshHeadingList")).get("meshHeading"))
+    return _unique([_str(as_mapping(h).get("descriptorName")) or "" for h in headings])
 
 
 def _journal(record: Mapping[str, Any]) -> str | None:
     """``journalInfo.journal.title`` (core), else ``journalTitle`` (lite), else the preprint
     server / publisher ``bookOrReportDetails.publisher``."""
-    journal = _dict(_dict(record.get("journalInfo")).get("journal"))
+    journal = as_mapping(as_mapping(record.get("journalInfo")).get("journal"))
     title = _str(journal.get("title")) or _str(record.get("journalTitle"))
-    title = title or _str(_dict(record.get("bookOrReportDetails")).get("publisher"))
+    title = title or _str(as_mapping(record.get("bookOrReportDetails")).get("publisher"))
     return strip_tags(title) or None
 
 
@@ -170,7 +165,7 @@ def result_to_evidence(record: Mapping[str, Any]) -> Evidence | None:
     if not (year_text and _YEAR.match(year_text)):
         year_text = date[:4] if date else None
     if year_text is None:
-        report_year = _str(_dict(record.get("bookOrReportDetails")).get("yearOfPublication"))
+        report_year = _str(as_mapping(record.get("bookOrReportDetails")).get("yearOfPublication"))
         year_text = report_year if report_year and _YEAR.match(report_year) else None
 
     types = _publication_types(record)
@@ -221,36 +216,16 @@ def parse_search(payload: Any) -> tuple[list[Evidence], str | None]:
             PMC's own error objects, ``{"errCode": ..., "errMsg": ...}``, are reported with
             their message).
     """
-    if not isinstance(payload, dict):
-        raise SourceError(
-            SOURCE, f"unexpected response from {LABEL}: a JSON {type(payload).__name__}"
-        )
-    results = _dict(payload.get("resultList")).get("result")
+    payload = json_object(payload, SOURCE, f"unexpected response from {LABEL}: a JSON {{type}}")
+    results = as_mapping(payload.get("resultList")).get("result")
     if not isinstance(results, list):
         message = _str(payload.get("errMsg")) or _str(payload.get("message"))
         if message:
             raise SourceError(SOURCE, f"{LABEL} error: {message[:200]}")
         raise SourceError(SOURCE, f"unexpected response from {LABEL}: no 'resultList.result'")
-    items: list[Evidence] = []
-    for record in results:
-        item = result_to_evidence(record) if isinstance(record, dict) else None
-        if item is None:
-            logger.warning("skipping a %s result without any identifier", LABEL)
-            continue
-        items.append(item)
-    cursor = payload.get("nextCursorMark")
-    return items, cursor if isinstance(cursor, str) and cursor else None
-
-
-def _decode_json(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        kind = response.headers.get("content-type", "unknown type").split(";")[0]
-        start = collapse_whitespace(response.text[:60])
-        raise SourceError(
-            SOURCE, f"malformed JSON from {LABEL}: got {kind} starting {start!r} ({exc})"
-        ) from exc
+    skipped = f"skipping a {LABEL} result without any identifier"
+    items = parse_each(results, result_to_evidence, logger, skipped)
+    return items, page_token(payload.get("nextCursorMark"))
 
 
 class EuropePMCSource:
@@ -319,22 +294,13 @@ class EuropePMCSource:
             "resultType": self.result_type,
             "pageSize": min(limit, MAX_PAGE_SIZE),
         }
-        items: list[Evidence] = []
-        seen: set[str] = set()
-        cursor = "*"
-        while len(items) < limit:
-            response = await self.http.get(
-                f"{self.base_url}/search", params={**params, "cursorMark": cursor}
+
+        async def fetch_page(cursor: str) -> tuple[list[Evidence], str | None]:
+            payload = await self.http.get_json(
+                f"{self.base_url}/search", {**params, "cursorMark": cursor}, reason=NOT_JSON
             )
-            page, next_cursor = parse_search(_decode_json(response))
-            new = [e for e in page if e.citation.id not in seen]
-            seen.update(e.citation.id for e in new)
-            items.extend(new)
-            if not next_cursor or next_cursor == cursor or not new:
-                break
-            cursor = next_cursor
-        items = items[:limit]
-        for rank, item in enumerate(items):
-            item.query = query
-            item.relevance = 1.0 - rank / len(items)
+            return parse_search(payload)
+
+        items = await collect_token_pages(fetch_page, limit, first_token="*")
+        rank_in_order(items, query)
         return items

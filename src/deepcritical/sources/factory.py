@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import httpx
 
 from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.sources.base import SearchSource
+
+
+class _HttpOptions(TypedDict):
+    """The HTTP settings every API source takes, from :class:`Settings`."""
+
+    timeout_seconds: float
+    tries: int
 
 
 def build_sources(
@@ -18,8 +27,7 @@ def build_sources(
         deepcritical.corpus.index.CorpusNotFoundError: ``local`` is asked for and the corpus
             directory holds no corpus.
     """
-    timeout = settings.http_timeout_seconds
-    tries = settings.http_retries
+    http = _HttpOptions(timeout_seconds=settings.http_timeout_seconds, tries=settings.http_retries)
     urls = settings.source_base_urls
     built: list[SearchSource] = []
     for name in settings.sources:
@@ -41,32 +49,20 @@ def build_sources(
                     api_key=key,
                     email=settings.ncbi_email,
                     tool=settings.ncbi_tool,
-                    timeout_seconds=timeout,
-                    tries=tries,
                     base_url=urls.get(name, PUBMED_URL),
+                    **http,
                 )
             )
         elif name == "trials":
             from deepcritical.sources.clinicaltrials import DEFAULT_BASE_URL as TRIALS_URL
             from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
 
-            built.append(
-                ClinicalTrialsSource(
-                    client,
-                    timeout_seconds=timeout,
-                    tries=tries,
-                    base_url=urls.get(name, TRIALS_URL),
-                )
-            )
+            built.append(ClinicalTrialsSource(client, base_url=urls.get(name, TRIALS_URL), **http))
         elif name == "europepmc":
             from deepcritical.sources.europepmc import DEFAULT_BASE_URL as EPMC_URL
             from deepcritical.sources.europepmc import EuropePMCSource
 
-            built.append(
-                EuropePMCSource(
-                    client, timeout_seconds=timeout, tries=tries, base_url=urls.get(name, EPMC_URL)
-                )
-            )
+            built.append(EuropePMCSource(client, base_url=urls.get(name, EPMC_URL), **http))
         elif name == "openalex":
             from deepcritical.sources.openalex import DEFAULT_BASE_URL as OPENALEX_URL
             from deepcritical.sources.openalex import OpenAlexSource
@@ -74,20 +70,15 @@ def build_sources(
             built.append(
                 OpenAlexSource(
                     client,
-                    timeout_seconds=timeout,
-                    tries=tries,
                     mailto=settings.ncbi_email,
                     base_url=urls.get(name, OPENALEX_URL),
+                    **http,
                 )
             )
         elif name == "web":
             from deepcritical.sources.web import WebSearchSource
 
-            built.append(
-                WebSearchSource(
-                    client, timeout_seconds=timeout, tries=tries, base_url=urls.get(name)
-                )
-            )
+            built.append(WebSearchSource(client, base_url=urls.get(name), **http))
         else:  # Settings validates names; this guards programmatic misuse
             raise ValueError(f"unknown source {name!r}")
     return built

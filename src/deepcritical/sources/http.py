@@ -1,13 +1,18 @@
-"""Polite HTTP for search sources: per-source rate limit, retries with backoff, timeouts.
+"""Polite HTTP for search sources: per-source rate limit, retries with backoff, timeouts, and
+the one place where response bodies are decoded as JSON.
 
 One :class:`httpx.AsyncClient` is shared by all sources of a run; each source wraps it in a
 :class:`SourceHttp` carrying that source's rate limit (aiolimiter) and retry policy (tenacity).
+:meth:`SourceHttp.get_json` (or :func:`decode_json` on a response in hand) turns a body that is
+not JSON into a :class:`~deepcritical.sources.base.SourceError` worded by the source;
+:func:`json_or_none` peeks at a body that may or may not be JSON.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,6 +32,10 @@ from deepcritical.sources.base import SourceError
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 USER_AGENT = "DeepCritical/0.1 (biomedical research agent; +https://github.com/deepcritical)"
 MAX_RETRY_AFTER_SECONDS = 30.0
+BODY_START_BYTES = 80
+"""Bytes of a body quoted in an error reason (:func:`body_start`)."""
+NOT_JSON = "response is not JSON ({content_type}, HTTP {status}): {start}"
+"""The default reason of :func:`decode_json`; a source may word its own (see there)."""
 
 
 class RetryableHTTPError(Exception):
@@ -82,6 +91,58 @@ class _WaitRetryAfter:
         if isinstance(exc, RetryableHTTPError) and exc.retry_after is not None:
             return min(max(backoff, exc.retry_after), MAX_RETRY_AFTER_SECONDS)
         return backoff
+
+
+def body_start(response: httpx.Response, limit: int = BODY_START_BYTES) -> str:
+    """The first ``limit`` bytes of the body for an error reason: UTF-8 decoded (bad bytes
+    replaced), whitespace collapsed, quoted with ``repr``; ``"empty body"`` when blank."""
+    text = " ".join(response.content[:limit].decode("utf-8", "replace").split())
+    return repr(text) if text else "empty body"
+
+
+def json_or_none(response: httpx.Response) -> Any:
+    """The body as JSON when it is a JSON object or array, else None. Never raises.
+
+    For peeking at bodies that may or may not be JSON (an API's error object inside an XML
+    or HTTP-error reply): a body not starting with ``{`` or ``[`` is not parsed at all.
+    """
+    body = response.content.lstrip()
+    if not body.startswith((b"{", b"[")):
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError
+        return None
+
+
+def decode_json(response: httpx.Response, source: str, reason: str = NOT_JSON) -> Any:
+    """The body as JSON (any top-level type: the caller's parser checks the shape).
+
+    Args:
+        response: a received response (its body is read).
+        source: the source name for the error.
+        reason: the error reason, a :meth:`str.format` template with the fields
+            ``{content_type}`` (media type without parameters, ``"no content-type"`` when the
+            header is missing), ``{status}`` (HTTP status code), ``{start}``
+            (:func:`body_start`) and ``{error}`` (the JSON decoder's message).
+
+    Raises:
+        SourceError: the body is not JSON (an HTML error page, a body cut short, bytes that
+            are not UTF-8); ``reason`` filled in.
+    """
+    try:
+        return json.loads(response.content)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        content_type = response.headers.get("content-type", "no content-type").split(";")[0]
+        raise SourceError(
+            source,
+            reason.format(
+                content_type=content_type,
+                status=response.status_code,
+                start=body_start(response),
+                error=exc,
+            ),
+        ) from exc
 
 
 class SourceHttp:
@@ -168,6 +229,18 @@ class SourceHttp:
                 self.source, f"connection failed ({type(exc).__name__}) after {attempts} tries"
             ) from exc
         raise SourceError(self.source, "no attempt was made")  # pragma: no cover
+
+    async def get_json(
+        self, url: str, params: Mapping[str, Any] | None = None, *, reason: str = NOT_JSON
+    ) -> Any:
+        """GET ``url`` (:meth:`get`) and return the body decoded as JSON (:func:`decode_json`;
+        the top-level type is left to the caller's parser).
+
+        Raises:
+            SourceError: everything :meth:`get` raises, or a body that is not JSON (``reason``
+                filled in, see :func:`decode_json`; such a body is not retried).
+        """
+        return decode_json(await self.get(url, params), self.source, reason)
 
 
 def _host(url: str) -> str:

@@ -14,18 +14,18 @@ are pure and take the decoded JSON.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
 from deepcritical.models import Citation, Evidence, SourceName
-from deepcritical.sources.base import SourceError
+from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.payload import as_list, as_mapping, json_object
 from deepcritical.sources.text import html_to_text, strip_tags
 
 SOURCE = SourceName.OPENALEX.value
@@ -124,10 +124,6 @@ def openalex_short_id(value: object) -> str | None:
     return m.group(1).upper() if m else None
 
 
-def _dict(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _str(value: object) -> str | None:
     if isinstance(value, str) and value.strip():
         return value.strip()
@@ -141,8 +137,8 @@ def _int(value: object) -> int | None:
 
 
 def _best_url(work: Mapping[str, Any], doi: str | None, openalex_id: str | None) -> str | None:
-    oa = _dict(work.get("open_access"))
-    best = _dict(work.get("best_oa_location"))
+    oa = as_mapping(work.get("open_access"))
+    best = as_mapping(work.get("best_oa_location"))
     for candidate in (
         oa.get("oa_url"),
         best.get("landing_page_url"),
@@ -169,21 +165,16 @@ def _publication_types(work: Mapping[str, Any]) -> list[str]:
 
 
 def _mesh_terms(work: Mapping[str, Any]) -> list[str]:
-    mesh = work.get("mesh")
-    if not isinstance(mesh, list):
-        return []
-    names = (_str(_dict(m).get("descriptor_name")) for m in mesh)
+    names = (_str(as_mapping(m).get("descriptor_name")) for m in as_list(work.get("mesh")))
     return list(dict.fromkeys(n for n in names if n))
 
 
 def _authors(work: Mapping[str, Any]) -> list[str]:
-    authorships = work.get("authorships")
-    if not isinstance(authorships, list):
-        return []
     names: list[str] = []
-    for authorship in authorships:
-        a = _dict(authorship)
-        name = _str(_dict(a.get("author")).get("display_name")) or _str(a.get("raw_author_name"))
+    for authorship in as_list(work.get("authorships")):
+        a = as_mapping(authorship)
+        author = as_mapping(a.get("author"))
+        name = _str(author.get("display_name")) or _str(a.get("raw_author_name"))
         if name:
             names.append(name)
     return names
@@ -210,7 +201,7 @@ def parse_work(work: Mapping[str, Any]) -> OpenAlexWork | None:
       ``"Retracted Publication"`` when ``is_retracted``; ``mesh_terms``:
       ``mesh[].descriptor_name``.
     """
-    ids = _dict(work.get("ids"))
+    ids = as_mapping(work.get("ids"))
     openalex_id = openalex_short_id(work.get("id")) or openalex_short_id(ids.get("openalex"))
     doi = normalize_doi(_str(work.get("doi"))) or normalize_doi(_str(ids.get("doi")))
     title = _str(work.get("title")) or _str(work.get("display_name")) or ""
@@ -220,7 +211,7 @@ def parse_work(work: Mapping[str, Any]) -> OpenAlexWork | None:
     native_id = openalex_id or doi
     if not content or not native_id:
         return None
-    source = _dict(_dict(work.get("primary_location")).get("source"))
+    source = as_mapping(as_mapping(work.get("primary_location")).get("source"))
     kinds = {_str(work.get("type")), _str(work.get("type_crossref"))}
     citation = Citation(
         source=SOURCE,
@@ -259,33 +250,15 @@ def parse_works_page(payload: object) -> OpenAlexPage:
         SourceError: the payload is not an object with a ``results`` list (an OpenAlex error
             object's ``error``/``message`` is quoted in the reason).
     """
-    if not isinstance(payload, Mapping):
-        raise SourceError(SOURCE, f"unexpected response: a JSON {type(payload).__name__}")
+    payload = json_object(payload, SOURCE)
     results = payload.get("results")
     if not isinstance(results, list):
         message = _str(payload.get("message")) or _str(payload.get("error"))
         detail = f": {message[:200]}" if message else ""
         raise SourceError(SOURCE, f"unexpected response: no 'results' list{detail}")
     works = [w for w in (parse_work(r) for r in results if isinstance(r, Mapping)) if w]
-    total = _int(_dict(payload.get("meta")).get("count"))
+    total = _int(as_mapping(payload.get("meta")).get("count"))
     return OpenAlexPage(works=works, total=total, raw_count=len(results))
-
-
-def decode_json(response: httpx.Response) -> object:
-    """The response body as JSON.
-
-    Raises:
-        SourceError: the body is not JSON (e.g. an HTML error page); the reason names the
-            content type and the start of the body.
-    """
-    try:
-        return json.loads(response.content)
-    except (ValueError, UnicodeDecodeError) as exc:
-        ctype = response.headers.get("content-type", "no content-type").split(";")[0]
-        start = " ".join(response.text[:80].split())
-        raise SourceError(
-            SOURCE, f"response is not JSON ({ctype}, HTTP {response.status_code}): {start!r}"
-        ) from exc
 
 
 class OpenAlexSource:
@@ -361,10 +334,10 @@ class OpenAlexSource:
         collected: dict[str, OpenAlexWork] = {}
         page = 1
         while len(collected) < limit and page * per_page <= MAX_RESULTS:
-            response = await self.http.get(
-                f"{self.base_url}/works", params=self._params(query, per_page, page)
+            payload = await self.http.get_json(
+                f"{self.base_url}/works", self._params(query, per_page, page)
             )
-            parsed = parse_works_page(decode_json(response))
+            parsed = parse_works_page(payload)
             for work in parsed.works:
                 collected.setdefault(work.evidence.citation.id, work)
             if parsed.raw_count < per_page:
@@ -373,16 +346,8 @@ class OpenAlexSource:
                 break
             page += 1
         works = list(collected.values())[:limit]
-        n = len(works)
-        return [
-            replace(
-                work,
-                evidence=work.evidence.model_copy(
-                    update={"relevance": 1.0 - rank / n, "query": query}
-                ),
-            )
-            for rank, work in enumerate(works)
-        ]
+        rank_in_order([work.evidence for work in works], query)
+        return works
 
     async def search(self, query: str, limit: int) -> list[Evidence]:
         """Search OpenAlex works; at most ``limit`` evidence items, best first.

@@ -13,7 +13,6 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import httpx
 
@@ -24,8 +23,9 @@ from deepcritical.formats.pubmed_xml import (
     parse_pubmed_xml,
 )
 from deepcritical.models import Evidence
-from deepcritical.sources.base import SourceError
-from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.base import SourceError, relevance_from_rank
+from deepcritical.sources.http import SourceHttp, decode_json, json_or_none
+from deepcritical.sources.payload import json_object
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,9 @@ class PubMedSource:
             if article is None:
                 logger.debug("pubmed: efetch returned no record for PMID %s", pmid)
                 continue
-            out.append(article_to_evidence(article, query=query, relevance=1.0 - rank / n))
+            out.append(
+                article_to_evidence(article, query=query, relevance=relevance_from_rank(rank, n))
+            )
         return out
 
     async def esearch(self, term: str, retmax: int) -> list[str]:
@@ -151,13 +153,13 @@ class PubMedSource:
             db="pubmed", term=term, retmode="json", sort="relevance", retmax=str(retmax)
         )
         response = await self._get("esearch.fcgi", params, "esearch")
-        payload = _json_body(response)
-        if payload is None:
-            raise SourceError(
-                self.name, f"malformed esearch JSON: {self._scrub(_excerpt(response))}"
-            )
-        if not isinstance(payload, dict):
-            raise SourceError(self.name, "malformed esearch JSON: top level is not an object")
+        try:
+            decoded = decode_json(response, self.name, "malformed esearch JSON: {start}")
+        except SourceError as exc:  # the body may echo the request, hence the key
+            raise SourceError(self.name, self._scrub(exc.reason)) from exc
+        payload = json_object(
+            decoded, self.name, "malformed esearch JSON: top level is not an object"
+        )
         if "error" in payload:
             raise SourceError(self.name, f"esearch error: {self._scrub(str(payload.get('error')))}")
         result = payload.get("esearchresult")
@@ -193,7 +195,7 @@ class PubMedSource:
                 db="pubmed", id=",".join(batch), retmode="xml", rettype="abstract"
             )
             response = await self._get("efetch.fcgi", params, "efetch")
-            payload = _json_body(response)
+            payload = json_or_none(response)
             if isinstance(payload, dict) and "error" in payload:
                 raise SourceError(
                     self.name, f"efetch error: {self._scrub(str(payload.get('error')))}"
@@ -248,25 +250,9 @@ class PubMedSource:
         )
 
 
-def _json_body(response: httpx.Response) -> Any:
-    """The response body as JSON, or None when it is not JSON."""
-    body = response.content.lstrip()
-    if not body.startswith((b"{", b"[")):
-        return None
-    try:
-        return json.loads(body)
-    except ValueError:
-        return None
-
-
 def _is_rate_limit_body(response: httpx.Response) -> bool:
-    payload = _json_body(response)
+    payload = json_or_none(response)
     if not isinstance(payload, dict):
         return False
     error = payload.get("error")
     return isinstance(error, str) and "rate limit" in error.lower()
-
-
-def _excerpt(response: httpx.Response, limit: int = 80) -> str:
-    text = " ".join(response.content[:limit].decode("utf-8", "replace").split())
-    return repr(text) if text else "empty body"

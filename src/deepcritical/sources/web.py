@@ -40,8 +40,8 @@ from ddgs.exceptions import DDGSException
 
 from deepcritical.evidence.identifiers import normalize_url
 from deepcritical.models import Citation, Evidence, SourceName
-from deepcritical.sources.base import SourceError
-from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.base import SourceError, rank_in_order
+from deepcritical.sources.http import SourceHttp, decode_json, json_or_none
 from deepcritical.sources.netguard import Resolver, UnsafeURLError, check_public_url_async
 
 logger = logging.getLogger(__name__)
@@ -234,10 +234,7 @@ def _is_no_results_answer(response: httpx.Response) -> bool:
     ``{"detail": "Search failed: No results found."}``; other 500s are real failures."""
     if response.status_code != 500:
         return False
-    try:
-        payload = response.json()
-    except ValueError:
-        return False
+    payload = json_or_none(response)
     detail = str(payload.get("detail", "")) if isinstance(payload, Mapping) else ""
     return detail.rstrip(". ").endswith(DDGS_NO_RESULTS.rstrip(". "))
 
@@ -304,7 +301,8 @@ class WebSearchSource:
         self._page_locks: dict[str, asyncio.Lock] = {}
         self.pages_fetched = 0
         self._guard: UrlGuard = url_guard or partial(check_public_url_async, resolver=resolver)
-        self.http = SourceHttp(
+        new_http = partial(
+            SourceHttp,
             client,
             SOURCE,
             requests_per_second=requests_per_second,
@@ -312,14 +310,8 @@ class WebSearchSource:
             tries=tries,
             backoff_seconds=backoff_seconds,
         )
-        self._api_http = SourceHttp(
-            client,
-            SOURCE,
-            requests_per_second=requests_per_second,
-            timeout_seconds=timeout_seconds,
-            tries=tries,
-            backoff_seconds=backoff_seconds,
-        )
+        self.http = new_http()  # page fetches
+        self._api_http = new_http()  # the ddgs API server: a limiter of its own
 
     # --- search --------------------------------------------------------------------------
 
@@ -363,11 +355,9 @@ class WebSearchSource:
                 params={"query": query, "max_results": limit},
                 accept=_is_no_results_answer,
             )
-            payload = response.json()
+            payload = decode_json(response, SOURCE, "search server sent no JSON")
         except SourceError as exc:
             raise SourceError(SOURCE, f"web search failed: {exc.reason}") from exc
-        except ValueError as exc:
-            raise SourceError(SOURCE, "web search failed: search server sent no JSON") from exc
         if response.status_code >= 400:  # only the "no results" answer gets here
             return []
         if not isinstance(payload, Mapping) or not isinstance(payload.get("results"), list):
@@ -390,9 +380,7 @@ class WebSearchSource:
             *(self._evidence_for(hit, rank < self.fetch_pages) for rank, hit in enumerate(hits))
         )
         items = [e for e in built if e is not None]
-        for rank, item in enumerate(items):
-            item.relevance = 1.0 - rank / len(items)
-            item.query = query.strip()
+        rank_in_order(items, query.strip())
         return items
 
     async def _evidence_for(self, hit: SearchHit, fetch: bool) -> Evidence | None:
