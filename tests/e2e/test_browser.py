@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
-from deepcritical.ui.history import history_available
 from tests.e2e.conftest import CHROMIUM_ARGS, AppServer
 from tests.e2e.corpus import XSS_IMG, XSS_SCRIPT
 
@@ -296,9 +295,6 @@ def test_busy_server_shows_the_queue_position(
             ctx.close()
 
 
-@pytest.mark.skipif(
-    not history_available(), reason="no durable run store (deepcritical.state) installed"
-)
 def test_history_lists_opens_and_exports_the_run(
     context: BrowserContext, app_server: AppServer
 ) -> None:

@@ -4,11 +4,10 @@ search calls are counted per source; wall time per stage is recorded; the CLI pr
 
 from __future__ import annotations
 
-import pytest
 from rich.console import Console
 
 from deepcritical.agents.search import SearchAgent, SearchRound
-from deepcritical.cli import commands as cli
+from deepcritical.cli.run_output import print_usage
 from deepcritical.config import Settings
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence, ResearchReport, RunResult, UsageReport
@@ -119,8 +118,8 @@ def test_record_search_counts_partial_failures_per_source() -> None:
     assert report.llm_total.requests == 0
 
 
-def test_cli_prints_the_usage_at_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "console", Console(width=160, no_color=True))
+def test_cli_prints_the_usage_at_the_end() -> None:
+    console = Console(width=160, no_color=True)
     usage = UsageReport.model_validate(
         {
             "llm": {
@@ -141,8 +140,8 @@ def test_cli_prints_the_usage_at_the_end(monkeypatch: pytest.MonkeyPatch) -> Non
             Evidence(content="x", citation=Citation(source="pubmed", id="1", pmid="1")),
         ],
     )
-    with cli.console.capture() as captured:
-        cli._print_usage(result)
+    with console.capture() as captured:
+        print_usage(result, console)
     text = captured.get()
     assert "LLM manager" in text
     assert "1200" in text

@@ -84,7 +84,7 @@ async def test_cancelling_the_consumer_closes_the_run(settings: Settings, tmp_pa
 
 async def test_run_handler_passes_the_key_as_secret(settings: Settings) -> None:
     fake = FakeResearch(script(run_result()))
-    demo = build_app(settings, research_fn=fake, store_opener=None)
+    demo = build_app(settings, research_fn=fake)
     run_fn = next(fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "run")
     outs = [
         o async for o in run_fn("Q?", " ctx ", "openai:gpt-4o", KEY, ["local"], 2, 10, "iterative")
@@ -98,7 +98,7 @@ async def test_run_handler_passes_the_key_as_secret(settings: Settings) -> None:
     assert "extractive mode" not in str(outs[-1][0])
     # a provider error echoing the key shows it redacted
     leaky = FakeResearch([ResearchEvent(type="error", message=f"401: bad key {KEY}")])
-    demo = build_app(settings, research_fn=leaky, store_opener=None)
+    demo = build_app(settings, research_fn=leaky)
     run_fn = next(fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "run")
     outs = [o async for o in run_fn("Q?", "", "openai:gpt-4o", KEY, [], 2, 10, "iterative")]
     assert "bad key [redacted]" in str(outs[-1][1])
@@ -111,7 +111,7 @@ async def test_run_handler_passes_the_key_as_secret(settings: Settings) -> None:
 
 
 def test_api_surface(settings: Settings) -> None:
-    demo = build_app(settings, research_fn=FakeResearch([]), store_opener=None)
+    demo = build_app(settings, research_fn=FakeResearch([]))
     public = {
         fn.api_name
         for fn in demo.fns.values()
@@ -121,13 +121,17 @@ def test_api_surface(settings: Settings) -> None:
     assert demo.get_config_file()["components"]  # builds a valid config
 
 
-def test_history_tab_only_with_a_store(settings: Settings) -> None:
+def test_history_tab_is_always_built_and_uses_the_opener(settings: Settings) -> None:
     def labels(demo: object) -> set[str]:
         comps = demo.get_config_file()["components"]  # type: ignore[attr-defined]
         return {str(c.get("props", {}).get("label")) for c in comps}
 
-    without = build_app(settings, research_fn=FakeResearch([]), store_opener=None)
-    assert "Run id" not in labels(without)
+    assert "Run id" in labels(build_app(settings, research_fn=FakeResearch([])))
     store = FakeStore([Record("r1", "Q1")])
     with_store = build_app(settings, research_fn=FakeResearch([]), store_opener=lambda s: store)
     assert "Run id" in labels(with_store)
+    refresh = next(
+        fn.fn for fn in with_store.fns.values() if getattr(fn.fn, "__name__", "") == "refresh"
+    )
+    assert refresh()[0][:2] == ["r1", "Q1"]
+    assert store.closed == 1

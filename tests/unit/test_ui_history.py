@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from deepcritical.config import Settings
+from deepcritical.state import RunNotFoundError
 from deepcritical.ui import history as hist
 
 T0 = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
@@ -81,7 +82,7 @@ def test_rows_newest_first_plain_text(store: FakeStore) -> None:
 def test_open_report_and_unknown_id(store: FakeStore) -> None:
     assert hist.open_report(store, " r1 ") == ("completed", "# Report\n")
     assert hist.open_report(store, "r2") == ("failed — boom", "")
-    with pytest.raises(hist.RunNotFoundError):
+    with pytest.raises(RunNotFoundError):
         hist.open_report(store, "nope")
 
 
@@ -91,28 +92,22 @@ def test_export_writes_json(store: FakeStore, tmp_path: Path) -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["id"] == "r1"
     assert data["events"] == [{"type": "done"}]
-    with pytest.raises(hist.RunNotFoundError):
+    with pytest.raises(RunNotFoundError):
         hist.export_to_file(store, "../etc/passwd", tmp_path)
 
 
-def test_panel_enabled_only_with_the_state_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hist, "STATE_MODULE", "deepcritical.no_such_state_package")
-    assert not hist.history_available()
-    assert hist.default_opener() is None
-
-
-def test_resume_needs_the_api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_resume_events_resumes_the_stripped_id(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from deepcritical import api
 
-    monkeypatch.delattr(api, "resume", raising=False)
-    with pytest.raises(RuntimeError, match="durable run store"):
-        hist.resume_events("r1", Settings(data_dir=tmp_path, _env_file=None))  # type: ignore[call-arg]
     seen: list[tuple[str, Settings]] = []
 
     def fake_resume(run_id: str, settings: Settings) -> Any:
         seen.append((run_id, settings))
         return iter(())
 
-    monkeypatch.setattr(api, "resume", fake_resume, raising=False)
-    hist.resume_events(" r1 ", Settings(data_dir=tmp_path, _env_file=None))  # type: ignore[call-arg]
-    assert seen[0][0] == "r1"
+    monkeypatch.setattr(api, "resume", fake_resume)
+    settings = Settings(data_dir=tmp_path, _env_file=None)  # type: ignore[call-arg]
+    hist.resume_events(" r1 ", settings)
+    assert seen == [("r1", settings)]

@@ -1,12 +1,10 @@
 """``deepcritical runs``: list, show, resume and export stored research runs.
 
-Registered on the main app by :mod:`deepcritical.cli.main` (``app.add_typer(runs_app, ...)``). A
-bad run id exits with code 2 and says where to find the valid ones.
+A bad run id exits with code 2 and says where to find the valid ones.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -14,36 +12,40 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from deepcritical.config import Settings
-from deepcritical.models import RunResult
+from deepcritical.cli.context import console, fail, out_console, settings_from_options
+from deepcritical.cli.run_output import ReportPath, check_out_path, run_to_report
 from deepcritical.state import RunNotFoundError, RunNotResumableError, RunRecord, RunStore
+
+__all__ = ["runs_app"]
 
 runs_app = typer.Typer(
     help="Stored research runs: list, show, resume, export.", no_args_is_help=True
 )
 
 
-def _open() -> RunStore:
-    from deepcritical.cli import commands as cli
+RunId = Annotated[str, typer.Argument(help="Run id (or a unique prefix).")]
 
-    settings = cli._settings()
+
+def _open() -> RunStore:
+    """The run database of the settings; exits with code 2 when it cannot be opened."""
+    settings = settings_from_options()
     try:
         return RunStore.open(settings)
     except Exception as exc:
-        raise cli._fail(f"cannot open the run database: {type(exc).__name__}: {exc}", 2) from exc
+        raise fail(f"cannot open the run database: {type(exc).__name__}: {exc}", 2) from exc
 
 
 def _require(store: RunStore, run_id: str) -> RunRecord:
-    from deepcritical.cli import commands as cli
-
+    """The run ``run_id``; closes the store and exits with code 2 when there is none."""
     record = store.get_run(run_id)
     if record is None:
         store.close()
-        raise cli._fail(f"no run with id {run_id!r}; `deepcritical runs list` shows the runs", 2)
+        raise fail(f"no run with id {run_id!r}; `deepcritical runs list` shows the runs", 2)
     return record
 
 
 def _status(record: RunRecord) -> str:
+    """The run's status, saying when an interrupted run can be resumed."""
     if record.interrupted:
         return f"{record.status}: interrupted (resumable)"
     return record.status
@@ -56,8 +58,6 @@ def list_runs(
     ] = 50,
 ) -> None:
     """List the newest runs with status, progress and saved sources."""
-    from deepcritical.cli import commands as cli
-
     store = _open()
     try:
         records = store.list_runs(limit)
@@ -76,20 +76,18 @@ def list_runs(
             str(r.sources),
             r.question[:80],
         )
-    cli.out_console.print(table)
+    out_console.print(table)
 
 
 @runs_app.command("show")
-def show_run(run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")]) -> None:
+def show_run(run_id: RunId) -> None:
     """Show a run: status, progress, stage, checklist, iterations, metrics."""
-    from deepcritical.cli import commands as cli
-
     store = _open()
     try:
         r = _require(store, run_id)
     finally:
         store.close()
-    out = cli.out_console
+    out = out_console
     out.print(f"Run {r.id}")
     out.print(f"Question: {r.question}")
     if r.refined_question:
@@ -122,14 +120,12 @@ def show_run(run_id: Annotated[str, typer.Argument(help="Run id (or a unique pre
 
 @runs_app.command("export")
 def export_run(
-    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    run_id: RunId,
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (default: standard output).")
     ] = None,
 ) -> None:
     """Export a run (run, checklist, iterations, sources by question, report) as JSON."""
-    from deepcritical.cli import commands as cli
-
     store = _open()
     try:
         record = _require(store, run_id)
@@ -138,41 +134,28 @@ def export_run(
         store.close()
     text = json.dumps(data, indent=2, ensure_ascii=False)
     if out is None:
-        cli.out_console.print_json(text)
+        out_console.print_json(text)
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
-    cli.console.print(f"[green]✓[/green] run {record.id} exported to {out}")
+    console.print(f"[green]✓[/green] run {record.id} exported to {out}")
 
 
 @runs_app.command("resume")
 def resume_run(
-    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
-    out: Annotated[
-        Path, typer.Option("--out", help="Markdown report path; JSON goes next to it (.json).")
-    ] = Path("report.md"),
+    run_id: RunId,
+    out: ReportPath = Path("report.md"),
 ) -> None:
     """Continue an interrupted run from its last completed step and write its report."""
-    from deepcritical.cli import commands as cli
+    check_out_path(out)
+    settings = settings_from_options()
 
-    cli._check_out_path(out)
-    settings = cli._settings()
-    try:
-        code, result = asyncio.run(_resume(run_id, settings))
-    except KeyboardInterrupt:
-        cli.console.print("[yellow]Interrupted.[/yellow] Resume again with the same command.")
-        raise typer.Exit(130) from None
-    if result is not None:
-        cli._write_outputs(result, out)
-    raise typer.Exit(code)
-
-
-async def _resume(run_id: str, settings: Settings) -> tuple[int, RunResult | None]:
     from deepcritical.api import resume
-    from deepcritical.cli import commands as cli
     from deepcritical.llm.providers import ModelSpecError
 
-    return await cli._consume(
+    run_to_report(
         lambda: resume(run_id, settings),
-        extra_errors=(RunNotFoundError, RunNotResumableError, ModelSpecError),
+        out,
+        bad_input=(RunNotFoundError, RunNotResumableError, ModelSpecError),
+        interrupt_hint="Resume again with the same command.",
     )

@@ -6,6 +6,10 @@ from typing import Annotated
 
 import typer
 
+from deepcritical.cli.context import global_options
+
+__all__ = ["serve"]
+
 
 def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
@@ -27,10 +31,9 @@ def serve(
     Settings come from the environment (DEEPCRITICAL_LLM, DEEPCRITICAL_SOURCES, API keys...)
     and --data-dir; each browser session may override model, key, sources and depth.
     """
-    from deepcritical.cli.commands import _Globals
     from deepcritical.ui.app import build_app
     from deepcritical.ui.launch import concurrency_from_env, launch, server_settings
 
-    settings = server_settings(_Globals.data_dir)
+    settings = server_settings(global_options.data_dir)
     demo = build_app(settings, concurrency=concurrency or concurrency_from_env())
     launch(demo, host=host, port=port, mcp_server=mcp)

@@ -30,6 +30,7 @@ from pydantic import SecretStr
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.models import RunResult
+from deepcritical.state import RunNotFoundError, RunStore
 from deepcritical.ui import history as hist
 from deepcritical.ui.downloads import write_downloads
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
@@ -157,7 +158,7 @@ def build_app(
     settings: Settings,
     *,
     research_fn: ResearchFn | None = None,
-    store_opener: hist.StoreOpener | Literal["auto"] | None = "auto",
+    store_opener: hist.StoreOpener = RunStore.open,
     concurrency: int = 2,
     downloads_dir: Path | None = None,
 ) -> gr.Blocks:
@@ -169,16 +170,14 @@ def build_app(
         settings: the server's settings.
         research_fn: ``research(question, settings, context=...)`` (default
             :func:`deepcritical.api.research`); tests pass scripted ones.
-        store_opener: opens the durable run store for the history panel; ``"auto"`` uses
-            ``deepcritical.state.RunStore.open`` when that package exists, ``None`` hides
-            the panel.
+        store_opener: opens the durable run store for the History tab, once per action
+            (default ``RunStore.open``); tests pass one that returns a fake store.
         concurrency: research runs executed at once; further clicks wait in the queue and
             see their position.
         downloads_dir: where each run's download files are written (default: a temporary
             directory).
     """
     run_fn: ResearchFn = research_fn if research_fn is not None else default_research()
-    opener = hist.default_opener() if store_opener == "auto" else store_opener
     root = downloads_dir or Path(tempfile.mkdtemp(prefix="deepcritical-ui-"))
     root.mkdir(parents=True, exist_ok=True)
     deep_research = make_deep_research_tool(settings, research_fn)
@@ -270,10 +269,12 @@ def build_app(
                     interactive=False,
                     elem_id="dc-downloads",
                 )
-            if opener is not None:
-                _history_tab(
-                    opener, settings, root, [notice, progress, report, evidence, hypotheses, files]
-                )
+            _history_tab(
+                store_opener,
+                settings,
+                root,
+                [notice, progress, report, evidence, hypotheses, files],
+            )
         outputs = [notice, progress, report, evidence, hypotheses, files]
         run_event = run_btn.click(
             run,
@@ -318,7 +319,7 @@ def _history_tab(
     def open_run(run_id: str) -> tuple[str, str]:
         try:
             status, markdown = with_store(lambda s: hist.open_report(s, run_id))
-        except hist.RunNotFoundError as exc:
+        except RunNotFoundError as exc:
             return html.escape(str(exc)), ""
         body = markdown_to_safe_html(markdown) if markdown else "<p>No report stored.</p>"
         return html.escape(status), body
@@ -326,7 +327,7 @@ def _history_tab(
     def export(run_id: str) -> str | None:
         try:
             path: Path = with_store(lambda s: hist.export_to_file(s, run_id, root / "exports"))
-        except hist.RunNotFoundError as exc:
+        except RunNotFoundError as exc:
             raise gr.Error(str(exc)) from None
         return str(path)
 

@@ -1,82 +1,36 @@
-"""Past runs from the durable run store (``deepcritical.state``), for the history panel.
+"""Past runs from the durable run store (:mod:`deepcritical.state`), for the web app's
+History tab: the table of runs, a stored report, the JSON export and resuming a run.
 
-The store is optional: the panel is shown only when :func:`history_available` finds the
-``deepcritical.state`` package. This module is written against :class:`RunStoreLike`, a
-protocol of the store's interface (``RunStore.open(settings)``, ``list_runs``, ``get_run``,
-``export_run``, ``close``), so it is tested with a small fake and does not import the store
-at module level.
+The helpers take an open :class:`~deepcritical.state.RunStore` (the tab opens one per action
+with a :data:`StoreOpener`, default ``RunStore.open``, and closes it after), so tests can pass
+a small fake of its ``list_runs``/``get_run``/``export_run``/``close``.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
+from deepcritical.state import RunNotFoundError, RunStore
 
-STATE_MODULE = "deepcritical.state"
+__all__ = [
+    "HEADERS",
+    "StoreOpener",
+    "export_to_file",
+    "history_rows",
+    "open_report",
+    "resume_events",
+]
+
 HEADERS = ["Run id", "Question", "Status", "Stage", "Progress", "Updated"]
 
-
-class RunRecordLike(Protocol):
-    """A stored run (``deepcritical.state.RunRecord``)."""
-
-    id: str
-    question: str
-    status: str
-    progress: Any
-    stage: Any
-    created_at: datetime
-    updated_at: datetime
-    error: str | None
-    report_markdown: str | None
-
-
-class RunStoreLike(Protocol):
-    """The durable run store (``deepcritical.state.RunStore``)."""
-
-    def list_runs(self, limit: int = 50) -> list[Any]:
-        """Runs, newest first (:class:`RunRecordLike` items)."""
-        ...
-
-    def get_run(self, run_id: str) -> Any:
-        """The run ``run_id`` (a :class:`RunRecordLike`) or ``None``."""
-        ...
-
-    def export_run(self, run_id: str) -> dict[str, Any]:
-        """Everything stored about the run, JSON-able."""
-        ...
-
-    def close(self) -> None:
-        """Release the store."""
-        ...
-
-
-StoreOpener = Callable[[Settings], RunStoreLike]
-
-
-def history_available() -> bool:
-    """Whether the durable run store package is installed."""
-    try:
-        return importlib.util.find_spec(STATE_MODULE) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def default_opener() -> StoreOpener | None:
-    """``RunStore.open`` of ``deepcritical.state``, or ``None`` when that package is absent."""
-    if not history_available():
-        return None
-    module = importlib.import_module(STATE_MODULE)
-    run_store = getattr(module, "RunStore", None)
-    opener = getattr(run_store, "open", None)
-    return cast(StoreOpener, opener) if callable(opener) else None
+StoreOpener = Callable[[Settings], RunStore]
+"""Opens the run store of the server's settings (``RunStore.open``); the caller closes it."""
 
 
 def _cell(value: Any) -> str:
@@ -89,7 +43,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def history_rows(store: RunStoreLike, limit: int = 50) -> list[list[str]]:
+def history_rows(store: RunStore, limit: int = 50) -> list[list[str]]:
     """Rows ``[id, question, status, stage, progress, updated]`` of the newest ``limit`` runs
     (plain text; the Dataframe shows it as text)."""
     rows: list[list[str]] = []
@@ -108,11 +62,7 @@ def history_rows(store: RunStoreLike, limit: int = 50) -> list[list[str]]:
     return rows
 
 
-class RunNotFoundError(LookupError):
-    """No stored run has this id."""
-
-
-def open_report(store: RunStoreLike, run_id: str) -> tuple[str, str]:
+def open_report(store: RunStore, run_id: str) -> tuple[str, str]:
     """``(status line, report markdown)`` of stored run ``run_id``; the markdown is empty when
     the run has no report yet (unfinished or failed).
 
@@ -126,7 +76,7 @@ def open_report(store: RunStoreLike, run_id: str) -> tuple[str, str]:
     return status, str(record.report_markdown or "")
 
 
-def export_to_file(store: RunStoreLike, run_id: str, directory: Path) -> Path:
+def export_to_file(store: RunStore, run_id: str, directory: Path) -> Path:
     """Write the export of ``run_id`` to ``directory/run-<id>.json``; return the path.
 
     Raises:
@@ -146,14 +96,13 @@ def export_to_file(store: RunStoreLike, run_id: str, directory: Path) -> Path:
 
 
 def resume_events(run_id: str, settings: Settings) -> AsyncIterator[ResearchEvent]:
-    """The event stream of ``deepcritical.api.resume(run_id, settings)``.
+    """The event stream of ``deepcritical.api.resume(run_id, settings)``, ``run_id`` stripped
+    of surrounding blanks.
 
-    Raises:
-        RuntimeError: this installation has no ``resume`` (no durable run store).
+    Raises (on the first iteration):
+        RunNotFoundError: unknown ``run_id``.
+        RunNotResumableError: the run already finished.
     """
-    from deepcritical import api
+    from deepcritical import api  # on first use: it loads the agents
 
-    resume = getattr(api, "resume", None)
-    if resume is None:
-        raise RuntimeError("resuming needs the durable run store (deepcritical.state)")
-    return cast(AsyncIterator[ResearchEvent], resume(run_id.strip(), settings=settings))
+    return api.resume(run_id.strip(), settings=settings)

@@ -1,0 +1,72 @@
+"""The ``deepcritical`` typer app: the global options and the command groups, assembled;
+:func:`main` is the console script's entry point.
+
+Commands: ``research`` (:mod:`~deepcritical.cli.research`), ``corpus add|info``
+(:mod:`~deepcritical.cli.corpus`), ``runs list|show|export|resume``
+(:mod:`~deepcritical.cli.runs`) and ``serve`` (:mod:`~deepcritical.cli.serve`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from deepcritical.cli.context import configure_logging, global_options
+from deepcritical.cli.corpus import corpus_app
+from deepcritical.cli.research import research
+from deepcritical.cli.runs import runs_app
+from deepcritical.cli.serve import serve
+
+__all__ = ["app", "main"]
+
+# Before any model library is imported (the commands import them lazily): no model
+# downloads, no telemetry, no tokenizer threads forked into the search workers.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+app = typer.Typer(
+    name="deepcritical",
+    help="Biomedical deep research with validated citations.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+"""The ``deepcritical`` command (typer app)."""
+
+
+@app.callback()
+def _global_options(
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            help="Where the local corpus and run data live "
+            "(default: $DEEPCRITICAL_DATA_DIR or ~/.local/share/deepcritical).",
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show library log messages.")
+    ] = False,
+) -> None:
+    global_options.data_dir = data_dir
+    configure_logging(verbose)
+
+
+app.add_typer(corpus_app, name="corpus")
+app.command()(research)
+app.add_typer(runs_app, name="runs")
+app.command("serve")(serve)
+
+
+def main() -> None:
+    """Run the ``deepcritical`` command on ``sys.argv``; exits with the command's code (130
+    on Ctrl-C)."""
+    try:
+        app()
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        sys.exit(130)

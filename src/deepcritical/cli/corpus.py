@@ -1,0 +1,77 @@
+"""``deepcritical corpus add FILE...`` and ``deepcritical corpus info``: the local corpus of
+abstracts (default ``<data-dir>/corpus``) that the ``local`` source searches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from deepcritical.cli.context import console, fail, out_console, settings_from_options
+from deepcritical.config import Settings
+
+if TYPE_CHECKING:
+    from deepcritical.corpus.index import LocalCorpus
+
+__all__ = ["corpus_app"]
+
+corpus_app = typer.Typer(help="Manage the local corpus of abstracts.", no_args_is_help=True)
+
+CorpusDir = Annotated[
+    Path | None, typer.Option("--corpus", help="Corpus directory (default <data-dir>/corpus).")
+]
+
+
+@corpus_app.command("add")
+def corpus_add(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="JSONL (PubMedQA format) or PubMed XML (.xml / .xml.gz) files.",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ],
+    corpus: CorpusDir = None,
+) -> None:
+    """Import abstracts into the local corpus; records already there are skipped."""
+    from deepcritical.corpus.readers import CorpusFormatError
+    from deepcritical.evidence.embeddings import EmbeddingModelError
+
+    settings = settings_from_options(corpus_dir=corpus)
+    directory = settings.resolved_corpus_dir
+    try:
+        local = _open_corpus(settings)
+        for path in files:
+            with console.status(f"Importing {path} (embedding abstracts)…"):
+                result = local.add_file(path)
+            console.print(
+                f"[green]✓[/green] {path}: {result.read} records read, {result.added} added, "
+                f"{result.skipped_existing} already in the corpus"
+            )
+        console.print(f"Corpus {directory}: {local.count()} documents")
+    except (CorpusFormatError, EmbeddingModelError, OSError) as exc:
+        raise fail(str(exc)) from exc
+
+
+@corpus_app.command("info")
+def corpus_info(corpus: CorpusDir = None) -> None:
+    """Show how many documents the local corpus holds."""
+    from deepcritical.corpus.index import LocalCorpus
+
+    settings = settings_from_options(corpus_dir=corpus)
+    directory = settings.resolved_corpus_dir
+    if not LocalCorpus.exists(directory):
+        raise fail(f"no corpus in {directory}: run `deepcritical corpus add FILE` first")
+    out_console.print(f"{directory}: {_open_corpus(settings).count()} documents")
+
+
+def _open_corpus(settings: Settings) -> LocalCorpus:
+    """The corpus at ``settings.resolved_corpus_dir`` with the settings' embedding model
+    (loaded on first use; :class:`EmbeddingModelError` when it cannot be)."""
+    from deepcritical.corpus.index import LocalCorpus
+    from deepcritical.evidence.embeddings import shared_embedder
+
+    return LocalCorpus(settings.resolved_corpus_dir, shared_embedder(settings.embedding_model))

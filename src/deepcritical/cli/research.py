@@ -1,0 +1,169 @@
+"""``deepcritical research QUESTION``: run a research question and write the markdown report
+plus a JSON file of the report, the plan and every evidence item.
+
+The run is recorded in the run database; its id is printed first, and ``deepcritical runs
+resume ID`` continues it if it is interrupted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from deepcritical.cli.context import fail, settings_from_options
+from deepcritical.cli.run_output import ReportPath, check_out_path, run_to_report
+from deepcritical.config import Settings
+from deepcritical.models import ReportPreferences
+from deepcritical.state import Syllabus, SyllabusError
+
+__all__ = ["research"]
+
+REPORT_LENGTHS = ("brief", "standard", "detailed")
+
+
+def research(
+    question: Annotated[str, typer.Argument(help="The research question.")],
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus",
+            help="Search this local corpus directory (alone, unless --sources adds others).",
+        ),
+    ] = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="none | openai:MODEL | anthropic:MODEL | openai-compatible:MODEL@BASE_URL.",
+        ),
+    ] = None,
+    sources: Annotated[
+        str | None,
+        typer.Option(
+            "--sources",
+            help="Comma list of pubmed,trials,europepmc,openalex,web,local "
+            "(default: local when a corpus exists, plus the live sources).",
+        ),
+    ] = None,
+    max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1, max=20)] = None,
+    max_sources: Annotated[
+        int | None, typer.Option("--max-sources", min=1, help="Stop gathering at this many items.")
+    ] = None,
+    time_budget: Annotated[
+        float | None, typer.Option("--time-budget", help="Seconds for gathering evidence.")
+    ] = None,
+    orchestrator: Annotated[
+        str | None,
+        typer.Option(
+            "--orchestrator",
+            help="iterative (deterministic loop; default, works with --llm none) or magentic "
+            "(an LLM manager picks the next agent; needs --llm).",
+        ),
+    ] = None,
+    context: Annotated[
+        str | None, typer.Option("--context", help="Background for the planner.")
+    ] = None,
+    audience: Annotated[
+        str | None,
+        typer.Option("--audience", help="Who reads the report, e.g. 'clinicians'."),
+    ] = None,
+    length: Annotated[
+        str | None,
+        typer.Option("--length", help="Report length: brief | standard | detailed."),
+    ] = None,
+    focus: Annotated[
+        str | None,
+        typer.Option("--focus", help="An aspect the report should emphasise."),
+    ] = None,
+    out: ReportPath = Path("report.md"),
+    syllabus_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--syllabus",
+            help="YAML/JSON syllabus whose questions replace the planner's checklist "
+            "(e.g. syllabi/drug_profile.yaml).",
+        ),
+    ] = None,
+) -> None:
+    """Research QUESTION and write a validated report (markdown + JSON).
+
+    The run is recorded (its id is printed first): `deepcritical runs resume ID` continues it
+    if it is interrupted."""
+    check_out_path(out)
+    syllabus = None
+    if syllabus_file is not None:
+        try:
+            syllabus = Syllabus.from_file(syllabus_file)
+        except SyllabusError as exc:
+            raise fail(str(exc), 2) from exc
+    preferences = _preferences(audience, length, focus)
+    source_list: list[str] | None = None
+    if sources is not None:
+        source_list = [s.strip() for s in sources.split(",") if s.strip()]
+    settings = settings_from_options(
+        llm=llm,
+        max_rounds=max_rounds,
+        max_sources=max_sources,
+        time_budget_seconds=time_budget,
+        orchestrator=orchestrator.strip().lower() if orchestrator else None,
+        corpus_dir=corpus,
+        sources=source_list,
+    )
+    if source_list is None:
+        settings = _default_sources(settings, corpus_given=corpus is not None)
+    _require_local_corpus(settings)
+
+    from deepcritical.api import research as run_research
+    from deepcritical.llm.providers import ModelSpecError
+    from deepcritical.orchestrators.deps import QuestionError
+
+    run_to_report(
+        lambda: run_research(
+            question, settings, context=context, syllabus=syllabus, preferences=preferences
+        ),
+        out,
+        bad_input=(QuestionError, ModelSpecError),
+    )
+
+
+def _default_sources(settings: Settings, *, corpus_given: bool) -> Settings:
+    """``settings`` with the sources used when --sources is not given: the local corpus alone
+    with --corpus; else the local corpus when one exists, plus the live sources."""
+    from deepcritical.corpus.index import LocalCorpus
+
+    if corpus_given:
+        chosen = ["local"]
+    else:
+        has_corpus = LocalCorpus.exists(settings.resolved_corpus_dir)
+        chosen = (["local"] if has_corpus else []) + [s for s in settings.sources if s != "local"]
+    return settings.model_copy(update={"sources": chosen})
+
+
+def _require_local_corpus(settings: Settings) -> None:
+    """Exit with code 2 when the ``local`` source is asked for but no corpus exists."""
+    from deepcritical.corpus.index import LocalCorpus
+
+    if "local" in settings.sources and not LocalCorpus.exists(settings.resolved_corpus_dir):
+        raise fail(
+            f"no local corpus in {settings.resolved_corpus_dir}: "
+            "run `deepcritical corpus add FILE` first",
+            2,
+        )
+
+
+def _preferences(
+    audience: str | None, length: str | None, focus: str | None
+) -> ReportPreferences | None:
+    """The report preferences of the --audience/--length/--focus options (``None`` when none
+    is given); exits with code 2 on a bad --length."""
+    if audience is None and length is None and focus is None:
+        return None
+    choice = (length or "standard").strip().lower()
+    if choice not in REPORT_LENGTHS:
+        raise fail(f"--length {length}: choose brief, standard or detailed", 2)
+    try:
+        return ReportPreferences(audience=audience or "", length=choice, focus=focus or "")
+    except ValueError as exc:
+        raise fail(f"report preferences: {exc}", 2) from None

@@ -1,0 +1,218 @@
+"""A research run on the terminal, shared by ``research`` and ``runs resume``: its events with
+a progress line, then the report files (markdown at ``--out``, JSON next to it) and the
+summary and usage tables.
+
+Exit codes of a run: 0 with a report, 1 when the run failed or ended without one, 2 for the
+errors a command names as bad input (e.g. an unknown model provider), 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from deepcritical.cli.context import console, fail
+from deepcritical.events import ResearchEvent
+from deepcritical.models import SOURCE_LABELS, RunResult
+
+__all__ = [
+    "ReportPath",
+    "check_out_path",
+    "print_usage",
+    "run_to_report",
+]
+
+ReportPath = Annotated[
+    Path, typer.Option("--out", help="Markdown report path; JSON goes next to it (.json).")
+]
+"""The ``--out`` option of the commands that write a report (default ``report.md``)."""
+
+EventStream = Callable[[], AsyncIterator[ResearchEvent]]
+
+_STYLE = {"warning": "yellow", "error": "red", "done": "green"}
+
+
+def check_out_path(out: Path) -> None:
+    """Refuse, before any work, an ``--out`` the report could not be written to.
+
+    Raises:
+        typer.Exit: code 2 when ``out`` ends in ``.json``, is a directory, or lies under a
+            file or an unwritable directory.
+    """
+    if out.suffix.lower() == ".json":
+        raise fail(
+            f"--out {out}: give the markdown path (e.g. report.md); the JSON is written next "
+            "to it with the suffix .json",
+            2,
+        )
+    if out.exists() and out.is_dir():
+        raise fail(f"--out {out} is a directory; give a file path such as {out}/report.md", 2)
+    parent = out.parent
+    for ancestor in [parent, *parent.parents]:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise fail(f"--out {out}: {ancestor} is a file, not a directory", 2)
+            if not os.access(ancestor, os.W_OK):
+                raise fail(f"--out {out}: {ancestor} is not writable", 2)
+            break
+
+
+def run_to_report(
+    start: EventStream,
+    out: Path,
+    *,
+    bad_input: tuple[type[Exception], ...],
+    interrupt_hint: str | None = None,
+) -> NoReturn:
+    """Run ``start()`` to its end, printing its events (the latest also on a progress line,
+    the run id with the command that resumes it), write the report files when it gives a
+    result (markdown at ``out``, JSON next to it; summary and usage tables) and exit.
+
+    Args:
+        start: returns the run's event stream (called once, inside the event loop).
+        out: the markdown report path, already checked by :func:`check_out_path`.
+        bad_input: errors of the run that mean bad input (printed; exit code 2).
+        interrupt_hint: printed after ``Interrupted.`` on Ctrl-C (exit code 130).
+
+    Raises:
+        typer.Exit: always: 0 with the report written, 1 when the run failed or ended
+            without a report, 2 on ``bad_input``, 130 when interrupted.
+    """
+    try:
+        code, result = asyncio.run(_consume(start, bad_input))
+    except KeyboardInterrupt:
+        hint = f" {interrupt_hint}" if interrupt_hint else ""
+        console.print(f"[yellow]Interrupted.[/yellow]{hint}")
+        raise typer.Exit(130) from None
+    if result is not None:
+        _write_outputs(result, out)
+    raise typer.Exit(code)
+
+
+async def _consume(
+    start: EventStream, bad_input: tuple[type[Exception], ...]
+) -> tuple[int, RunResult | None]:
+    """Print the events of ``start()`` (the latest also on a progress line) and return
+    ``(exit code, result)``: ``(0, result)`` after ``done``; ``(1, None)`` after ``error`` or
+    when the stream ends without a result; ``(2, None)`` when it raises one of ``bad_input``
+    (printed). The run id of the ``started`` event is printed with the command that resumes it.
+    """
+    result: RunResult | None = None
+    try:
+        with console.status("Starting…") as status:
+            async for event in start():
+                status.update(f"[bold]{event.type}[/bold]: {event.message[:100]}")
+                _print_event(event)
+                if event.type == "started" and event.data.get("run_id"):
+                    run_id = event.data["run_id"]
+                    console.print(
+                        f"{'run id':>16} {run_id} (resume: deepcritical runs resume {run_id})"
+                    )
+                if event.type == "done":
+                    result = event.result
+                elif event.type == "error":
+                    return 1, None
+    except bad_input as exc:
+        console.print(f"[red]Error:[/red] {exc}")
+        return 2, None
+    if result is None:
+        console.print("[red]Error:[/red] the run ended without a report")
+        return 1, None
+    return 0, result
+
+
+def _write_outputs(result: RunResult, out: Path) -> None:
+    """Write the markdown report to ``out`` and the JSON (report, plan, evidence) to ``out``
+    with the suffix ``.json``, creating the directory; print the summary and usage tables.
+
+    Raises:
+        OSError: a file cannot be written.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(result.report.to_markdown(), encoding="utf-8")
+    json_path = out.with_suffix(".json")
+    json_path.write_text(result.to_json(), encoding="utf-8")
+    _print_summary(result, out, json_path)
+    print_usage(result, console)
+
+
+def print_usage(result: RunResult, to: Console) -> None:
+    """Print the run's usage accounting to ``to``: LLM requests and input/output tokens per
+    agent and in total, search calls (failed ones counted) and results per source, then the
+    wall time per stage in seconds."""
+    usage = result.report.metadata.usage
+    table = Table(title="Usage")
+    table.add_column("What")
+    table.add_column("Requests / calls", justify="right")
+    table.add_column("Input tokens", justify="right")
+    table.add_column("Output tokens", justify="right")
+    for role, used in usage.llm.items():
+        failed = f" ({used.failures} failed)" if used.failures else ""
+        table.add_row(
+            f"LLM {role}",
+            f"{used.requests}{failed}",
+            str(used.input_tokens),
+            str(used.output_tokens),
+        )
+    total = usage.llm_total
+    table.add_row(
+        "LLM total", str(total.requests), str(total.input_tokens), str(total.output_tokens)
+    )
+    for source, calls in usage.search.items():
+        failed = f" ({calls.failed_calls} failed)" if calls.failed_calls else ""
+        table.add_row(
+            f"search {SOURCE_LABELS.get(source, source)}",
+            f"{calls.calls}{failed}",
+            f"{calls.results} results",
+            "",
+        )
+    to.print(table)
+    if usage.stage_seconds:
+        stages = " · ".join(f"{stage} {sec:.1f} s" for stage, sec in usage.stage_seconds.items())
+        to.print(f"Time per stage: {stages}")
+
+
+def _print_event(event: ResearchEvent) -> None:
+    if event.type in {"report_section"}:
+        return
+    style = _STYLE.get(event.type, "cyan")
+    prefix = f"[round {event.round}] " if event.round else ""
+    console.print(f"[{style}]{event.type:>16}[/{style}] {prefix}{event.message}")
+    if event.type == "searching":
+        for q in event.data.get("queries", []):
+            console.print(f"{'':>17} · {q}")
+
+
+def _print_summary(result: RunResult, md_path: Path, json_path: Path) -> None:
+    report = result.report
+    meta = report.metadata
+    table = Table(title="Run summary", show_header=False)
+    table.add_row("Report", str(md_path))
+    table.add_row("JSON (report + evidence)", str(json_path))
+    table.add_row("Evidence items", str(meta.papers_reviewed))
+    table.add_row("References", str(len(report.references)))
+    table.add_row("Rounds", str(meta.iterations))
+    table.add_row("Checklist coverage", f"{meta.checklist_coverage:.0%}")
+    table.add_row("Stopped because", str(meta.stop_reason))
+    cv = meta.citation_validation
+    table.add_row(
+        "Citation check",
+        f"{cv.references_checked} refs / {cv.markers_checked} citations checked; "
+        f"removed {cv.references_removed} refs, {cv.markers_removed} citations, "
+        f"{cv.sentences_removed} sentences"
+        + (
+            f"; the writer itself dropped {cv.writer_markers_removed} citations of sources it "
+            f"was not shown and {cv.writer_sentences_removed} sentences"
+            if cv.writer_markers_removed or cv.writer_sentences_removed
+            else ""
+        ),
+    )
+    table.add_row("Time", f"{meta.duration_seconds:.1f} s")
+    console.print(table)
