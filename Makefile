@@ -44,9 +44,16 @@ demo: install
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) corpus add $(CORPUS)
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) research "$(QUESTION)" --llm none --sources local --out report.md
 
-test: install $(if $(SKIP_SYSTEM_DEPS),,system-deps)
+## The rules that hold the code to its shape: lint (ruff, with complexity, blind-except and
+## banned-import rules), formatting, types (mypy strict over src, tests and benchmarks) and the
+## import-linter contracts (the levels of docs/architecture.md; no import cycles).
+check: install
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: check $(if $(SKIP_SYSTEM_DEPS),,system-deps)
 	$(BIN)/pytest
 
 lint: install

@@ -566,8 +566,8 @@ def calibrate(data: Path) -> None:
         cells = []
         js = []
         for name in names[:2]:
-            pos, neg = (np.asarray(x) for x in sets[name])
-            tpr, fpr = float(np.mean(pos >= t)), float(np.mean(neg >= t))
+            right, wrong = (np.asarray(x) for x in sets[name])
+            tpr, fpr = float(np.mean(right >= t)), float(np.mean(wrong >= t))
             cells.append(f"{tpr:>6.3f} {fpr:>6.3f}")
             js.append(tpr - fpr)
         v_tpr = float(np.mean(np.asarray(sets[names[2]][0]) >= t))

@@ -1,23 +1,52 @@
 """DeepCritical: a biomedical deep-research agent with validated citations.
 
-``from deepcritical import research`` gives the async entry point (imported lazily, so that
-``import deepcritical`` stays cheap).
+The public API, imported lazily so that ``import deepcritical`` stays cheap:
+
+- :func:`research` (``async for event in research(question, settings): ...``) and
+  :func:`resume` (continue a stored run), from :mod:`deepcritical.api`;
+- :class:`Settings` (:mod:`deepcritical.config`);
+- :class:`ResearchEvent` (:mod:`deepcritical.events`): what a run streams, the last being
+  ``done`` (with its :class:`RunResult`) or ``error``;
+- :class:`RunResult`, :class:`ResearchReport`, :class:`ReportPreferences`
+  (:mod:`deepcritical.models`).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "research"]
+__all__ = [
+    "ReportPreferences",
+    "ResearchEvent",
+    "ResearchReport",
+    "RunResult",
+    "Settings",
+    "__version__",
+    "research",
+    "resume",
+]
 
 if TYPE_CHECKING:
-    from deepcritical.api import research
+    from deepcritical.api import research, resume
+    from deepcritical.config import Settings
+    from deepcritical.events import ResearchEvent
+    from deepcritical.models import ReportPreferences, ResearchReport, RunResult
+
+_PUBLIC = {
+    "research": "deepcritical.api",
+    "resume": "deepcritical.api",
+    "Settings": "deepcritical.config",
+    "ResearchEvent": "deepcritical.events",
+    "RunResult": "deepcritical.models",
+    "ResearchReport": "deepcritical.models",
+    "ReportPreferences": "deepcritical.models",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "research":
-        from deepcritical.api import research
-
-        return research
-    raise AttributeError(f"module 'deepcritical' has no attribute {name!r}")
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'deepcritical' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -232,30 +232,8 @@ async def _research(
             llm_model = persisted.cached_model = CachedModel(llm_model, persisted.cache)
         if persisted is not None and chat_client is None and manager_client is not None:
             manager_client = CachedChatClient(manager_client, persisted.cache)
-        store = EvidenceStore(embedder, settings.near_duplicate_threshold)
-        agents = build_agents(settings, llm_model, embedder)
-        fallback = build_agents(settings, None, embedder) if llm_model is not None else None
-        if syllabus is not None:
-            agents = dataclasses.replace(agents, planner=SyllabusPlanner(agents.planner, syllabus))
-            if fallback is not None:
-                fallback = dataclasses.replace(
-                    fallback, planner=SyllabusPlanner(fallback.planner, syllabus)
-                )
-        search = SearchAgent(
-            run_sources,
-            store,
-            settings.results_per_query,
-            pubmed_date_from=settings.pubmed_date_from,
-        )
-        deps = RunDeps(
-            settings=settings,
-            agents=agents,
-            store=store,
-            search=search,
-            source_names=[s.name for s in run_sources],
-            fallback=fallback,
-            llm_label=llm_label,
-        )
+        deps = _run_deps(settings, llm_model, llm_label, embedder, run_sources, syllabus)
+        store = deps.store
         orchestrator: IterativeOrchestrator | MagenticOrchestrator
         if magentic and manager_client is not None:
             from deepcritical.orchestrators.magentic import MagenticOrchestrator
@@ -283,6 +261,40 @@ async def _research(
             persisted.end("failed", f"{type(exc).__name__}: {exc}"[:2000])
             raise
         persisted.end("failed", "the run ended without a report")
+
+
+def _run_deps(
+    settings: Settings,
+    model: Model | None,
+    llm_label: str,
+    embedder: Embedder,
+    sources: Sequence[SearchSource],
+    syllabus: Syllabus | None,
+) -> RunDeps:
+    """The dependencies of one run: a fresh evidence store, the role implementations for
+    ``model`` (extractive with ``None``; the extractive set as the fallback of an LLM set),
+    the syllabus planner when the syllabus is fixed, and the search agent over ``sources``."""
+    store = EvidenceStore(embedder, settings.near_duplicate_threshold)
+    agents = build_agents(settings, model, embedder)
+    fallback = build_agents(settings, None, embedder) if model is not None else None
+    if syllabus is not None:
+        agents = dataclasses.replace(agents, planner=SyllabusPlanner(agents.planner, syllabus))
+        if fallback is not None:
+            fallback = dataclasses.replace(
+                fallback, planner=SyllabusPlanner(fallback.planner, syllabus)
+            )
+    search = SearchAgent(
+        sources, store, settings.results_per_query, pubmed_date_from=settings.pubmed_date_from
+    )
+    return RunDeps(
+        settings=settings,
+        agents=agents,
+        store=store,
+        search=search,
+        source_names=[s.name for s in sources],
+        fallback=fallback,
+        llm_label=llm_label,
+    )
 
 
 def _log_to_stderr() -> None:

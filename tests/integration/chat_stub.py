@@ -438,7 +438,7 @@ class ChatCompletionsStub:
                         self._send_sse(completion, body)
                     else:
                         self._send(200, completion)
-                except Exception as exc:  # a bug in the stub: report it, answer 500
+                except Exception as exc:  # noqa: BLE001 - a bug in the stub: report it, answer 500
                     stub.errors.append(f"{type(exc).__name__}: {exc}")
                     self._send(500, {"error": {"message": str(exc)}})
 

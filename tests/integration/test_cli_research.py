@@ -510,7 +510,12 @@ def test_bad_out_path_is_refused_before_any_work(
     written: both are refused at once (exit 2), not after the run."""
     (tmp_path / "a-file").write_text("not a directory", encoding="utf-8")
     out = tmp_path / out_name
-    args = ["--data-dir", corpus_setup.data_dir, "research", corpus_setup.question]
+    args: list[str | Path] = [
+        "--data-dir",
+        corpus_setup.data_dir,
+        "research",
+        corpus_setup.question,
+    ]
     run = run_cli(*args, *_with_corpus(corpus_setup, "--llm", "none"), "--out", out, cwd=tmp_path)
     assert run.returncode == 2, run.describe()
     assert message in run.output, run.describe()

@@ -130,7 +130,7 @@ def stub() -> Iterator[ChatCompletionsStub]:
 def settings_for(stub: ChatCompletionsStub, corpus: Path, tmp: Path, orchestrator: str) -> Settings:
     return Settings(
         llm=f"openai-compatible:stub@{stub.base_url}",
-        orchestrator=orchestrator,  # type: ignore[arg-type]
+        orchestrator=orchestrator,
         sources=["local"],
         data_dir=tmp,
         corpus_dir=corpus,

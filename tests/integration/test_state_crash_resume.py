@@ -157,6 +157,9 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_repeats_no_search(
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
         stub.release()
 
     resumed = run_cli(

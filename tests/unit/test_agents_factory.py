@@ -54,7 +54,7 @@ def test_a_model_gives_llm_agents_sharing_one_usage_tracker() -> None:
     assert isinstance(agents.planner, LLMPlanner)
     assert agents.planner._agent.usage is agents.usage
     assert agents.planner._agent._agent  # a pydantic-ai Agent was built
-    assert agents.writer._outline.usage is agents.usage  # type: ignore[attr-defined]
+    assert agents.writer._outline.usage is agents.usage
     assert agents.planner._agent.timeout_seconds == Settings().llm_timeout_seconds
 
 
@@ -138,6 +138,8 @@ class ScriptedLLM:
         assert isinstance(first, ModelRequest)
         prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
         ids = re.findall(r'<source id="(E\d+)" nonce=', prompt)
+        role: str
+        out: dict[str, Any]
         if "checklist" in props:
             role, out = (
                 "planner",
@@ -221,7 +223,7 @@ async def test_llm_set_runs_a_whole_question_with_a_scripted_model(pubmedqa_dir:
     events = [e async for e in orch.run("Does laparoscopic surgery shorten hospital stay?")]
     assert events[-1].type == "done", [e.message for e in events]
     assert [w.message for w in events if w.type == "warning"] == []
-    report = events[-1].result.report  # type: ignore[union-attr]
+    report = events[-1].result.report
     text = " ".join(report.texts())
     assert "fabricated" not in text
     assert "E999" not in text

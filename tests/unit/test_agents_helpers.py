@@ -3,6 +3,8 @@ study designs, prompt templates."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from deepcritical.agents.queries import fresh_queries, query_key
@@ -170,7 +172,7 @@ def test_fresh_queries_filter_tried_and_repeats() -> None:
         ({"content": "The weather was discussed."}, StudyDesign.OTHER),
     ],
 )
-def test_study_designs(kwargs: dict[str, object], design: StudyDesign) -> None:
+def test_study_designs(kwargs: dict[str, Any], design: StudyDesign) -> None:
     content = str(kwargs.pop("content", "Text."))
     assert classify_design(item(content, **kwargs)) == design
 

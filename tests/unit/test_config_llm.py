@@ -30,7 +30,7 @@ def test_env_prefix_and_key_aliases(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_public_dict_never_contains_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "ant-secret")
     monkeypatch.setenv("NCBI_API_KEY", "ncbi-secret")
-    public = Settings(openai_api_key="sk-x").public_dict()  # type: ignore[arg-type]
+    public = Settings(openai_api_key="sk-x").public_dict()
     text = repr(public)
     for secret in ("ant-secret", "ncbi-secret", "sk-x"):
         assert secret not in text
@@ -86,6 +86,6 @@ def test_build_model_selects_provider() -> None:
     assert model is not None
     assert model.model_name == "qwen2.5"
     assert "127.0.0.1:9" in str(model.base_url)
-    anth = build_model(Settings(llm="anthropic:claude-x", anthropic_api_key="k"))  # type: ignore[arg-type]
+    anth = build_model(Settings(llm="anthropic:claude-x", anthropic_api_key="k"))
     assert anth is not None
     assert anth.system == "anthropic"

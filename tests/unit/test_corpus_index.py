@@ -317,7 +317,7 @@ def test_concurrent_searches_from_threads(corpus: LocalCorpus) -> None:
     def worker(query: str) -> None:
         try:
             results.append(corpus.search(query, 1)[0].article.pmid)
-        except BaseException as exc:  # collected and asserted below
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(exc)
 
     threads = [

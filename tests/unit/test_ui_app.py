@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,9 +19,17 @@ from tests.unit.ui_fixtures import FakeResearch, run_result, script
 KEY = "sk-unit-secret-999"
 
 
+def handler(demo: Any, name: str) -> Any:
+    """The event handler function named ``name`` of a built app."""
+    found = [fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == name]
+    assert found, name
+    assert found[0] is not None, name
+    return found[0]
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path, sources=["local"], _env_file=None)  # type: ignore[call-arg]
+    return Settings(data_dir=tmp_path, sources=["local"], _env_file=None)
 
 
 async def collect(stream: AsyncIterator[tuple[object, ...]]) -> list[tuple[object, ...]]:
@@ -85,7 +94,7 @@ async def test_cancelling_the_consumer_closes_the_run(settings: Settings, tmp_pa
 async def test_run_handler_passes_the_key_as_secret(settings: Settings) -> None:
     fake = FakeResearch(script(run_result()))
     demo = build_app(settings, research_fn=fake)
-    run_fn = next(fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "run")
+    run_fn = handler(demo, "run")
     outs = [
         o async for o in run_fn("Q?", " ctx ", "openai:gpt-4o", KEY, ["local"], 2, 10, "iterative")
     ]
@@ -99,7 +108,7 @@ async def test_run_handler_passes_the_key_as_secret(settings: Settings) -> None:
     # a provider error echoing the key shows it redacted
     leaky = FakeResearch([ResearchEvent(type="error", message=f"401: bad key {KEY}")])
     demo = build_app(settings, research_fn=leaky)
-    run_fn = next(fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "run")
+    run_fn = handler(demo, "run")
     outs = [o async for o in run_fn("Q?", "", "openai:gpt-4o", KEY, [], 2, 10, "iterative")]
     assert "bad key [redacted]" in str(outs[-1][1])
     assert KEY not in str(outs)
@@ -130,8 +139,6 @@ def test_history_tab_is_always_built_and_uses_the_opener(settings: Settings) -> 
     store = FakeStore([Record("r1", "Q1")])
     with_store = build_app(settings, research_fn=FakeResearch([]), store_opener=lambda s: store)
     assert "Run id" in labels(with_store)
-    refresh = next(
-        fn.fn for fn in with_store.fns.values() if getattr(fn.fn, "__name__", "") == "refresh"
-    )
+    refresh = handler(with_store, "refresh")
     assert refresh()[0][:2] == ["r1", "Q1"]
     assert store.closed == 1

@@ -108,6 +108,6 @@ def test_resume_events_resumes_the_stripped_id(
         return iter(())
 
     monkeypatch.setattr(api, "resume", fake_resume)
-    settings = Settings(data_dir=tmp_path, _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(data_dir=tmp_path, _env_file=None)
     hist.resume_events(" r1 ", settings)
     assert seen == [("r1", settings)]

@@ -15,7 +15,7 @@ from tests.unit.ui_fixtures import FakeResearch, run_result, script
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path, sources=["local"], max_rounds=3, _env_file=None)  # type: ignore[call-arg]
+    return Settings(data_dir=tmp_path, sources=["local"], max_rounds=3, _env_file=None)
 
 
 async def test_completed_run_maps_to_the_structure(settings: Settings) -> None:

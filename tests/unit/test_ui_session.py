@@ -25,7 +25,7 @@ KEY = "sk-session-secret-123"
 def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPCRITICAL_LLM"):
         monkeypatch.delenv(var, raising=False)
-    return Settings(data_dir=tmp_path, sources=["local"], _env_file=None)  # type: ignore[call-arg]
+    return Settings(data_dir=tmp_path, sources=["local"], _env_file=None)
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ def run_result(stop_reason: str = "sufficient", iterations: int = 2) -> RunResul
             Reference(evidence_id="E1", citation=ev[0].citation),
             Reference(evidence_id="E2", citation=ev[1].citation),
         ],
-        metadata=ReportMetadata(stop_reason=stop_reason, iterations=iterations),  # type: ignore[arg-type]
+        metadata=ReportMetadata(stop_reason=stop_reason, iterations=iterations),
     )
     return RunResult(report=report, plan=plan, evidence=ev)
 

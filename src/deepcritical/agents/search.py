@@ -9,7 +9,7 @@ kept, so that a cap on new items keeps the most relevant of the whole round, not
 query's.
 
 Shared by the LLM and the extractive modes. A failing source is recorded and the round goes
-on (DESIGN trap 12); whatever a source raises (a :class:`SourceError`, or any other exception
+on; whatever a source raises (a :class:`SourceError`, or any other exception
 from a buggy source) never ends the run. Per-call timeouts and rate limits are the sources'
 business (``SourceHttp``); cancelling :meth:`SearchAgent.run` cancels every pending call.
 """

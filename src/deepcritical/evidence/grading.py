@@ -279,7 +279,8 @@ def _quote(text: str) -> str:
 # --------------------------------------------------------------------------- rules
 
 
-def _from_types(evidence: Evidence, sentences: Sequence[str], mesh: set[str]) -> DesignGrade | None:
+# Complexity: one rule per publication type, in evidence order.
+def _from_types(evidence: Evidence, sentences: Sequence[str], mesh: set[str]) -> DesignGrade | None:  # noqa: C901
     types = [t.strip() for t in evidence.publication_types if t.strip()]
     lower = {t.lower(): t for t in types}
 
@@ -387,7 +388,8 @@ def _title(term: str) -> str:
     return " ".join("-".join(p.capitalize() for p in w.split("-")) for w in term.split(" "))
 
 
-def assess_design(evidence: Evidence) -> DesignGrade:
+# Complexity: the evidence ladder, read top down.
+def assess_design(evidence: Evidence) -> DesignGrade:  # noqa: C901
     """The design of ``evidence`` and what it was read from (rules in the module docstring)."""
     if evidence.study_design is not None:
         return DesignGrade(evidence.study_design, "set on the evidence item")

@@ -4,7 +4,7 @@ The same paper reaches a run from several sources (PubMed gives a PMID, Europe P
 PMCID and a DOI, OpenAlex a DOI and an OpenAlex URL). Every identifier is normalised to one
 canonical spelling and turned into a *key* (``pmid:123``, ``doi:10.1000/x``, ``pmcid:PMC1``,
 ``nct:NCT01234567``, ``url:https://...``); two records sharing any key are the same document
-and :func:`merge_evidence` folds them into one evidence item (DESIGN trap 11).
+and :func:`merge_evidence` folds them into one evidence item.
 
 Canonical forms (see :mod:`deepcritical.models`):
 
@@ -88,7 +88,8 @@ def _strip_trailing_punctuation(doi: str) -> str:
     return doi
 
 
-def _ids_from_url(url: str) -> dict[str, str]:
+# Complexity: one branch per publisher URL pattern.
+def _ids_from_url(url: str) -> dict[str, str]:  # noqa: C901
     """Identifiers a URL names by its host and path (PubMed, PMC, Europe PMC, doi.org,
     ClinicalTrials.gov, publisher ``/doi/10.x/...`` pages). Kind -> normalised value."""
     try:

@@ -1,17 +1,17 @@
 """The run's evidence store: every document collected, deduplicated, embedded, in memory.
 
-One store per run (DESIGN trap 10): create it with the run and let it go with the run; there is
+One store per run: create it with the run and let it go with the run; there is
 no module-level instance. Items get run-local ids ``E1``, ``E2``, ... in insertion order; ids are
 never reused and items are never removed.
 
 Deduplication on :meth:`EvidenceStore.add`:
 
-1. **Identifiers** (DESIGN trap 11). An incoming item sharing any identifier key
+1. **Identifiers**. An incoming item sharing any identifier key
    (:func:`~deepcritical.evidence.identifiers.identifier_keys`: PMID, DOI, PMCID, NCT ID, URL)
    with a stored item, or with an earlier item of the same batch, is folded into it with
    :func:`~deepcritical.evidence.identifiers.merge_evidence`. Items with no identifier at all
    get a ``hash:`` key from their normalised title and content.
-2. **Near duplicates by embedding** (DESIGN trap 7). Only the items that survive step 1 are
+2. **Near duplicates by embedding**. Only the items that survive step 1 are
    compared, against the stored items and against earlier new items of the same batch; stored
    items are never compared with each other. Cosine similarity ``>= near_duplicate_threshold``
    folds the new item into the most similar one, unless the two carry different values of the

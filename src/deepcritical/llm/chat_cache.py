@@ -62,7 +62,7 @@ def _jsonable(value: Any) -> Any:
     if callable(to_dict):
         try:
             return _jsonable(to_dict())
-        except Exception:  # an object whose to_dict needs arguments: fall through
+        except Exception:  # noqa: BLE001 - an object whose to_dict needs arguments: fall through
             pass
     name = getattr(value, "name", None) or getattr(value, "__qualname__", None)
     kind = type(value)

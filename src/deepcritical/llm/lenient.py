@@ -3,7 +3,7 @@
 Small models answer booleans as strings ("false", "No.", "not sufficient"), scores as "7/10",
 fractions as "80%" and lists as one string. A plain ``bool`` field would accept ``"false"``
 (pydantic's lax mode maps it to ``False``) but reject ``"No."`` or ``"not sufficient"``, and a
-hand-written ``bool(value)`` would turn ``"false"`` into ``True`` (DESIGN trap 5). These
+hand-written ``bool(value)`` would turn ``"false"`` into ``True``. These
 annotated types coerce what can be read unambiguously and reject the rest, so pydantic-ai sends
 the validation error back to the model.
 """

@@ -62,7 +62,8 @@ def grounding_appendix(report: ResearchReport, numbers: dict[str, int]) -> list[
     return out
 
 
-def render_markdown(report: ResearchReport) -> str:
+# Complexity: one branch per report part, in reading order.
+def render_markdown(report: ResearchReport) -> str:  # noqa: C901
     """``report`` as markdown: citations numbered ``[1]``, ``[2]``... in order of first
     appearance, references listed in that order with their study design, then the grounding
     appendix (each checked sentence's supporting quotes) and the run's metadata."""

@@ -69,7 +69,7 @@ class EventChannel:
             closed = _Closed()
             try:
                 await work()
-            except Exception as exc:  # handed to the consumer, raised there
+            except Exception as exc:  # noqa: BLE001 - handed to the consumer, raised there
                 closed.error = exc
             for event in self.pending:
                 queue.put_nowait(event)

@@ -1,27 +1,30 @@
 """The ``magentic`` orchestrator: Microsoft Agent Framework's Magentic manager picks the next
 agent each round; the orchestrator guarantees the ending.
 
-Flow: plan (the planner, as in ``iterative``) -> a fresh Magentic workflow per run (DESIGN
-trap 6) whose participants are SearchAgent, HypothesisAgent, JudgeAgent and ReportAgent
+Flow: plan (the planner, as in ``iterative``) -> a fresh Magentic workflow per run whose
+participants are SearchAgent, HypothesisAgent, JudgeAgent and ReportAgent
 (:mod:`deepcritical.orchestrators.magentic_agents`), coordinated by the standard Magentic
 manager on the run's model (:func:`deepcritical.llm.providers.build_chat_client`) -> the
 report, built and validated by the orchestrator from the evidence store (the ``iterative``
 report stage, :meth:`ResearchRun.finish`).
 
 Guaranteed ending: whether the manager declares the request satisfied, hits its round limit
-(whose output is canned text, not a report: trap 4) or its reset limit, names an unknown
+(whose output is canned text, not a report) or its reset limit, names an unknown
 participant, fails, runs out of the time budget or never calls ReportAgent, the run ends
 with a validated report whose metadata (``stop_reason``, ``notes``) and ``done`` event say
-why. Stop rules stay in code (trap 8): the judge's ``sufficient``, the evidence limit, the
-search-round limit and a search that finds nothing new close the search, whatever the
-manager asks.
+why. Stop rules stay in code, not in a prompt: the judge's ``sufficient``, the evidence
+limit, the search-round limit and a search that finds nothing new close the search, whatever
+the manager asks.
 
 The manager is :class:`ResearchManager`, a :class:`StandardMagenticManager` whose progress
-ledger is parsed leniently and whose booleans are coerced from strings ("false" is False:
-trap 5), with ``max_round_count`` (< 45: trap 4), ``max_stall_count`` and
-``max_reset_count`` set. The workflow runs in one task under ``asyncio.timeout`` (the time
-budget); its stream is closed when the run stops for any reason, and cancelling the consumer
-cancels that task, which closes the stream and stops every participant (trap 6).
+ledger is parsed leniently and whose booleans are coerced from strings (small models answer
+"false", which ``bool`` reads as True), with ``max_round_count`` (< 45: agent-framework's
+hidden superstep limit raises after about 50 rounds), ``max_stall_count`` and
+``max_reset_count`` set. The workflow is followed inside the run's one task (its
+:class:`~deepcritical.orchestrators.channel.EventChannel`) under ``asyncio.timeout`` (the
+time budget); its stream is closed when the run stops for any reason, and cancelling the
+consumer cancels that task, which closes the stream and stops every participant (merely
+leaving the loop would not).
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ MANAGER_ROLE = "manager"
 """Usage role (and stage) of the Magentic manager's own model calls."""
 
 MAX_MANAGER_ROUNDS = 44
-"""Upper bound of ``max_round_count``: below the workflow's hidden superstep limit (trap 4)."""
+"""Upper bound of ``max_round_count``: below the workflow's hidden superstep limit (about 50)."""
 
 ROUND_LIMIT_TEXT = "Workflow terminated due to reaching maximum round count"
 RESET_LIMIT_TEXT = "Workflow terminated due to reaching maximum reset count"
@@ -102,7 +105,7 @@ _TRUE = {"true", "yes", "y", "1", "satisfied", "done", "complete", "completed"}
 _FALSE = {"false", "no", "n", "0", "", "none", "null", "not satisfied", "incomplete"}
 
 
-# --- progress ledger (trap 5) -------------------------------------------------------------
+# --- progress ledger --------------------------------------------------------------------
 
 
 def coerce_ledger_bool(value: object) -> bool:
@@ -212,7 +215,7 @@ def parse_progress_ledger(text: str, names: Sequence[str]) -> MagenticProgressLe
 
 class ResearchManager(StandardMagenticManager):
     """The standard Magentic manager (its prompts, facts, plan, replan and final answer),
-    with a lenient progress-ledger parser that coerces string booleans (trap 5) and matches
+    with a lenient progress-ledger parser that coerces string booleans and matches
     loosely written participant names."""
 
     async def create_progress_ledger(
@@ -467,7 +470,8 @@ class MagenticOrchestrator:
             end.finished = True
         except TimeoutError:
             end.timed_out = True
-        except Exception as exc:
+        # a participant or the manager raised: the run goes on
+        except Exception as exc:  # noqa: BLE001 (see above)
             log.warning("magentic workflow failed", error=f"{type(exc).__name__}: {exc}")
             end.error = exc
         return end

@@ -4,7 +4,7 @@ Each participant is an agent-framework agent (:class:`agent_framework.BaseAgent`
 the run's shared context (:class:`~deepcritical.orchestrators.run.ResearchRun`: question,
 plan, evidence store, limits, the role implementations, the search agent) from its
 constructor: Magentic participants see only the messages since they last spoke, never the
-task (DESIGN trap 3). Each does its work through the evidence store and the existing role
+task. Each does its work through the evidence store and the existing role
 implementations (LLM or extractive, with the extractive fallback), emits the run's usual
 events, and answers the manager with a short summary (< 500 characters) of what it added and
 what is still missing. The manager's instruction is a request, not a search query: the
@@ -12,7 +12,7 @@ SearchAgent turns it into queries with the query generator.
 
 ``run`` is a plain ``def`` returning a coroutine (``stream=False``) or a
 :class:`~agent_framework.ResponseStream` (``stream=True``), as agent-framework expects
-(DESIGN trap 2).
+.
 """
 
 from __future__ import annotations

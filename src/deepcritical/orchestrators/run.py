@@ -161,7 +161,7 @@ class ResearchRun:
                 return await call(self.agents)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any role failure falls back, with a warning
                 if self.fallback is None:
                     self.warn(f"{role} failed: {type(exc).__name__}: {exc}")
                     return None
@@ -173,7 +173,7 @@ class ResearchRun:
                 return await call(self.fallback)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the step goes without, with a warning
                 self.warn(f"extractive {role} failed too: {type(exc).__name__}: {exc}")
                 return None
 

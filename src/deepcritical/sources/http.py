@@ -83,7 +83,7 @@ class _WaitRetryAfter:
     """Exponential backoff with jitter, but never shorter than the server's Retry-After."""
 
     def __init__(self, initial: float, maximum: float) -> None:
-        self._backoff = wait_exponential_jitter(initial=initial, max=maximum, jitter=initial)
+        self._backoff = wait_exponential_jitter(multiplier=initial, max=maximum, jitter=initial)
 
     def __call__(self, state: RetryCallState) -> float:
         backoff: float = self._backoff(state)

@@ -115,7 +115,7 @@ async def stream_run(
                     result = event.result
                     break
                 yield out(view, report, evidence, hypotheses, None)
-    except Exception as exc:  # shown to the user (keys redacted by out())
+    except Exception as exc:  # noqa: BLE001 - shown to the user (keys redacted by out())
         log.warning("run failed: %s", type(exc).__name__)
         view = fail(view, f"{type(exc).__name__}: {exc}")
     if result is None:

@@ -1,9 +1,9 @@
 """Past runs from the durable run store (:mod:`deepcritical.state`), for the web app's
 History tab: the table of runs, a stored report, the JSON export and resuming a run.
 
-The helpers take an open :class:`~deepcritical.state.RunStore` (the tab opens one per action
-with a :data:`StoreOpener`, default ``RunStore.open``, and closes it after), so tests can pass
-a small fake of its ``list_runs``/``get_run``/``export_run``/``close``.
+The helpers take an open :class:`RunHistory`: a :class:`~deepcritical.state.RunStore` (the tab
+opens one per action with a :data:`StoreOpener`, default ``RunStore.open``, and closes it
+after), or in tests a small fake of its ``list_runs``/``get_run``/``export_run``/``close``.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import json
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
-from deepcritical.state import RunNotFoundError, RunStore
+from deepcritical.state import RunNotFoundError, RunRecord
 
 __all__ = [
     "HEADERS",
+    "RunHistory",
     "StoreOpener",
     "export_to_file",
     "history_rows",
@@ -29,7 +30,28 @@ __all__ = [
 
 HEADERS = ["Run id", "Question", "Status", "Stage", "Progress", "Updated"]
 
-StoreOpener = Callable[[Settings], RunStore]
+
+class RunHistory(Protocol):
+    """What the History tab reads from the run store (:class:`deepcritical.state.RunStore`)."""
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        """The newest ``limit`` runs, newest first."""
+        ...
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """Run ``run_id`` (a unique prefix of 6+ characters is accepted), or ``None``."""
+        ...
+
+    def export_run(self, run_id: str) -> dict[str, Any]:
+        """Run ``run_id`` as JSON data (see :meth:`deepcritical.state.RunStore.export_run`)."""
+        ...
+
+    def close(self) -> None:
+        """Release the database."""
+        ...
+
+
+StoreOpener = Callable[[Settings], RunHistory]
 """Opens the run store of the server's settings (``RunStore.open``); the caller closes it."""
 
 
@@ -43,7 +65,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def history_rows(store: RunStore, limit: int = 50) -> list[list[str]]:
+def history_rows(store: RunHistory, limit: int = 50) -> list[list[str]]:
     """Rows ``[id, question, status, stage, progress, updated]`` of the newest ``limit`` runs
     (plain text; the Dataframe shows it as text)."""
     rows: list[list[str]] = []
@@ -62,7 +84,7 @@ def history_rows(store: RunStore, limit: int = 50) -> list[list[str]]:
     return rows
 
 
-def open_report(store: RunStore, run_id: str) -> tuple[str, str]:
+def open_report(store: RunHistory, run_id: str) -> tuple[str, str]:
     """``(status line, report markdown)`` of stored run ``run_id``; the markdown is empty when
     the run has no report yet (unfinished or failed).
 
@@ -76,7 +98,7 @@ def open_report(store: RunStore, run_id: str) -> tuple[str, str]:
     return status, str(record.report_markdown or "")
 
 
-def export_to_file(store: RunStore, run_id: str, directory: Path) -> Path:
+def export_to_file(store: RunHistory, run_id: str, directory: Path) -> Path:
     """Write the export of ``run_id`` to ``directory/run-<id>.json``; return the path.
 
     Raises:

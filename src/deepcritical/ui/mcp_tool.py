@@ -139,7 +139,8 @@ async def run_deep_research(
                     )
                 elif event.type == "done" and event.result is not None:
                     return _from_result(trace_id, event.result)
-    except Exception as exc:  # the tool reports failures; it does not crash the server
+    # the tool reports failures; it does not crash the server
+    except Exception as exc:  # noqa: BLE001 (see above)
         return DeepResearchOutput(
             trace_id=trace_id, status="error", error=f"{type(exc).__name__}: {exc}"
         )

@@ -1,5 +1,5 @@
 """Closing event streams: a consumer that stops early (Stop button, an error, the ``done``
-event) must close the run's generator so the run releases what it opened (DESIGN trap 6)."""
+event) must close the run's generator so the run releases what it opened."""
 
 from __future__ import annotations
 
