@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from gradio_client import Client
 from mcp import ClientSession
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 
 from deepcritical.ui.mcp_tool import parse_output
 from tests.e2e.conftest import AppServer
@@ -57,7 +57,7 @@ def test_gradio_client_runs_a_research(app_server: AppServer) -> None:
 
 async def _mcp_session(url: str) -> tuple[list[Any], Any, Any]:
     async with (
-        streamablehttp_client(url + "/gradio_api/mcp/") as (read, write, _),
+        streamable_http_client(url + "/gradio_api/mcp/") as (read, write, _),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
