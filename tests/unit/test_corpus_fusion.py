@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deepcritical.evidence.fusion import RRF_K, reciprocal_rank_fusion
+from deepcritical.evidence.fusion import RRF_K, reciprocal_rank_fusion, rrf_score
 
 
 def test_scores_are_sums_of_reciprocal_ranks() -> None:
@@ -39,3 +39,9 @@ def test_k_changes_the_weighting_and_must_be_non_negative() -> None:
     assert reciprocal_rank_fusion({}) == []
     with pytest.raises(ValueError, match="k must be"):
         reciprocal_rank_fusion({"one": ["a"]}, k=-1)
+
+
+def test_rrf_score_is_the_sum_of_reciprocal_ranks() -> None:
+    assert rrf_score([1, 2]) == 1 / 61 + 1 / 62
+    assert rrf_score([], k=0) == 0.0
+    assert rrf_score([1], k=0) == 1.0

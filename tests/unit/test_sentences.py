@@ -13,7 +13,11 @@ import pytest
 from deepcritical.text.sentences import (
     CITATION_GROUP,
     markdown_blocks,
+    plain_sentence_spans,
+    rebuild_block,
+    rebuild_text,
     sentence_spans,
+    sentence_tiles,
     split_paragraph_sentences,
     split_sentences,
 )
@@ -211,3 +215,42 @@ def test_pubmedqa_abstracts_lose_no_text(pubmedqa_dir: Path) -> None:
     # ("p53 was...", "i) first aim;") leave a few
     lower = [p for p in parts if p[0].islower()]
     assert len(lower) < 0.02 * len(parts), lower
+
+
+def test_plain_text_reads_no_markdown_and_every_line_is_a_paragraph() -> None:
+    text = "1. DBE is safe e.g. in adults.\n- Not a list item. Second\nline [E2]."
+    assert [text[b:e] for b, e in plain_sentence_spans(text)] == [
+        "1. DBE is safe e.g. in adults.",
+        "- Not a list item.",
+        "Second",
+        "line [E2].",
+    ]
+    assert plain_sentence_spans("  \n\n ") == []
+
+
+@pytest.mark.parametrize(
+    "text", ["", "   ", "One. Two [E1]. [E2] Three.  ", "  Lead. Then. ", "No stop"]
+)
+def test_sentence_tiles_join_back_to_the_text(text: str) -> None:
+    tiles = sentence_tiles(text)
+    assert "".join(tiles) == text
+    assert [t.strip() for t in tiles if t.strip()] == [
+        text[b:e] for b, e in plain_sentence_spans(text)
+    ]
+
+
+def test_rebuild_keeps_markdown_around_removed_sentences() -> None:
+    text = "Intro. Drop me.\n\n- Item one.\n  - Nested. Gone.\n\nLast.\n"
+    blocks = markdown_blocks(text)
+    pieces: list[str | None] = []
+    for block in blocks:
+        units = [(b, e) for b, e in sentence_spans(text) if block.start <= b < block.end]
+        kept = [(e, text[b:e].upper()) for b, e in units if text[b:e] not in ("Drop me.", "Gone.")]
+        pieces.append(rebuild_block(text, block, units, kept) if kept else None)
+    assert rebuild_text(text, blocks, pieces, keep_tail=False) == (
+        "INTRO.\n\n- ITEM ONE.\n  - NESTED.\n\nLAST.\n"
+    )
+    pieces[-1] = None  # the last block removed: its trailing newline goes only without keep_tail
+    assert rebuild_text(text, blocks, pieces, keep_tail=False).endswith("NESTED.")
+    assert rebuild_text(text, blocks, pieces, keep_tail=True).endswith("NESTED.\n")
+    assert rebuild_text(text, blocks, [None] * len(blocks), keep_tail=True) == ""

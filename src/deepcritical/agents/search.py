@@ -26,6 +26,7 @@ import numpy as np
 import structlog
 
 from deepcritical.evidence.embeddings import Embedder
+from deepcritical.evidence.fusion import RRF_K, rrf_score
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.evidence.mmr import unit_rows
 from deepcritical.evidence.store import EvidenceStore, embedding_text
@@ -36,9 +37,6 @@ from deepcritical.sources.query_syntax import query_for_source
 __all__ = ["RELEVANCE_WEIGHT", "RRF_K", "SearchAgent", "SearchRound", "fuse_ranked", "rerank"]
 
 log = structlog.get_logger(__name__)
-
-RRF_K = 60
-"""Reciprocal-rank-fusion constant: an item at rank r of a result list scores 1 / (60 + r)."""
 
 RELEVANCE_WEIGHT = 0.5
 """Weight of relevance to the question/checklist against fused rank in :func:`rerank`."""
@@ -115,38 +113,12 @@ def _group_keys(evidence: Evidence) -> list[str]:
     return [f"native:{citation.source}:{citation.id}"]
 
 
-def fuse_ranked(lists: Sequence[Sequence[Evidence]], k: int = RRF_K) -> list[Evidence]:
-    """Every item of ``lists`` (ranked result lists), ordered by reciprocal-rank fusion.
-
-    Items sharing any identifier (PMID, DOI, PMCID, NCT ID, URL) count as one document: its
-    score is the sum of ``1 / (k + rank)`` over the lists it appears in (rank from 1). All
-    copies are kept (so the store can merge them), grouped under the document, documents best
-    first; ties keep first-seen order.
-    """
+def _document_indices(items: Sequence[Evidence]) -> list[list[int]]:
+    """Indices of ``items`` grouped by document (items sharing any identifier are one
+    document), documents in first-seen order."""
     group_of_key: dict[str, int] = {}
-    groups: list[list[Evidence]] = []
-    scores: list[float] = []
-    for ranked in lists:
-        for rank, item in enumerate(ranked, start=1):
-            keys = _group_keys(item)
-            gid = next((group_of_key[key] for key in keys if key in group_of_key), None)
-            if gid is None:
-                gid = len(groups)
-                groups.append([])
-                scores.append(0.0)
-            for key in keys:
-                group_of_key.setdefault(key, gid)
-            groups[gid].append(item)
-            scores[gid] += 1.0 / (k + rank)
-    order = sorted(range(len(groups)), key=lambda g: (-scores[g], g))
-    return [item for g in order for item in groups[g]]
-
-
-def _documents(items: Sequence[Evidence]) -> list[list[Evidence]]:
-    """``items`` grouped by document (shared identifier), groups in first-seen order."""
-    group_of_key: dict[str, int] = {}
-    groups: list[list[Evidence]] = []
-    for item in items:
+    groups: list[list[int]] = []
+    for index, item in enumerate(items):
         keys = _group_keys(item)
         gid = next((group_of_key[key] for key in keys if key in group_of_key), None)
         if gid is None:
@@ -154,8 +126,29 @@ def _documents(items: Sequence[Evidence]) -> list[list[Evidence]]:
             groups.append([])
         for key in keys:
             group_of_key.setdefault(key, gid)
-        groups[gid].append(item)
+        groups[gid].append(index)
     return groups
+
+
+def _documents(items: Sequence[Evidence]) -> list[list[Evidence]]:
+    """``items`` grouped by document (shared identifier), groups in first-seen order."""
+    return [[items[i] for i in group] for group in _document_indices(items)]
+
+
+def fuse_ranked(lists: Sequence[Sequence[Evidence]], k: int = RRF_K) -> list[Evidence]:
+    """Every item of ``lists`` (ranked result lists), ordered by reciprocal-rank fusion.
+
+    Items sharing any identifier (PMID, DOI, PMCID, NCT ID, URL) count as one document: its
+    score is the sum of ``1 / (k + rank)`` over the lists it appears in (rank from 1;
+    :func:`~deepcritical.evidence.fusion.rrf_score`). All copies are kept (so the store can
+    merge them), grouped under the document, documents best first; ties keep first-seen order.
+    """
+    items = [item for ranked in lists for item in ranked]
+    ranks = [rank for ranked in lists for rank in range(1, len(ranked) + 1)]
+    groups = _document_indices(items)
+    scores = [rrf_score((ranks[i] for i in group), k) for group in groups]
+    order = sorted(range(len(groups)), key=lambda g: (-scores[g], g))
+    return [items[i] for g in order for i in groups[g]]
 
 
 def rerank(

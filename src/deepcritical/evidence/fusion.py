@@ -8,11 +8,23 @@ calibration against each other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 RRF_K = 60
 """The RRF constant k (damps the weight of the very first ranks)."""
+
+
+def rrf_score(ranks: Iterable[int], k: int = RRF_K) -> float:
+    """The fused score of a document from its 1-based ``ranks``: the sum of ``1 / (k + rank)``.
+
+    The terms are added in the order given (the order of the rankings), so callers that give
+    the ranks in the same order get the same float.
+    """
+    score = 0.0
+    for rank in ranks:
+        score += 1.0 / (k + rank)
+    return score
 
 
 @dataclass(frozen=True)
@@ -35,14 +47,10 @@ def reciprocal_rank_fusion(rankings: Mapping[str, Sequence[str]], k: int = RRF_K
     """
     if k < 0:
         raise ValueError("RRF k must be >= 0")
-    scores: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
     for name, ids in rankings.items():
         for rank, doc_id in enumerate(ids, start=1):
-            seen = ranks.setdefault(doc_id, {})
-            if name in seen:
-                continue
-            seen[name] = rank
-            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+            ranks.setdefault(doc_id, {}).setdefault(name, rank)
+    scores = {doc_id: rrf_score(by_name.values(), k) for doc_id, by_name in ranks.items()}
     ordered = sorted(scores, key=lambda d: (-scores[d], min(ranks[d].values()), d))
     return [FusedHit(d, scores[d], ranks[d]) for d in ordered]

@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from deepcritical.models import Evidence, SourceName, StudyDesign
+from deepcritical.text.sentences import plain_sentence_spans
 
 __all__ = [
     "CLINICAL_DESIGNS",
@@ -210,7 +211,6 @@ _BACKGROUND_LABELS = frozenset(
     {"BACKGROUND", "INTRODUCTION", "CONTEXT", "RATIONALE", "IMPORTANCE", "BACKGROUNDS"}
 )
 _LABEL = re.compile(r"^[ \t]*([A-Z][A-Za-z /&,()-]{1,60}?)[ \t]*:[ \t]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
 
 # MeSH
 _MESH_DESIGN: dict[str, StudyDesign] = {
@@ -252,7 +252,7 @@ def _own_text(evidence: Evidence) -> str:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s for line in text.split("\n") for s in _SENTENCE_END.split(line) if s.strip()]
+    return [text[begin:stop] for begin, stop in plain_sentence_spans(text)]
 
 
 def _own_match(pattern: re.Pattern[str], sentences: Sequence[str]) -> str | None:

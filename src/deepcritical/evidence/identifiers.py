@@ -23,6 +23,7 @@ identifier buried in free text.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
 
 from deepcritical.models import Citation, Evidence, SourceName
@@ -100,80 +101,82 @@ def _ids_from_url(url: str) -> dict[str, str]:  # noqa: C901
     if host.startswith("www."):
         host = host[4:]
     segments = [unquote(p) for p in parts.path.split("/") if p]
-    found: dict[str, str] = {}
     if host == "pubmed.ncbi.nlm.nih.gov" and segments:
-        pmid = _pmid_value(segments[0])
-        if pmid:
-            found["pmid"] = pmid
-    elif host == "ncbi.nlm.nih.gov" and len(segments) >= 2:
+        return _found("pmid", _pmid_value(segments[0]))
+    if host == "ncbi.nlm.nih.gov" and len(segments) >= 2:
         if segments[0].lower() == "pubmed":
-            pmid = _pmid_value(segments[1])
-            if pmid:
-                found["pmid"] = pmid
-        elif segments[0].lower() == "pmc" and len(segments) >= 3:
-            pmcid = _pmcid_value(segments[2])
-            if pmcid:
-                found["pmcid"] = pmcid
-    elif host == "pmc.ncbi.nlm.nih.gov" and len(segments) >= 2:
-        pmcid = _pmcid_value(segments[1])
-        if pmcid:
-            found["pmcid"] = pmcid
-    elif host == "europepmc.org" and segments:
+            return _found("pmid", _pmid_value(segments[1]))
+        if segments[0].lower() == "pmc" and len(segments) >= 3:
+            return _found("pmcid", _pmcid_value(segments[2]))
+        return {}
+    if host == "pmc.ncbi.nlm.nih.gov" and len(segments) >= 2:
+        return _found("pmcid", _pmcid_value(segments[1]))
+    if host == "europepmc.org" and segments:
         # /article/MED/123, /abstract/MED/123, /article/PMC/PMC123, /articles/PMC123
         if len(segments) >= 3 and segments[0].lower() in {"article", "abstract", "api"}:
             src, native = segments[1].upper(), segments[2]
             if src == "MED":
-                pmid = _pmid_value(native)
-                if pmid:
-                    found["pmid"] = pmid
-            elif src == "PMC":
-                pmcid = _pmcid_value(native)
-                if pmcid:
-                    found["pmcid"] = pmcid
+                return _found("pmid", _pmid_value(native))
+            if src == "PMC":
+                return _found("pmcid", _pmcid_value(native))
         elif len(segments) >= 2 and segments[0].lower() == "articles":
-            pmcid = _pmcid_value(segments[1])
-            if pmcid:
-                found["pmcid"] = pmcid
-    elif host in {"doi.org", "dx.doi.org"}:
-        doi = _doi_value(unquote(parts.path.lstrip("/")))
-        if doi:
-            found["doi"] = doi
-    elif host.endswith("clinicaltrials.gov"):
+            return _found("pmcid", _pmcid_value(segments[1]))
+        return {}
+    if host in {"doi.org", "dx.doi.org"}:
+        return _found("doi", _doi_value(unquote(parts.path.lstrip("/"))))
+    if host.endswith("clinicaltrials.gov"):
         m = _NCT_IN_PATH_RE.search(parts.path)
-        if m:
-            found["nct"] = "NCT" + m.group(1)
-    else:
-        path = unquote(parts.path)
-        idx = path.lower().find("/doi/")
-        if idx >= 0:
-            rest = path[idx + len("/doi/") :]
-            # publisher pages: /doi/10.x/y, /doi/full/10.x/y, /doi/abs/10.x/y
-            start = rest.find("10.")
-            if start >= 0 and "/" not in rest[:start].strip("/"):
-                candidate = rest[start:].rstrip("/")
-                for tail in _DOI_URL_TAILS:
-                    if candidate.lower().endswith(tail):
-                        candidate = candidate[: -len(tail)]
-                doi = _doi_value(candidate)
-                if doi:
-                    found["doi"] = doi
-    return found
+        return {"nct": "NCT" + m.group(1)} if m else {}
+    path = unquote(parts.path)
+    idx = path.lower().find("/doi/")
+    if idx >= 0:
+        rest = path[idx + len("/doi/") :]
+        # publisher pages: /doi/10.x/y, /doi/full/10.x/y, /doi/abs/10.x/y
+        start = rest.find("10.")
+        if start >= 0 and "/" not in rest[:start].strip("/"):
+            candidate = rest[start:].rstrip("/")
+            for tail in _DOI_URL_TAILS:
+                if candidate.lower().endswith(tail):
+                    candidate = candidate[: -len(tail)]
+            return _found("doi", _doi_value(candidate))
+    return {}
+
+
+def _found(kind: str, value: str | None) -> dict[str, str]:
+    """``{kind: value}``, or ``{}`` when no value was read."""
+    return {kind: value} if value else {}
+
+
+def _id_digits(pattern: re.Pattern[str], s: str) -> str | None:
+    """The digits ``pattern`` reads from ``s`` without leading zeros, or ``None``."""
+    m = pattern.match(s.strip())
+    return (m.group(1).lstrip("0") or None) if m else None
 
 
 def _pmid_value(s: str) -> str | None:
-    m = _PMID_RE.match(s.strip())
-    if not m:
-        return None
-    digits = m.group(1).lstrip("0")
-    return digits or None
+    return _id_digits(_PMID_RE, s)
 
 
 def _pmcid_value(s: str) -> str | None:
-    m = _PMCID_RE.match(s.strip())
-    if not m:
-        return None
-    digits = m.group(1).lstrip("0")
+    digits = _id_digits(_PMCID_RE, s)
     return "PMC" + digits if digits else None
+
+
+def _nct_value(s: str) -> str | None:
+    m = _NCT_RE.match(s)
+    return "NCT" + m.group(1) if m else None
+
+
+def _normalized(s: str | int | None, kind: str, value: Callable[[str], str | None]) -> str | None:
+    """The ``kind`` identifier ``s`` names: read from the URL when ``s`` is one (see
+    :func:`_ids_from_url`), by ``value`` otherwise; ``None`` for empty input."""
+    text = _clean(s)
+    if not text:
+        return None
+    url = _as_url(text)
+    if url is not None:
+        return _ids_from_url(url).get(kind)
+    return value(text)
 
 
 def _doi_value(s: str) -> str | None:
@@ -194,13 +197,7 @@ def normalize_pmid(s: str | int | None) -> str | None:
     and PubMed / Europe PMC URLs (``https://pubmed.ncbi.nlm.nih.gov/123/``,
     ``https://www.ncbi.nlm.nih.gov/pubmed/123``, ``https://europepmc.org/article/MED/123``).
     """
-    text = _clean(s)
-    if not text:
-        return None
-    url = _as_url(text)
-    if url is not None:
-        return _ids_from_url(url).get("pmid")
-    return _pmid_value(text)
+    return _normalized(s, "pmid", _pmid_value)
 
 
 def normalize_pmcid(s: str | None) -> str | None:
@@ -211,13 +208,7 @@ def normalize_pmcid(s: str | None) -> str | None:
     ``https://pmc.ncbi.nlm.nih.gov/articles/PMC123/``, ``https://europepmc.org/article/PMC/PMC123``).
     Bare digits are rejected: without the prefix they cannot be told from a PMID.
     """
-    text = _clean(s)
-    if not text:
-        return None
-    url = _as_url(text)
-    if url is not None:
-        return _ids_from_url(url).get("pmcid")
-    return _pmcid_value(text)
+    return _normalized(s, "pmcid", _pmcid_value)
 
 
 def normalize_doi(s: str | None) -> str | None:
@@ -227,13 +218,7 @@ def normalize_doi(s: str | None) -> str | None:
     without scheme), percent-encoding in resolver URLs, trailing sentence punctuation and
     unbalanced closing brackets. Publisher URLs with a ``/doi/10.x/y`` path are understood too.
     """
-    text = _clean(s)
-    if not text:
-        return None
-    url = _as_url(text)
-    if url is not None:
-        return _ids_from_url(url).get("doi")
-    return _doi_value(text)
+    return _normalized(s, "doi", _doi_value)
 
 
 def normalize_nct(s: str | None) -> str | None:
@@ -242,14 +227,7 @@ def normalize_nct(s: str | None) -> str | None:
     Accepts ``"NCT01234567"``, ``"nct01234567"``, ``"NCT 01234567"`` and ClinicalTrials.gov URLs
     (``/study/NCT01234567``, ``/ct2/show/NCT01234567``).
     """
-    text = _clean(s)
-    if not text:
-        return None
-    url = _as_url(text)
-    if url is not None:
-        return _ids_from_url(url).get("nct")
-    m = _NCT_RE.match(text)
-    return "NCT" + m.group(1) if m else None
+    return _normalized(s, "nct", _nct_value)
 
 
 def normalize_url(s: str | None) -> str | None:

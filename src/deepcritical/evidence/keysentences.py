@@ -16,7 +16,7 @@ import numpy as np
 
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.models import Evidence
-from deepcritical.text.sentences import sentence_spans
+from deepcritical.text.sentences import prose_spans
 from deepcritical.text.terms import matched_terms
 
 __all__ = [
@@ -202,17 +202,8 @@ def sentences_of(evidence: Evidence) -> list[KeySentence]:
     out: list[KeySentence] = []
     for para in _PARAGRAPH_RE.finditer(content):
         label, skip = _label_of(para.group(0))
-        body_start = para.start() + skip
-        body = content[body_start : para.end()]
-        if not body.strip():
-            continue
-        for span_start, span_end in sentence_spans(body):
-            raw = body[span_start:span_end]
-            text = raw.strip()
-            if not text:
-                continue
-            start = body_start + span_start + (len(raw) - len(raw.lstrip()))
-            out.append(KeySentence(evidence.id, text, start, label, len(out)))
+        for start, stop in prose_spans(content, para.start() + skip, para.end()):
+            out.append(KeySentence(evidence.id, content[start:stop], start, label, len(out)))
     return out
 
 

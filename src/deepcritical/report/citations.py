@@ -7,13 +7,12 @@ before a sentence's final punctuation.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from deepcritical.models import CITATION_MARKER, Evidence, Reference, marker_ids
-from deepcritical.text.sentences import sentence_spans
+from deepcritical.text.sentences import sentence_tiles
 
 __all__ = [
     "MarkerCleanup",
@@ -134,15 +133,6 @@ class MarkerCleanup:
     dropped_sentences: list[str] = field(default_factory=list)
 
 
-def _sentences(paragraph: str) -> list[str]:
-    """The sentences of ``paragraph`` tiling it (each keeps the white space after it)."""
-    starts = [start for start, _ in sentence_spans(paragraph)]
-    if not starts:
-        return [paragraph] if paragraph else []
-    bounds = [0, *starts[1:], len(paragraph)]
-    return [paragraph[a:b] for a, b in itertools.pairwise(bounds)]
-
-
 def _reattach_leading_markers(sentences: list[str]) -> list[str]:
     """Move markers that open a sentence ("... tau. [E3] Next") to the sentence before."""
     out: list[str] = []
@@ -184,7 +174,7 @@ def restrict_markers(
             paragraphs.append(paragraph)
             continue
         kept: list[str] = []
-        for sentence in _reattach_leading_markers(_sentences(paragraph)):
+        for sentence in _reattach_leading_markers(sentence_tiles(paragraph)):
             cited = marker_ids(sentence)
             good = [i for i in cited if i in allowed_ids]
             bad = [i for i in cited if i not in allowed_ids]

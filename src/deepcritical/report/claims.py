@@ -45,6 +45,7 @@ __all__ = [
     "claim_text",
     "drop_ids",
     "embed_rows",
+    "embed_with_passages",
     "judge_unit",
     "rewrite_unsupported",
     "source_passages",
@@ -160,6 +161,27 @@ def embed_rows(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float32]:
     return unit_rows(np.asarray(embedder.embed(list(texts)), dtype=np.float32))
 
 
+def embed_with_passages(
+    claims: Sequence[str],
+    ids: Sequence[str],
+    evidence: Mapping[str, Evidence],
+    embedder: Embedder,
+) -> tuple[Passages, NDArray[np.float32]]:
+    """The passages of the items ``ids`` and the vectors of ``claims``, in one embedding batch
+    (claims first, then every item's passages in order)."""
+    passages = Passages()
+    for eid in ids:
+        passages.texts[eid] = source_passages(evidence[eid])
+    texts = [p for eid in ids for p in passages.texts[eid]]
+    vectors = embed_rows(embedder, [*claims, *texts])
+    offset = len(claims)
+    for eid in ids:
+        n = len(passages.texts[eid])
+        passages.vectors[eid] = vectors[offset : offset + n]
+        offset += n
+    return passages, vectors[: len(claims)]
+
+
 def judge_unit(
     unit: Unit,
     vector: NDArray[np.float32],
@@ -225,17 +247,9 @@ def check_units(
     if not units:
         return [], {}
     ids = list(dict.fromkeys(eid for u in units for eid in u.cited if eid in evidence))
-    passages = Passages()
-    for eid in ids:
-        passages.texts[eid] = source_passages(evidence[eid])
-    all_passages = [p for eid in ids for p in passages.texts[eid]]
-    vectors = embed_rows(embedder, [u.claim or "-" for u in units] + all_passages)
-    claim_vectors, passage_vectors = vectors[: len(units)], vectors[len(units) :]
-    offset = 0
-    for eid in ids:
-        n = len(passages.texts[eid])
-        passages.vectors[eid] = passage_vectors[offset : offset + n]
-        offset += n
+    passages, claim_vectors = embed_with_passages(
+        [u.claim or "-" for u in units], ids, evidence, embedder
+    )
     claims: list[GroundedClaim] = []
     changes: dict[int, dict[tuple[int, int], str | None]] = {}
     for unit, vector in zip(units, claim_vectors, strict=True):
@@ -259,17 +273,10 @@ class Scorer:
     nli_threshold: float
 
     def judge(self, unit: Unit) -> GroundedClaim:
-        passages = Passages()
         ids = [eid for eid in unit.cited if eid in self.evidence]
-        for eid in ids:
-            passages.texts[eid] = source_passages(self.evidence[eid])
-        texts = [p for eid in ids for p in passages.texts[eid]]
-        vectors = embed_rows(self.embedder, [unit.claim or "-", *texts])
-        offset = 1
-        for eid in ids:
-            n = len(passages.texts[eid])
-            passages.vectors[eid] = vectors[offset : offset + n]
-            offset += n
+        passages, vectors = embed_with_passages(
+            [unit.claim or "-"], ids, self.evidence, self.embedder
+        )
         return judge_unit(unit, vectors[0], passages, self.threshold, self.nli, self.nli_threshold)
 
 

@@ -96,7 +96,13 @@ from deepcritical.report.claims import (
     source_passages,
 )
 from deepcritical.report.validation import citation_problems, validate_report
-from deepcritical.text.sentences import markdown_blocks, prose_spans
+from deepcritical.text.sentences import (
+    MarkdownBlock,
+    markdown_blocks,
+    prose_spans,
+    rebuild_block,
+    rebuild_text,
+)
 
 __all__ = [
     "DEFAULT_NLI_THRESHOLD",
@@ -134,9 +140,7 @@ EmptiedPart = {
 
 @dataclass
 class _Block:
-    start: int
-    end: int
-    prefix_end: int  # where the first unit may start (after a list marker)
+    block: MarkdownBlock
     units: list[tuple[int, int]] | None  # None: not grounded, kept as is
 
 
@@ -145,11 +149,11 @@ def _blocks(text: str) -> list[_Block]:
     for block in markdown_blocks(text):
         if block.is_prose:
             units = prose_spans(text, block.body_start, block.end)
-            blocks.append(_Block(block.start, block.end, block.body_start, units or None))
+            blocks.append(_Block(block, units or None))
         elif block.kind == "table":
-            blocks.append(_Block(block.start, block.end, block.start, [(block.start, block.end)]))
+            blocks.append(_Block(block, [(block.start, block.end)]))
         else:
-            blocks.append(_Block(block.start, block.end, block.start, None))
+            blocks.append(_Block(block, None))
     return blocks
 
 
@@ -165,55 +169,23 @@ def _cited_units(text: str, part: int, location: str) -> list[Unit]:
     return out
 
 
-def _join_separator(separators: list[str]) -> str:
-    """Whitespace for where blocks were removed: the most line breaks of any separator, then
-    the indentation of the next kept block."""
-    widest = max(separators, key=lambda s: s.count("\n"))
-    last = separators[-1]
-    if "\n" not in widest or "\n" not in last:
-        return widest
-    return widest[: widest.rfind("\n") + 1] + last[last.rfind("\n") + 1 :]
-
-
 def _rewrite(text: str, changes: Mapping[tuple[int, int], str | None]) -> str:
     """``text`` with units replaced (``str``) or removed (``None``); markdown kept."""
     if not changes:
         return text
     blocks = _blocks(text)
     pieces: list[str | None] = []
-    for block in blocks:
-        if block.units is None:
-            pieces.append(text[block.start : block.end])
+    for b in blocks:
+        if b.units is None:
+            pieces.append(text[b.block.start : b.block.end])
             continue
         kept = [
-            (b, e, changes.get((b, e), text[b:e]))
-            for b, e in block.units
-            if changes.get((b, e), text[b:e]) is not None
+            (stop, new)
+            for begin, stop in b.units
+            if (new := changes.get((begin, stop), text[begin:stop])) is not None
         ]
-        if not kept:
-            pieces.append(None)
-            continue
-        starts = [b for b, _ in block.units]
-        out = text[block.start : block.units[0][0]]
-        for i, (_, stop, new) in enumerate(kept):
-            assert new is not None
-            out += new
-            if i + 1 < len(kept):
-                out += text[stop : next((b for b in starts if b >= stop), stop)]
-        pieces.append(out + text[block.units[-1][1] : block.end])
-    kept_blocks = [(i, p) for i, p in enumerate(pieces) if p is not None]
-    if not kept_blocks:
-        return ""
-    result = text[: blocks[0].start] if kept_blocks[0][0] == 0 else ""
-    previous: int | None = None
-    for i, piece in kept_blocks:
-        if previous is not None:
-            result += _join_separator(
-                [text[blocks[j].end : blocks[j + 1].start] for j in range(previous, i)]
-            )
-        result += piece
-        previous = i
-    return result + (text[blocks[-1].end :] if kept_blocks[-1][0] == len(blocks) - 1 else "")
+        pieces.append(rebuild_block(text, b.block, b.units, kept) if kept else None)
+    return rebuild_text(text, [b.block for b in blocks], pieces, keep_tail=False)
 
 
 # --------------------------------------------------------------------------- the check

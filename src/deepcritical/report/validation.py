@@ -64,6 +64,8 @@ from deepcritical.text.sentences import (
     LOOSE_CITATION_GROUP,
     markdown_blocks,
     prose_spans,
+    rebuild_block,
+    rebuild_text,
 )
 
 __all__ = ["citation_problems", "validate_report"]
@@ -253,19 +255,6 @@ def _rewrite_unit(text: str, begin: int, stop: int, markers: list[_Found]) -> st
     return out
 
 
-def _join_separator(separators: list[str]) -> str:
-    """Whitespace to put where blocks were removed, from the separators around them.
-
-    The most line breaks of any (a blank line before the next paragraph stays), then the
-    indentation the next kept block had (a nested list item stays nested).
-    """
-    widest = max(separators, key=lambda s: s.count("\n"))
-    last = separators[-1]
-    if "\n" not in widest or "\n" not in last:
-        return widest
-    return widest[: widest.rfind("\n") + 1] + last[last.rfind("\n") + 1 :]
-
-
 def _clean_text(text: str, resolver: _Resolver, tally: _Tally, droppable: bool) -> str:
     """Normalise and check the markers of one markdown text; see the module docstring.
 
@@ -278,15 +267,12 @@ def _clean_text(text: str, resolver: _Resolver, tally: _Tally, droppable: bool) 
     for block in blocks:
         if block.is_prose:
             units = prose_spans(text, block.body_start, block.end)
-            prefix = text[block.start : block.body_start]
-            body_begin = block.body_start
         else:
             units = [(block.start, block.end)]
-            prefix, body_begin = "", block.start
         if not units:
             rebuilt.append(text[block.start : block.end])
             continue
-        kept: list[tuple[int, int, str]] = []  # (begin, stop, rewritten text)
+        kept: list[tuple[int, str]] = []  # (stop, rewritten text)
         for begin, stop in units:
             markers = _citations(text, begin, stop, resolver)
             cites = [c for _, _, marker_cites in markers for c in marker_cites]
@@ -296,31 +282,10 @@ def _clean_text(text: str, resolver: _Resolver, tally: _Tally, droppable: bool) 
                 continue
             new = _rewrite_unit(text, begin, stop, markers)
             if new.strip():
-                kept.append((begin, stop, new.strip()))
-        if not kept:
-            rebuilt.append(None)
-            continue
-        out = prefix + text[body_begin : units[0][0]]
-        for i, (_, stop, new) in enumerate(kept):
-            out += new
-            if i + 1 < len(kept):
-                # the whitespace after this sentence in the original keeps soft wraps
-                # (adjacent units: the next may begin exactly where this one stops)
-                out += text[stop : next((b for b, _ in units if b >= stop), stop)]
-        rebuilt.append(out)
+                kept.append((stop, new.strip()))
+        rebuilt.append(rebuild_block(text, block, units, kept) if kept else None)
     # reassemble, choosing the widest separator over removed blocks (keeps blank lines)
-    kept_blocks = [(i, piece) for i, piece in enumerate(rebuilt) if piece is not None]
-    if not kept_blocks:
-        return ""
-    result = text[: blocks[0].start] if kept_blocks[0][0] == 0 else ""
-    previous: int | None = None
-    for i, piece in kept_blocks:
-        if previous is not None:
-            seps = [text[blocks[j].end : blocks[j + 1].start] for j in range(previous, i)]
-            result += _join_separator(seps)
-        result += piece
-        previous = i
-    return result + text[blocks[-1].end :]
+    return rebuild_text(text, blocks, rebuilt, keep_tail=True)
 
 
 def _resolve_ids(ids: list[str], resolver: _Resolver, tally: _Tally) -> list[str]:

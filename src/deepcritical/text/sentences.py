@@ -19,15 +19,20 @@ reports whose claims carry inline citations:
   rows, rules and fenced code are hard boundaries; a single newline inside a paragraph is a
   soft wrap, not a sentence end.
 
-Offsets are ``str`` indices into the text given (characters, not bytes). Nothing here
-rewrites text: every function returns substrings or spans of its input. Known limit: an
+Offsets are ``str`` indices into the text given (characters, not bytes). The splitters never
+rewrite text: they return substrings or spans of their input. :func:`plain_sentence_spans`
+reads plain text (an abstract: every line a paragraph, nothing markdown), the others report
+markdown. :func:`rebuild_block` and :func:`rebuild_text` put a markdown text back together
+after some of its sentences were replaced or removed. Known limit: an
 abbreviation followed by a capitalised word (``"Smith et al. AMPK ..."``) is read as a
 sentence end, as pysbd does; that is genuinely ambiguous.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,8 +45,12 @@ __all__ = [
     "BlockKind",
     "MarkdownBlock",
     "markdown_blocks",
+    "plain_sentence_spans",
     "prose_spans",
+    "rebuild_block",
+    "rebuild_text",
     "sentence_spans",
+    "sentence_tiles",
     "split_paragraph_sentences",
     "split_sentences",
 ]
@@ -350,3 +359,106 @@ def split_paragraph_sentences(text: str) -> list[str]:
         else:
             units.append(text[block.start : block.end].strip())
     return units
+
+
+def plain_sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Sentence spans of plain text (an abstract, a title): nothing is read as markdown.
+
+    Every line is a paragraph of its own (a newline always ends a sentence), split as
+    :func:`prose_spans` splits it; a line starting with ``- `` or ``1. `` is prose like any
+    other. Returns ``(begin, stop)`` offsets into ``text``, in order, each ``text[begin:stop]``
+    a sentence without surrounding whitespace.
+    """
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for line in text.split("\n"):
+        spans.extend(prose_spans(text, offset, offset + len(line)))
+        offset += len(line) + 1
+    return spans
+
+
+def sentence_tiles(text: str) -> list[str]:
+    """The sentences of plain text (:func:`plain_sentence_spans`) as pieces that tile it.
+
+    Each piece is a sentence with the whitespace after it (the first also with the whitespace
+    before it), so ``"".join(sentence_tiles(text)) == text``. Whitespace-only text is one
+    piece; empty text gives ``[]``.
+    """
+    starts = [begin for begin, _ in plain_sentence_spans(text)]
+    if not starts:
+        return [text] if text else []
+    bounds = [0, *starts[1:], len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+# --- rebuilding markdown ----------------------------------------------------------------------
+
+
+def rebuild_block(
+    text: str,
+    block: MarkdownBlock,
+    units: Sequence[tuple[int, int]],
+    kept: Sequence[tuple[int, str]],
+) -> str:
+    """The text of ``block`` with its units (sentence spans, in order) rewritten.
+
+    ``kept`` holds ``(stop, new text)`` of the units that stay, in order (``stop`` the end of
+    the unit's span); the others are removed. The block's text before its first unit (a list
+    marker) and after its last unit stays; between two kept units stands the whitespace that
+    followed the first of them in ``text``, so soft wraps are kept. ``units`` must not be
+    empty.
+    """
+    starts = [begin for begin, _ in units]
+    out = text[block.start : units[0][0]]
+    for i, (stop, new) in enumerate(kept):
+        out += new
+        if i + 1 < len(kept):  # the next unit may begin exactly where this one stops
+            out += text[stop : next((b for b in starts if b >= stop), stop)]
+    return out + text[units[-1][1] : block.end]
+
+
+def _join_separator(separators: list[str]) -> str:
+    """Whitespace to put where blocks were removed, from the separators around them.
+
+    The most line breaks of any (a blank line before the next paragraph stays), then the
+    indentation the next kept block had (a nested list item stays nested).
+    """
+    widest = max(separators, key=lambda s: s.count("\n"))
+    last = separators[-1]
+    if "\n" not in widest or "\n" not in last:
+        return widest
+    return widest[: widest.rfind("\n") + 1] + last[last.rfind("\n") + 1 :]
+
+
+def rebuild_text(
+    text: str,
+    blocks: Sequence[MarkdownBlock],
+    pieces: Sequence[str | None],
+    *,
+    keep_tail: bool,
+) -> str:
+    """``text`` put back together from new texts of its blocks.
+
+    ``blocks`` are :func:`markdown_blocks` of ``text`` (at least one); ``pieces[i]`` replaces
+    ``blocks[i]``, ``None`` removes it. Between two kept blocks stands the whitespace that
+    separated them, or over removed blocks the widest of those separators (so a blank line
+    before the next paragraph stays) with the indentation the next kept block had. The text
+    before the first block stays when the first block is kept; the text after the last block
+    stays when the last block is kept, or, with ``keep_tail``, whenever any block is. All
+    blocks removed: ``""``.
+    """
+    kept_blocks = [(i, piece) for i, piece in enumerate(pieces) if piece is not None]
+    if not kept_blocks:
+        return ""
+    result = text[: blocks[0].start] if kept_blocks[0][0] == 0 else ""
+    previous: int | None = None
+    for i, piece in kept_blocks:
+        if previous is not None:
+            result += _join_separator(
+                [text[blocks[j].end : blocks[j + 1].start] for j in range(previous, i)]
+            )
+        result += piece
+        previous = i
+    if keep_tail or kept_blocks[-1][0] == len(blocks) - 1:
+        result += text[blocks[-1].end :]
+    return result
