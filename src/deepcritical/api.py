@@ -193,16 +193,7 @@ async def _research(
     _log_to_stderr()
     llm_model = model if model is not None else build_model(settings)
     llm_label = str(parse_model_spec(settings.llm)) if model is None else _model_label(model)
-    magentic = settings.orchestrator == "magentic"
-    if magentic and llm_model is None:
-        raise ModelSpecError(
-            "the magentic orchestrator needs a model (its manager and agents are LLMs): give "
-            "--llm (e.g. openai:gpt-4o or openai-compatible:MODEL@URL), or use "
-            "--orchestrator iterative, which also runs with --llm none"
-        )
-    manager_client = chat_client
-    if magentic and manager_client is None:
-        manager_client = build_chat_client(settings)
+    manager_client = _manager_client(settings, llm_model, chat_client)
     embedder = embedder or shared_embedder(settings.embedding_model)
 
     async with AsyncExitStack() as stack:
@@ -219,7 +210,9 @@ async def _research(
                 preferences=preferences.model_dump(mode="json") if preferences else None,
             )
             stack.push_async_callback(persisted.aclose)
-        if magentic and chat_client is None:
+        if model is None and llm_model is not None:  # its provider's HTTP client is ours
+            await stack.enter_async_context(llm_model)
+        if manager_client is not None and chat_client is None:
             stack.push_async_callback(close_chat_client, manager_client)
         client = new_http_client(settings.http_timeout_seconds)
         stack.push_async_callback(client.aclose)
@@ -235,7 +228,7 @@ async def _research(
         deps = _run_deps(settings, llm_model, llm_label, embedder, run_sources, syllabus)
         store = deps.store
         orchestrator: IterativeOrchestrator | MagenticOrchestrator
-        if magentic and manager_client is not None:
+        if manager_client is not None:
             from deepcritical.orchestrators.magentic import MagenticOrchestrator
 
             orchestrator = MagenticOrchestrator(deps, chat_client=manager_client)
@@ -261,6 +254,28 @@ async def _research(
             persisted.end("failed", f"{type(exc).__name__}: {exc}"[:2000])
             raise
         persisted.end("failed", "the run ended without a report")
+
+
+def _manager_client(
+    settings: Settings,
+    model: Model | None,
+    chat_client: SupportsChatGetResponse[Any] | None,
+) -> SupportsChatGetResponse[Any] | None:
+    """The Magentic manager's chat client (``chat_client``, else one built from
+    ``settings.llm``); ``None`` for the iterative orchestrator.
+
+    Raises:
+        ModelSpecError: the magentic orchestrator without a model.
+    """
+    if settings.orchestrator != "magentic":
+        return None
+    if model is None:
+        raise ModelSpecError(
+            "the magentic orchestrator needs a model (its manager and agents are LLMs): give "
+            "--llm (e.g. openai:gpt-4o or openai-compatible:MODEL@URL), or use "
+            "--orchestrator iterative, which also runs with --llm none"
+        )
+    return chat_client if chat_client is not None else build_chat_client(settings)
 
 
 def _run_deps(

@@ -67,9 +67,6 @@ class IterativeOrchestrator:
         s, state = self.settings, run.state
         await run.start()
         if await run.make_plan() is None:  # both the LLM and the extractive planner failed
-            run.emit(
-                ResearchEvent(type="error", message="planning failed: " + "; ".join(state.notes))
-            )
             return
         try:
             async with asyncio.timeout(max(s.time_budget_seconds - run.elapsed(), 0.001)):

@@ -395,12 +395,7 @@ class MagenticOrchestrator:
             max_reset_count=self.max_reset_count,
         )
         plan = await run.make_plan()
-        if plan is None:
-            run.emit(
-                ResearchEvent(
-                    type="error", message="planning failed: " + "; ".join(run.state.notes)
-                )
-            )
+        if plan is None:  # both the LLM and the extractive planner failed
             return
 
         # --- the Magentic workflow (fresh per run, its stream closed whatever happens) ------

@@ -198,13 +198,19 @@ class ResearchRun:
 
     @step
     async def make_plan(self) -> ResearchPlan | None:
-        """Plan the research (emits ``planning``); ``None`` when every planner failed."""
+        """Plan the research (emits ``planning``); ``None`` when every planner failed (then
+        the run ends: an ``error`` event says why)."""
 
         async def make(a: AgentSet) -> ResearchPlan:
             return await a.planner.plan(self.question, self.context)
 
         plan = await self.guarded("planner", make, "planning")
         if plan is None:
+            self.emit(
+                ResearchEvent(
+                    type="error", message="planning failed: " + "; ".join(self.state.notes)
+                )
+            )
             return None
         if self.preferences is not None:
             plan.preferences = self.preferences.model_copy()
