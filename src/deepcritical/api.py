@@ -22,6 +22,7 @@ from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import Embedder, shared_embedder
+from deepcritical.evidence.screening import default_calibration
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.cache import CachedModel
 from deepcritical.llm.chat_cache import CachedChatClient
@@ -301,6 +302,7 @@ def _run_deps(
     search = SearchAgent(
         sources, store, settings.results_per_query, pubmed_date_from=settings.pubmed_date_from
     )
+    calibration = default_calibration()
     return RunDeps(
         settings=settings,
         agents=agents,
@@ -309,6 +311,7 @@ def _run_deps(
         source_names=[s.name for s in sources],
         fallback=fallback,
         llm_label=llm_label,
+        screening=calibration if calibration.fits(embedder) else None,
     )
 
 

@@ -493,7 +493,7 @@ def test_participants_run_is_a_plain_def_returning_a_coroutine_or_a_stream() -> 
     assert inspect.iscoroutine(coroutine)
     response = asyncio.run(coroutine)
     assert isinstance(response, AgentResponse)
-    assert response.text.startswith("The evidence store is empty")
+    assert response.text.startswith("Nothing on-topic in the evidence store")
     stream = hypotheses.run([Message(role="user", contents=["x" * 5000])], stream=True)
     assert isinstance(stream, ResponseStream)
     final = asyncio.run(stream.get_final_response())

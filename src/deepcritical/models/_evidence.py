@@ -11,7 +11,15 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-__all__ = ["SOURCE_LABELS", "Citation", "Evidence", "SourceName", "StudyDesign", "utc_now"]
+__all__ = [
+    "SOURCE_LABELS",
+    "Citation",
+    "Evidence",
+    "Screening",
+    "SourceName",
+    "StudyDesign",
+    "utc_now",
+]
 
 
 def utc_now() -> datetime:
@@ -65,6 +73,17 @@ class StudyDesign(StrEnum):
     IN_VITRO = "preclinical: in vitro study"
     PREPRINT = "preprint (design not recognised)"
     OTHER = "other or not recognised"
+
+
+class Screening(StrEnum):
+    """Whether an evidence item addresses the run's question (see
+    :mod:`deepcritical.evidence.screening`). Off-topic items stay in the store (counted,
+    exported, shown with their reason) but never reach the checklist, hypotheses, judge, writer,
+    verdict or references."""
+
+    RELEVANT = "relevant"
+    PARTIAL = "partial"
+    OFF_TOPIC = "off_topic"
 
 
 class Citation(BaseModel):
@@ -148,6 +167,10 @@ class Evidence(BaseModel):
     publication_types: list[str] = Field(default_factory=list)
     is_preprint: bool = False
     checklist_keys: list[str] = Field(default_factory=list)
+    screening: Screening | None = None
+    """Whether the item addresses the question; ``None`` until it is screened."""
+    screening_reason: str = ""
+    """One line saying why (similarity to the question, key concepts mentioned)."""
     study_design: StudyDesign | None = None
     """An explicit study design (set by whoever knows it); ``None``: read it with
     :func:`deepcritical.evidence.grading.grade_evidence`, which honours a value set here."""

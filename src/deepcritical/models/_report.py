@@ -90,6 +90,7 @@ StopReason = Literal[
     "manager_finished",
     "manager_round_limit",
     "manager_stalled",
+    "insufficient_evidence",
 ]
 """Why a run stopped gathering (``all_satisfied``: the reflection step found every
 checklist item satisfied). The ``manager_*`` values come from the ``magentic``
@@ -210,6 +211,8 @@ class ReportMetadata(BaseModel):
     sources_searched: list[str] = Field(default_factory=list)
     source_failures: dict[str, str] = Field(default_factory=dict)
     papers_reviewed: int = 0
+    off_topic_excluded: int = 0
+    """Records screened off-topic: kept in the store and the export, never cited."""
     iterations: int = 0
     confidence: float = Field(default=0.0, ge=0.0, le=1.0)
     stop_reason: StopReason | None = None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
+from deepcritical.evidence.screening import RelevanceCalibration
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.orchestrators.agent_set import AgentSet
 
@@ -57,6 +58,9 @@ class RunDeps:
             ``agents`` are extractive already.
         llm_label: the model spec shown in the report (never a key).
         clock: monotonic clock, in seconds.
+        screening: the relevance calibration that screens every new item
+            (:mod:`deepcritical.evidence.screening`); ``None``: items are not screened (the
+            store's embedder has no calibration; the report says so).
     """
 
     settings: Settings
@@ -67,3 +71,4 @@ class RunDeps:
     fallback: AgentSet | None = None
     llm_label: str = "none"
     clock: Callable[[], float] = field(default=time.monotonic)
+    screening: RelevanceCalibration | None = None

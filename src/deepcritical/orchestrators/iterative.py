@@ -96,9 +96,9 @@ class IterativeOrchestrator:
                 return "no_new_evidence"
             await run.begin_round(round_no, queries)
             result = await run.run_search(round_no, queries)
-            if len(store) == 0:
-                if len(result.failures) == len(run.source_names):
-                    return "no_sources"
+            if len(store) == 0 and len(result.failures) == len(run.source_names):
+                return "no_sources"
+            if not run.on_topic_ids():  # nothing to assess yet: search again
                 continue
             evidence_slice = run.evidence_slice()
             await run.hypothesise(round_no, evidence_slice)

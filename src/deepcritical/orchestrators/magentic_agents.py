@@ -284,8 +284,8 @@ class HypothesisParticipant(ResearchParticipant):
 
     async def work(self, instruction: str) -> str:
         run, state = self.research, self.research.state
-        if len(run.store) == 0:
-            return "The evidence store is empty: nothing to hypothesise from. Ask SearchAgent."
+        if not run.on_topic_ids():
+            return "Nothing on-topic in the evidence store to hypothesise from. Ask SearchAgent."
         await run.hypothesise(state.rounds, run.evidence_slice())
         if not state.hypotheses:
             return "No hypothesis could be formed from the evidence. " + self._missing()
@@ -312,8 +312,8 @@ class JudgeParticipant(ResearchParticipant):
 
     async def work(self, instruction: str) -> str:
         run, state = self.research, self.research.state
-        if len(run.store) == 0:
-            return "The evidence store is empty: nothing to judge. Ask SearchAgent first."
+        if not run.on_topic_ids():
+            return "Nothing on-topic in the evidence store to judge. Ask SearchAgent first."
         assessment = await run.judge(state.rounds, run.evidence_slice())
         if assessment is None:
             return "The judge failed (see the run's warnings). " + self._missing()
@@ -351,8 +351,11 @@ class ReportParticipant(ResearchParticipant):
 
     async def work(self, instruction: str) -> str:
         run, state = self.research, self.research.state
-        if len(run.store) == 0 and state.stop_reason is None:
-            return "The evidence store is empty: ask SearchAgent for evidence before the report."
+        if not run.on_topic_ids() and state.stop_reason is None:
+            return (
+                "The evidence store holds nothing on-topic: ask SearchAgent for evidence "
+                "before the report."
+            )
         draft = await run.write_draft()
         if draft is None:
             return (

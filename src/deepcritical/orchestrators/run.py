@@ -30,6 +30,7 @@ from deepcritical.agents.queries import fresh_queries
 from deepcritical.agents.reflection import Reflection, apply_reflection
 from deepcritical.agents.search import SearchRound
 from deepcritical.events import ResearchEvent
+from deepcritical.evidence.screening import screen_items
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
     SOURCE_LABELS,
@@ -41,6 +42,7 @@ from deepcritical.models import (
     ResearchPlan,
     ResearchReport,
     RunResult,
+    Screening,
     UsageReport,
 )
 from deepcritical.orchestrators.agent_set import AgentSet
@@ -307,13 +309,23 @@ class ResearchRun:
         state.sources_answered.update(
             src for src in self.source_names if src not in result.failures
         )
-        if result.added_ids:
+        off_topic = 0
+        kept = list(result.added_ids)
+        calibration = self.deps.screening
+        if result.added_ids and calibration is not None:
+            with self.accounting.stage("screening"):
+                screened = await asyncio.to_thread(
+                    screen_items, self.store, plan.refined_question, kept, calibration
+                )
+            kept = [r.evidence_id for r in screened if r.status != Screening.OFF_TOPIC]
+            off_topic = len(screened) - len(kept)
+        if kept:
             with self.accounting.stage("searching"):
                 await asyncio.to_thread(
                     assign_to_checklist,
                     plan,
                     self.store,
-                    result.added_ids,
+                    kept,
                     self.settings.checklist_assign_threshold,
                 )
         self.emit(
@@ -330,6 +342,8 @@ class ResearchRun:
                     "merged": len(result.merged),
                     "near_duplicates": len(result.near_duplicates),
                     "per_source": result.hits_per_source,
+                    "off_topic": off_topic,
+                    "on_topic_total": len(self.on_topic_ids()),
                     "total": len(self.store),
                     "coverage": plan.coverage(),
                     "checklist": {c.key: c.status.value for c in plan.checklist},
@@ -338,11 +352,20 @@ class ResearchRun:
         )
         return result
 
+    def on_topic_ids(self) -> list[str]:
+        """Ids of the items screening did not find off-topic, in store order: the only ones
+        that reach the checklist, hypotheses, judge, writer and references."""
+        return [e.id for e in self.store.all() if e.screening != Screening.OFF_TOPIC]
+
     def evidence_slice(self) -> list[Evidence]:
-        """A diverse slice (MMR) of the store for the hypothesis agent and the judge."""
+        """A diverse slice (MMR) of the on-topic items for the hypothesis agent and the
+        judge."""
         s = self.settings
         return self.store.select_diverse(
-            self.plan.refined_question, s.report_max_evidence * 2, lambda_=s.mmr_lambda
+            self.plan.refined_question,
+            s.report_max_evidence * 2,
+            lambda_=s.mmr_lambda,
+            candidate_ids=self.on_topic_ids(),
         )
 
     @step
@@ -435,7 +458,10 @@ class ResearchRun:
         writer failed. Citations are validated by :meth:`finish`, not here."""
         s, state = self.settings, self.state
         selected = self.store.select_diverse(
-            self.plan.refined_question, s.report_max_evidence, lambda_=s.mmr_lambda
+            self.plan.refined_question,
+            s.report_max_evidence,
+            lambda_=s.mmr_lambda,
+            candidate_ids=self.on_topic_ids(),
         )
         assessment = state.assessments[-1] if state.assessments else None
 
@@ -528,7 +554,8 @@ class ResearchRun:
             question=self.question,
             plan=self.plan,
             hypotheses=list(state.hypotheses),
-            evidence=self.store.all(),
+            evidence=[e for e in self.store.all() if e.screening != Screening.OFF_TOPIC],
+            screened_out=len(self.store) - len(self.on_topic_ids()),
             embedder=self.store.embedder,
             methodology=self.methodology(),
             source_names=self.source_names,
@@ -593,6 +620,20 @@ class ResearchRun:
             f"(λ = {self.settings.mmr_lambda:g}) among all records; every citation was checked "
             "against the evidence collected in this run.",
         ]
+        calibration = self.deps.screening
+        if calibration is None:
+            lines.append(
+                "Records were not screened for relevance: the relevance calibration holds for "
+                "all-MiniLM-L6-v2 embeddings only."
+            )
+        else:
+            off_topic = len(self.store) - len(self.on_topic_ids())
+            lines.append(
+                "Every record was screened against the question by its calibrated relevance "
+                f"(similarity and key concepts; off-topic below {calibration.partial_at:g}): "
+                f"{off_topic} off-topic record(s) were kept out of the checklist, hypotheses, "
+                "judgement and report."
+            )
         lines.extend(state.methodology)
         if state.queries:
             lines.append("Queries: " + "; ".join(f"“{q}”" for q in state.queries) + ".")

@@ -13,7 +13,7 @@ from deepcritical.models import (
     ResearchReport,
 )
 
-__all__ = ["FEW_SOURCES", "gap_limitations", "no_evidence_report"]
+__all__ = ["FEW_SOURCES", "abstention_report", "gap_limitations", "no_evidence_report"]
 
 FEW_SOURCES = 5
 """Fewer evidence items than this in a report is stated as a limitation."""
@@ -36,6 +36,43 @@ def no_evidence_report(plan: ResearchPlan, hypotheses: Sequence[Hypothesis]) -> 
         ],
         conclusion="The question remains unanswered by the literature searched in this run.",
         references=[],
+    )
+
+
+def abstention_report(
+    draft: ResearchReport,
+    question: str,
+    source_names: Sequence[str],
+    screened_out: int,
+) -> ResearchReport:
+    """``draft`` turned into the report of a run that found nothing on-topic: it opens with
+    "The sources searched (...) hold no evidence that addresses ...", says what was searched
+    and screened, cites nothing, states no verdict and keeps no finding or hypothesis."""
+    labels = ", ".join(SOURCE_LABELS.get(s, s) for s in source_names) or "none"
+    screened = (
+        f" The {screened_out} records retrieved were screened and none addresses the question."
+        if screened_out
+        else " No record was retrieved."
+    )
+    return draft.model_copy(
+        update={
+            "title": f"No evidence found: {question}",
+            "executive_summary": (
+                f"The sources searched ({labels}) hold no evidence that addresses this "
+                f"question: {question}{screened} No answer can be given from them."
+            ),
+            "hypotheses_tested": [],
+            "findings": [],
+            "limitations": [
+                "No on-topic evidence was found; the question may need other terms or other "
+                "sources."
+            ],
+            "conclusion": (
+                "The sources searched hold no evidence that addresses this question, so it "
+                "remains unanswered here."
+            ),
+            "references": [],
+        }
     )
 
 

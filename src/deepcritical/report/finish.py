@@ -25,11 +25,26 @@ from dataclasses import dataclass, field
 
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.models import Evidence, Hypothesis, ResearchPlan, ResearchReport, StopReason
+from deepcritical.report.drafts import abstention_report
 from deepcritical.report.grounding import RewriteFunction, ground_report
 from deepcritical.report.sections import add_run_context, add_run_findings, add_verdict
 from deepcritical.report.validation import citation_problems, validate_report
 
 __all__ = ["FinishedReport", "GroundingOptions", "RunFacts", "finish_report"]
+
+SEARCHED_TO_THE_END: frozenset[StopReason] = frozenset(
+    {
+        "sufficient",
+        "all_satisfied",
+        "max_rounds",
+        "max_sources",
+        "no_new_evidence",
+        "manager_finished",
+    }
+)
+"""Stop reasons of a search that ran its course: with nothing on-topic, such a run ends as
+``insufficient_evidence`` (a run stopped by failing sources, an error, the time budget or a
+stalled manager keeps that reason)."""
 
 StageTimer = Callable[[str], AbstractContextManager[None]]
 """Times a block as (part of) a named stage (``"validation"``, ``"grounding"``)."""
@@ -44,7 +59,8 @@ class RunFacts:
         plan: the run's plan (checklist with statuses and assigned evidence).
         hypotheses: the run's current hypotheses (tested by the report when the draft names
             none).
-        evidence: every item of the run's evidence store.
+        evidence: the items of the run's evidence store that screening did not find
+            off-topic (the only ones a report may cite).
         embedder: the store's embedder (conflicting findings, grounding).
         methodology: the methodology text, written from what happened.
         source_names: the sources searched.
@@ -57,6 +73,7 @@ class RunFacts:
         duration_seconds: seconds from the run's start to the report stage.
         confidence: 0..1, from checklist coverage and the hypotheses.
         notes: the run's notes so far (warnings, fallbacks).
+        screened_out: items of the store screened off-topic (counted, never cited).
     """
 
     question: str
@@ -75,6 +92,7 @@ class RunFacts:
     duration_seconds: float
     confidence: float
     notes: Sequence[str] = ()
+    screened_out: int = 0
 
 
 @dataclass(frozen=True)
@@ -122,6 +140,12 @@ async def finish_report(
         report.metadata.notes.append(note)
 
     evidence_by_id = {e.id: e for e in facts.evidence}
+    abstain = not facts.evidence
+    stop_reason = facts.stop_reason
+    if abstain and stop_reason in SEARCHED_TO_THE_END:
+        stop_reason = "insufficient_evidence"
+    if abstain:  # nothing on-topic: say so, cite nothing, state no verdict
+        draft = abstention_report(draft, facts.question, facts.source_names, facts.screened_out)
     with stage("validation"):
         if not draft.hypotheses_tested:
             draft.hypotheses_tested = list(facts.hypotheses)
@@ -130,10 +154,11 @@ async def finish_report(
             update={
                 "sources_searched": list(facts.source_names),
                 "source_failures": dict(facts.source_failures),
-                "papers_reviewed": len(facts.evidence),
+                "papers_reviewed": len(facts.evidence) + facts.screened_out,
+                "off_topic_excluded": facts.screened_out,
                 "iterations": facts.rounds,
                 "confidence": facts.confidence,
-                "stop_reason": facts.stop_reason,
+                "stop_reason": stop_reason,
                 "orchestrator": facts.orchestrator,
                 "llm": facts.llm,
                 "duration_seconds": round(facts.duration_seconds, 3),
@@ -146,7 +171,9 @@ async def finish_report(
             draft = add_run_findings(draft, facts.hypotheses, evidence_by_id, facts.embedder)
         except Exception as exc:  # noqa: BLE001 - the report goes out without that section
             degrade(draft, f"the conflicting-findings section could not be built ({exc})")
-        report = add_verdict(validate_report(draft, evidence_by_id), facts.question)
+        report = validate_report(draft, evidence_by_id)
+        if not abstain:
+            report = add_verdict(report, facts.question)
         problems = citation_problems(report, evidence_by_id)
     if not problems and grounding.enabled:
         with stage("grounding"):
