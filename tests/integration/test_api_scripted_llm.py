@@ -31,7 +31,10 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from deepcritical.api import research
 from deepcritical.config import Settings
 from deepcritical.corpus.index import LocalCorpus
+from deepcritical.corpus.readers import read_corpus_file
 from deepcritical.events import ResearchEvent
+from deepcritical.evidence.titles import with_derived_title
+from deepcritical.formats.pubmed_xml import article_to_evidence
 from deepcritical.models import CitationValidation, ResearchReport, RunResult, marker_ids
 from deepcritical.report.validation import citation_problems
 from tests.conftest import HashingEmbedder
@@ -102,6 +105,9 @@ class Corpus:
     directory: Path
     question: str
     gold_pmid: str
+    gold_title: str
+    """How prompts show the gold record: PubMedQA records have no title, so the title derived
+    from its abstract, marked ``[derived title]``."""
     embedder: HashingEmbedder
 
 
@@ -141,7 +147,9 @@ def corpus(pubmedqa_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Corp
     with LocalCorpus(directory, embedder) as local:
         result = local.add_file(subset)
         assert result.added == GOLD_QUESTIONS + OTHER_RECORDS + 1
-    return Corpus(directory, question, gold, embedder)
+    article = next(a for a in read_corpus_file(subset) if a.pmid == gold)
+    title = with_derived_title(article_to_evidence(article, source="local")).citation
+    return Corpus(directory, question, gold, title.display_title(), embedder)
 
 
 def settings_for(corpus: Corpus, data_dir: Path, *, grounding: bool = False) -> Settings:
@@ -172,7 +180,7 @@ class ScriptedLLM:
     """Answers each role's output tool; ``invalid`` answers every call with broken JSON."""
 
     invalid: bool = False
-    prefer_pmid: str | None = None
+    prefer_title: str | None = None
     calls: list[Call] = field(default_factory=list)
 
     def model(self) -> FunctionModel:
@@ -207,12 +215,12 @@ class ScriptedLLM:
         return ids
 
     def _cited(self, prompt: str) -> str:
-        """The real id the writer cites: the shown record of ``prefer_pmid`` (PubMedQA
-        records have no title, so the fence shows "PubMed record <pmid>"), else the first."""
+        """The real id the writer cites: the shown record titled ``prefer_title``, else the
+        first."""
         blocks = FENCED_BLOCK.findall(prompt)
         assert blocks, "the prompt fences no source"
         for sid, _nonce, body in blocks:
-            if self.prefer_pmid and f"PubMed record {self.prefer_pmid}" in body:
+            if self.prefer_title and self.prefer_title in body:
                 return str(sid)
         return str(blocks[0][0])
 
@@ -367,7 +375,7 @@ def report_text(report: ResearchReport) -> str:
 
 # --------------------------------------------------------------------------- tests
 async def test_scripted_llm_run_keeps_only_stored_citations(corpus: Corpus, tmp_path: Path) -> None:
-    llm = ScriptedLLM(prefer_pmid=corpus.gold_pmid)
+    llm = ScriptedLLM(prefer_title=corpus.gold_title)
     events = await collect(
         research(
             corpus.question,
@@ -402,7 +410,9 @@ async def test_scripted_llm_run_keeps_only_stored_citations(corpus: Corpus, tmp_
     # cited by it, and its citation survived validation
     assert corpus.gold_pmid in {e.citation.pmid for e in result.evidence}
     findings_prompt = next(c.prompt for c in llm.calls if c.role == "findings")
-    assert f"PubMed record {corpus.gold_pmid}" in findings_prompt
+    assert corpus.gold_title.startswith("[derived title] ")
+    assert f"Title: {corpus.gold_title}\n" in findings_prompt
+    assert f"PubMed record {corpus.gold_pmid}" not in findings_prompt
     assert_cites_only_stored_evidence(result)
     assert corpus.gold_pmid in {r.citation.pmid for r in report.references}
     text = report_text(report)
@@ -474,7 +484,7 @@ async def test_invalid_json_from_every_agent_falls_back_to_extractive(
 async def test_prompt_injection_is_fenced_and_its_id_never_reaches_the_report(
     corpus: Corpus, tmp_path: Path
 ) -> None:
-    llm = ScriptedLLM(prefer_pmid=corpus.gold_pmid)
+    llm = ScriptedLLM(prefer_title=corpus.gold_title)
     events = await collect(
         research(
             corpus.question,

@@ -104,6 +104,15 @@ def test_save_source_dedups_and_counts_per_question(runs: RunStore) -> None:
     assert "competitive.landscape" in done.suggestion
 
 
+def test_a_real_title_replaces_a_derived_one(runs: RunStore) -> None:
+    c = drug_collector(runs)
+    c.save_source("local", "123", None, "[derived title] To assess X", ["clinical.efficacy"])
+    c.save_source("pubmed", "123", None, "Paper A", ["clinical.efficacy"])
+    c.save_source("local", "123", None, "[derived title] To assess Y", ["clinical.efficacy"])
+    [saved] = c.finalize_sources()["clinical.efficacy"]
+    assert saved.title == "Paper A"
+
+
 def test_bad_input_gets_clear_errors_and_saves_nothing(runs: RunStore) -> None:
     c = drug_collector(runs)
     with pytest.raises(UnknownQuestionError, match=r"valid keys: mechanism\.moa, clinical"):

@@ -57,7 +57,13 @@ async def test_search_returns_local_evidence(source: LocalCorpusSource) -> None:
     assert 0.0 < items[1].relevance < 1.0
     untitled = items[1]
     assert untitled.citation.pmid == "12"
-    assert untitled.citation.display_title() == ("PubMed record 12")
+    # no title: one derived from the abstract, marked as derived; the real title stays empty
+    assert untitled.citation.title == ""
+    assert untitled.citation.derived_title == "Metformin and lactic acidosis risk"
+    assert untitled.citation.display_title() == (
+        "[derived title] Metformin and lactic acidosis risk"
+    )
+    assert top.citation.derived_title == ""
 
 
 async def test_relevance_follows_rrf_scores(source: LocalCorpusSource) -> None:

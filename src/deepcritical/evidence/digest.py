@@ -26,5 +26,6 @@ def compressed_findings(
         keys = ", ".join(e.checklist_keys) or "none"
         title = " ".join(e.citation.display_title().split())
         lines.append(f"{e.id} ({grade_evidence(e).value}; items: {keys}):")
-        lines.append(fence.wrap(e.id, f"{title}. {e.snippet(chars)}"))
+        stop = "" if title.endswith("…") else "."  # a shortened derived title
+        lines.append(fence.wrap(e.id, f"{title}{stop} {e.snippet(chars)}"))
     return lines

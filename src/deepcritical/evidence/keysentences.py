@@ -21,10 +21,13 @@ from deepcritical.text.terms import matched_terms
 
 __all__ = [
     "KeySentence",
+    "LabelledParagraph",
     "SectionKind",
     "candidate_sentences",
     "has_conclusion_cue",
     "has_negation",
+    "is_objective_like",
+    "labelled_paragraphs",
     "mentioning_terms",
     "rank_sentences",
     "relevant_items",
@@ -142,6 +145,12 @@ def has_conclusion_cue(text: str) -> bool:
     return CONCLUSION_CUES.search(text) is not None
 
 
+def is_objective_like(text: str) -> bool:
+    """True when ``text`` opens like a study's objective ("To assess...", "We aimed...",
+    "The aim of this study...")."""
+    return _OBJECTIVE_CUES.match(text) is not None
+
+
 @dataclass(frozen=True)
 class KeySentence:
     """One sentence of an evidence item.
@@ -196,14 +205,32 @@ def _label_of(paragraph: str) -> tuple[str | None, int]:
     return label, m.end()
 
 
+@dataclass(frozen=True)
+class LabelledParagraph:
+    """One line of an abstract: its structured-abstract label (``None``: unlabelled) and the
+    offsets of its text after the ``LABEL: `` prefix (``text[start:end]``)."""
+
+    label: str | None
+    start: int
+    end: int
+
+
+def labelled_paragraphs(text: str) -> list[LabelledParagraph]:
+    """The non-empty lines of ``text`` with their labels, in reading order."""
+    out: list[LabelledParagraph] = []
+    for para in _PARAGRAPH_RE.finditer(text):
+        label, skip = _label_of(para.group(0))
+        out.append(LabelledParagraph(label, para.start() + skip, para.end()))
+    return out
+
+
 def sentences_of(evidence: Evidence) -> list[KeySentence]:
     """Every sentence of ``evidence.content`` with its section label, in reading order."""
     content = evidence.content
     out: list[KeySentence] = []
-    for para in _PARAGRAPH_RE.finditer(content):
-        label, skip = _label_of(para.group(0))
-        for start, stop in prose_spans(content, para.start() + skip, para.end()):
-            out.append(KeySentence(evidence.id, content[start:stop], start, label, len(out)))
+    for para in labelled_paragraphs(content):
+        for start, stop in prose_spans(content, para.start, para.end):
+            out.append(KeySentence(evidence.id, content[start:stop], start, para.label, len(out)))
     return out
 
 

@@ -20,7 +20,10 @@ Deduplication on :meth:`EvidenceStore.add`:
 
 Stored citations carry canonical identifiers
 (:func:`~deepcritical.evidence.identifiers.canonical_citation`: a PubMed native id fills
-``pmid``, a doi.org URL fills ``doi``, DOIs are lower-cased).
+``pmid``, a doi.org URL fills ``doi``, DOIs are lower-cased) and, when they have no title, the
+title derived from the stored content (``Citation.derived_title``, by
+:func:`~deepcritical.evidence.titles.with_derived_title`, renewed whenever an item is stored,
+merged or updated). The derived title is display data: keys and embeddings never read it.
 
 Embeddings: ``title + "\\n" + content``, cut to :data:`EMBED_MAX_CHARS` characters, embedded in
 one batch per :meth:`~EvidenceStore.add`; rows are L2-normalised so cosine similarity is a dot
@@ -57,6 +60,7 @@ from deepcritical.evidence.identifiers import (
     strong_identifiers,
 )
 from deepcritical.evidence.mmr import mmr, unit_rows
+from deepcritical.evidence.titles import with_derived_title
 from deepcritical.models import Citation, Evidence
 
 __all__ = ["EMBED_MAX_CHARS", "AddResult", "EvidenceStore", "embedding_text"]
@@ -305,7 +309,7 @@ class EvidenceStore:
                 dirty.add(absorber)
                 _append_once(result.near_duplicates, absorber)
                 continue
-            evidence = entry.evidence
+            evidence = with_derived_title(entry.evidence)
             evidence.id = f"E{self._next_number}"
             self._next_number += 1
             self._items[evidence.id] = evidence
@@ -354,8 +358,9 @@ class EvidenceStore:
             self._reembed({evidence.id})
 
     def _replace(self, evidence: Evidence, extra_keys: Sequence[str] = ()) -> None:
-        """Store ``evidence`` under its id and index its keys (no re-embedding)."""
-        self._items[evidence.id] = evidence
+        """Store ``evidence`` under its id (its derived title renewed) and index its keys (no
+        re-embedding)."""
+        self._items[evidence.id] = with_derived_title(evidence)
         self._index_keys(evidence.id, [*_keys(evidence), *extra_keys])
 
     def _index_keys(self, evidence_id: str, keys: Sequence[str]) -> None:

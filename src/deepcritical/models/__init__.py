@@ -7,6 +7,7 @@ imports from this package; it imports nothing from the rest of the project.
 """
 
 from deepcritical.models._evidence import (
+    DERIVED_TITLE_MARK,
     SOURCE_LABELS,
     Citation,
     Evidence,
@@ -45,6 +46,7 @@ from deepcritical.models._report import (
 
 __all__ = [
     "CITATION_MARKER",
+    "DERIVED_TITLE_MARK",
     "SOURCE_LABELS",
     "ChecklistItem",
     "ChecklistStatus",

@@ -12,6 +12,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "DERIVED_TITLE_MARK",
     "SOURCE_LABELS",
     "Citation",
     "Evidence",
@@ -20,6 +21,9 @@ __all__ = [
     "StudyDesign",
     "utc_now",
 ]
+
+DERIVED_TITLE_MARK = "[derived title]"
+"""What precedes a derived title wherever one is shown (:meth:`Citation.display_title`)."""
 
 
 def utc_now() -> datetime:
@@ -93,11 +97,19 @@ class Citation(BaseModel):
     source's native identifier (a PMID for PubMed and the local PubMed corpus, an NCT ID for
     ClinicalTrials.gov, a DOI or OpenAlex id, a URL for the web). ``date`` is an ISO-8601
     prefix (``2019``, ``2019-03`` or ``2019-03-14``) when known.
+
+    ``title`` is the record's own title, ``""`` when it has none (PubMedQA corpus records, some
+    web pages). ``derived_title`` is then a stand-in derived from the item's text (the
+    objective or first sentence, shortened; made by
+    :func:`deepcritical.evidence.titles.with_derived_title`, which the evidence store applies
+    to every stored item), ``""`` otherwise. It is display data only: deduplication (embedded
+    text, content hash), design grading and grounding read ``title``, never ``derived_title``.
     """
 
     source: str
     id: str
     title: str = ""
+    derived_title: str = ""
     authors: list[str] = Field(default_factory=list)
     journal: str | None = None
     year: int | None = None
@@ -109,9 +121,17 @@ class Citation(BaseModel):
     nct_id: str | None = None
 
     def display_title(self) -> str:
-        """Title, or a stand-in naming the identifier when the record has none (PubMedQA)."""
+        """The title every display shows (report references, web UI, MCP tool, prompts).
+
+        The record's ``title``; else its ``derived_title`` marked as derived, after
+        :data:`DERIVED_TITLE_MARK`: ``"[derived title] To assess quality of storage of
+        vaccines in the community"``; else (a record with neither, e.g. one with no text) a
+        stand-in naming the identifier (``"PubMed record 123"``, ``"Trial NCT01234567"``).
+        """
         if self.title.strip():
             return self.title.strip()
+        if self.derived_title.strip():
+            return f"{DERIVED_TITLE_MARK} {self.derived_title.strip()}"
         if self.pmid:
             return f"PubMed record {self.pmid}"
         if self.nct_id:
@@ -125,7 +145,8 @@ class Citation(BaseModel):
             names = self.authors[:6]
             authors = ", ".join(names) + (", et al." if len(self.authors) > 6 else "")
             parts.append(authors.rstrip(".") + ".")
-        parts.append(self.display_title().rstrip(".") + ".")
+        title = self.display_title()
+        parts.append(title if title.endswith("…") else title.rstrip(".") + ".")
         venue = " ".join(p for p in [self.journal or "", str(self.year) if self.year else ""] if p)
         if venue:
             parts.append(venue.rstrip(".") + ".")

@@ -11,22 +11,29 @@ from __future__ import annotations
 import asyncio
 
 from deepcritical.corpus.index import LocalCorpus, ScoredDocument
+from deepcritical.evidence.titles import with_derived_title
 from deepcritical.formats.pubmed_xml import article_to_evidence
 from deepcritical.models import Evidence, SourceName
 from deepcritical.sources.base import SourceError
 
 
 def hits_to_evidence(hits: list[ScoredDocument], query: str) -> list[Evidence]:
-    """Evidence items in hit order; ``relevance`` = RRF score / best RRF score (best = 1.0)."""
+    """Evidence items in hit order; ``relevance`` = RRF score / best RRF score (best = 1.0).
+
+    A record without a title (every PubMedQA record) gets the title derived from its abstract
+    (``citation.derived_title``, see :mod:`deepcritical.evidence.titles`).
+    """
     if not hits:
         return []
     best = max(h.score for h in hits)
     return [
-        article_to_evidence(
-            h.article,
-            source=SourceName.LOCAL.value,
-            query=query,
-            relevance=min(1.0, max(0.0, h.score / best)) if best > 0 else 0.0,
+        with_derived_title(
+            article_to_evidence(
+                h.article,
+                source=SourceName.LOCAL.value,
+                query=query,
+                relevance=min(1.0, max(0.0, h.score / best)) if best > 0 else 0.0,
+            )
         )
         for h in hits
     ]

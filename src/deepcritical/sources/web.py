@@ -21,7 +21,9 @@ Flow of :meth:`WebSearchSource.search`:
    snippet (cookie walls, script-only pages), cut at a word boundary to ``max_content_chars``.
 
 Evidence: ``Citation(source="web", id=<normalised URL>, url=<result URL>, title=<result
-title>)``; ``relevance`` from rank (``1 - rank / n``). Search failures (rate limit, timeout, no
+title>)``, a result with no title getting one derived from its content
+(``derived_title``, :mod:`deepcritical.evidence.titles`); ``relevance`` from rank
+(``1 - rank / n``). Search failures (rate limit, timeout, no
 network) raise ``SourceError("web search failed: ...")``; "no results" is an empty list.
 """
 
@@ -39,6 +41,7 @@ import trafilatura
 from ddgs.exceptions import DDGSException
 
 from deepcritical.evidence.identifiers import normalize_url
+from deepcritical.evidence.titles import with_derived_title
 from deepcritical.models import Citation, Evidence, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.http import SourceHttp, decode_json, json_or_none
@@ -397,7 +400,7 @@ class WebSearchSource:
         if not content or key is None:
             return None
         citation = Citation(source=SOURCE, id=key, title=hit.title, url=hit.url)
-        return Evidence(content=content, citation=citation)
+        return with_derived_title(Evidence(content=content, citation=citation))
 
     async def _main_text(self, url: str, key: str) -> str:
         """Main text of the page at ``url`` ("" when it cannot be used), fetched once per run."""

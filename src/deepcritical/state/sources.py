@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from deepcritical.evidence.identifiers import identifier_keys
-from deepcritical.models import SOURCE_LABELS, Citation, utc_now
+from deepcritical.models import DERIVED_TITLE_MARK, SOURCE_LABELS, Citation, utc_now
 from deepcritical.state.errors import StateError, UnknownCitationError
 from deepcritical.state.runs import RunStore
 from deepcritical.state.saved import UNASSIGNED, SavedSource, sources_by_question
@@ -304,8 +304,10 @@ class SourceCollector:
         else:
             if not row.url and url:
                 row.url = url
-            if not row.title and title.strip():
-                row.title = title.strip()
+            title = title.strip()
+            derived = row.title.startswith(DERIVED_TITLE_MARK)  # a real title replaces it
+            if title and (not row.title or (derived and not title.startswith(DERIVED_TITLE_MARK))):
+                row.title = title
             merged = _excerpts(list(row.key_excerpts or []), key_excerpts or [])
             if merged != list(row.key_excerpts or []):
                 row.key_excerpts = merged
