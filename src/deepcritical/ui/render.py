@@ -79,7 +79,9 @@ class EvidenceRow(BaseModel):
     """One row of the evidence table (plain text; escaped when rendered).
 
     ``answers``: descriptions of the checklist items the item was assigned to;
-    ``relevance``: the store's 0..1 relevance score.
+    ``relevance``: the item's 0..1 relevance (calibrated when the item was screened);
+    ``screening``: ``relevant``, ``partial``, ``off_topic`` or ``""`` (not screened), with its
+    one-line ``reason``. Off-topic rows are shown greyed out.
     """
 
     source: str
@@ -89,6 +91,8 @@ class EvidenceRow(BaseModel):
     url: str | None
     answers: list[str]
     relevance: float
+    screening: str = ""
+    reason: str = ""
 
 
 def evidence_rows(result: RunResult) -> list[EvidenceRow]:
@@ -103,10 +107,12 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
             url=safe_url(e.citation.url),
             answers=[described.get(k, k) for k in e.checklist_keys],
             relevance=e.relevance,
+            screening=e.screening.value if e.screening else "",
+            reason=e.screening_reason,
         )
         for e in result.evidence
     ]
-    return sorted(rows, key=lambda r: -r.relevance)
+    return sorted(rows, key=lambda r: (r.screening == "off_topic", -r.relevance))
 
 
 def evidence_table_html(rows: list[EvidenceRow]) -> str:
@@ -114,7 +120,8 @@ def evidence_table_html(rows: list[EvidenceRow]) -> str:
     if not rows:
         return '<p class="dc-empty">No evidence yet.</p>'
     head = "".join(
-        f"<th>{h}</th>" for h in ("Source", "Id", "Title", "Year", "Link", "Answers", "Relevance")
+        f"<th>{h}</th>"
+        for h in ("Source", "Id", "Title", "Year", "Link", "Answers", "Relevance", "Screening")
     )
     body: list[str] = []
     for r in rows:
@@ -125,11 +132,17 @@ def evidence_table_html(rows: list[EvidenceRow]) -> str:
             else ""
         )
         answers = "; ".join(r.answers)
+        off = r.screening == "off_topic"
+        style = ' style="opacity:0.5"' if off else ""
+        screening = r.screening.replace("_", "-")
         body.append(
-            f'<tr class="dc-evidence-row"><td>{html.escape(r.source)}</td>'
+            f'<tr class="dc-evidence-row{" dc-off-topic" if off else ""}"{style}>'
+            f"<td>{html.escape(r.source)}</td>"
             f"<td>{html.escape(r.id)}</td><td>{html.escape(r.title)}</td>"
             f"<td>{r.year if r.year is not None else ''}</td><td>{link}</td>"
-            f"<td>{html.escape(answers)}</td><td>{r.relevance:.2f}</td></tr>"
+            f"<td>{html.escape(answers)}</td><td>{r.relevance:.2f}</td>"
+            f'<td title="{html.escape(r.reason, quote=True)}">'
+            f"{html.escape(r.reason if off else screening)}</td></tr>"
         )
     return (
         f'<table class="dc-evidence"><thead><tr>{head}</tr></thead>'
