@@ -101,7 +101,7 @@ async def run(texts: Sequence[str]) -> tuple[list[ResearchEvent], RunResult]:
         settings=settings,
         agents=build_agents(settings, None, embedder),
         store=store,
-        search=SearchAgent([TopicSource(texts)], store, 10),  # type: ignore[list-item]
+        search=SearchAgent([TopicSource(texts)], store, 10),
         source_names=["local"],
         screening=HASHING_CALIBRATION,
     )
