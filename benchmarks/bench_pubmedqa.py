@@ -1,13 +1,20 @@
 """End-to-end research benchmark on PubMedQA: citations, grounding, answers, cost.
 
-Run: ``.venv/bin/python -m benchmarks.bench_pubmedqa [--n 50] [--scripted] [--calibrate]``.
+Run: ``.venv/bin/python -m benchmarks.bench_pubmedqa [--n 50] [--scripted]
+[--arms full,withheld] [--calibrate]``.
 
 Data: ``../shared/data/pubmedqa`` (1000 abstracts without titles; 500 dev questions, each
 written from one "gold" abstract, with a yes/no/maybe answer; PubMedQA, Jin et al. 2019, MIT
 licence). Exits 0 with a message when the data is absent. The whole corpus is imported once
 into a temporary data directory (all-MiniLM-L6-v2, offline).
 
-For each of the first N dev questions, every configuration runs
+Two arms (``--arms``, default both), each with its own corpus in its own data directory:
+
+- ``full``: the 1000 abstracts; each question's gold abstract answers it.
+- ``withheld`` (gold withheld): the corpus minus the gold abstracts of the N questions run, so
+  nothing in it answers them; a good report abstains (see below).
+
+In each arm, for each of the first N dev questions, every configuration runs
 ``deepcritical.api.research(question, Settings(llm="none", sources=["local"], data_dir=<tmp>,
 max_rounds=2), embedder=shared_embedder())``; the run grounds its own report
 (``Settings.grounding``, default threshold), so the figures are those of the report a user
@@ -41,6 +48,22 @@ Printed per configuration (means over questions):
   contradicting, so its verdict is always "yes": ignore it);
 - wall time per question (research, of which grounding), and prompt tokens per run (0
   without a model; the scripted model's counts are pydantic-ai's estimates).
+
+Then, next to its target (issue 12; the targets are for the extractive arm on the first 200
+dev questions, offline, and are printed for the scripted arm too):
+
+- gold cited: the gold abstract is among the final report's references (>= 95%);
+- off-topic references per report: final references other than the gold abstract (the
+  corpus covers unrelated topics), mean (<= 0.5) and median (0);
+- verdict precision: share right among the reports stating "yes" or "no" (against the
+  PubMedQA gold ``final_decision``; a stated yes/no on a "maybe" question is wrong), >= 80%;
+  verdict coverage: share of reports stating "yes" or "no", >= 30%;
+- median wall time per run (< 10 s).
+
+In the gold-withheld arm: the abstention rate (>= 90%), the share of reports that abstain:
+they state that the sources hold no evidence (:func:`states_no_evidence`), cite at most one
+source and state no yes/no verdict (``metadata.verdict`` None or "uncertain"); with each
+condition's count, the off-topic references and the median wall time.
 
 ``--calibrate`` instead measures, on all 500 dev questions, the cosine similarities that set
 :data:`deepcritical.report.grounding.DEFAULT_THRESHOLD` (takes a few minutes): a verbatim
@@ -277,6 +300,10 @@ class Outcome:
     seconds: float
     grounding_seconds: float
     prompt_tokens: int
+    off_topic: int = 0
+    """Final references other than the gold abstract."""
+    states_no_evidence: bool = False
+    """The report says the sources hold no evidence (:func:`states_no_evidence`)."""
     misattributed: int = 0
     misattributed_removed: int = 0
     correct: int = 0
@@ -347,6 +374,8 @@ async def run_one(
         seconds=seconds,
         grounding_seconds=report.metadata.usage.stage_seconds.get("grounding", 0.0),
         prompt_tokens=prompt_tokens(report),
+        off_topic=len(after - gold_ids),
+        states_no_evidence=states_no_evidence("\n".join([report.title, *report.texts()])),
     )
     if scripted is not None:
         kept: dict[tuple[str, str], bool] = {}
@@ -380,6 +409,195 @@ def stated_agreement(outcomes: Sequence[Outcome]) -> str:
         [{"uncertain": "maybe"}.get(o.verdict or "", o.verdict) == o.answer for o in stated]
     )
     return f"{agree:.1%} of {len(stated)} reports stating one"
+
+
+# --------------------------------------------------------------------------- issue 12 figures
+NO_EVIDENCE_STATEMENT = re.compile(
+    r"no evidence could be collected for this question"
+    r"|the sources searched\b.{0,400}?\bhold no evidence that addresses",
+    re.IGNORECASE | re.DOTALL,
+)
+ARMS = ("full", "withheld")
+
+
+def states_no_evidence(text: str) -> bool:
+    """Whether ``text`` clearly states that the sources hold no evidence for the question.
+
+    Accepts today's no-evidence report ("No evidence could be collected for this question
+    ...") and the opening issue 12 asks for ("The sources searched (...) hold no evidence
+    that addresses ..."), case-insensitively; a limitation about one checklist item ("No
+    evidence was found for the checklist item ...") does not count.
+    """
+    return NO_EVIDENCE_STATEMENT.search(text) is not None
+
+
+def abstains(says_no_evidence: bool, sources_cited: int, verdict: str | None) -> bool:
+    """Whether a report abstains: it says the sources hold no evidence, cites at most one
+    source and states no yes/no verdict (``None`` or "uncertain")."""
+    return says_no_evidence and sources_cited <= 1 and verdict not in ("yes", "no")
+
+
+def parse_arms(value: str) -> tuple[str, ...]:
+    """The arms named in a comma-separated ``--arms`` value, in :data:`ARMS` order.
+
+    Raises:
+        argparse.ArgumentTypeError: an unknown or no arm.
+    """
+    names = {part.strip() for part in value.split(",") if part.strip()}
+    unknown = names - set(ARMS)
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"arms are a comma-separated subset of {', '.join(ARMS)}; got {value!r}"
+        )
+    return tuple(arm for arm in ARMS if arm in names)
+
+
+def corpus_lines_without(text: str, pmids: set[str]) -> list[str]:
+    """The non-empty lines of a PubMedQA ``corpus.jsonl`` text whose record's PMID is not in
+    ``pmids``, unchanged (split on "\\n" only, as :func:`load_questions` does)."""
+    return [
+        line
+        for line in text.split("\n")
+        if line.strip() and str(json.loads(line)["pmid"]) not in pmids
+    ]
+
+
+@dataclass(frozen=True)
+class TargetFigures:
+    """The issue-12 figures of one configuration, from its per-question outcomes."""
+
+    runs: int
+    gold_cited: int
+    """Reports whose final references include the gold abstract."""
+    off_topic_mean: float
+    off_topic_median: float
+    stated: int
+    """Reports stating "yes" or "no"."""
+    right: int
+    """Of those, the ones whose verdict equals the gold answer."""
+    abstained: int
+    says_no_evidence: int
+    cites_at_most_one: int
+    no_yes_no_verdict: int
+    seconds_median: float
+
+    @property
+    def precision(self) -> float:
+        """Share right among the stated yes/no verdicts (NaN when none is stated)."""
+        return self.right / self.stated if self.stated else float("nan")
+
+    @property
+    def coverage(self) -> float:
+        """Share of reports stating "yes" or "no"."""
+        return self.stated / self.runs if self.runs else float("nan")
+
+    @property
+    def abstention(self) -> float:
+        """Share of reports that abstain (:func:`abstains`)."""
+        return self.abstained / self.runs if self.runs else float("nan")
+
+
+def target_figures(outcomes: Sequence[Outcome]) -> TargetFigures:
+    """The issue-12 figures over ``outcomes`` (failed runs are not among them)."""
+    off_topic = [o.off_topic for o in outcomes]
+    stated = [o for o in outcomes if o.verdict in ("yes", "no")]
+    return TargetFigures(
+        runs=len(outcomes),
+        gold_cited=sum(o.gold_cited_grounded for o in outcomes),
+        off_topic_mean=mean(off_topic),
+        off_topic_median=statistics.median(off_topic) if off_topic else float("nan"),
+        stated=len(stated),
+        right=sum(o.verdict == o.answer for o in stated),
+        abstained=sum(
+            abstains(o.states_no_evidence, o.references_grounded, o.verdict) for o in outcomes
+        ),
+        says_no_evidence=sum(o.states_no_evidence for o in outcomes),
+        cites_at_most_one=sum(o.references_grounded <= 1 for o in outcomes),
+        no_yes_no_verdict=sum(o.verdict not in ("yes", "no") for o in outcomes),
+        seconds_median=statistics.median([o.seconds for o in outcomes])
+        if outcomes
+        else float("nan"),
+    )
+
+
+def against(met: bool, target: str) -> str:
+    """``target ...: met`` or ``target ...: MISSED``."""
+    return f"target {target}: {'met' if met else 'MISSED'}"
+
+
+def target_rows(f: TargetFigures) -> list[tuple[str, str]]:
+    """Label and value (figure, then its target) of each full-corpus issue-12 figure."""
+    n = f.runs
+    return [
+        (
+            "gold abstract cited in the final report",
+            f"{f.gold_cited / n:.1%} ({f.gold_cited}/{n})  "
+            + against(f.gold_cited >= 0.95 * n, ">= 95%"),
+        ),
+        (
+            "off-topic references per report: mean / median",
+            f"{f.off_topic_mean:.2f} / {f.off_topic_median:g}  "
+            + against(f.off_topic_mean <= 0.5 and f.off_topic_median == 0, "<= 0.5 / 0"),
+        ),
+        (
+            "stated yes/no verdicts right (precision)",
+            f"{f.precision:.1%} ({f.right}/{f.stated})  " + against(f.precision >= 0.8, ">= 80%")
+            if f.stated
+            else "n/a (no yes/no verdict stated)  target >= 80%: MISSED",
+        ),
+        (
+            "reports stating yes or no (coverage)",
+            f"{f.coverage:.1%} ({f.stated}/{n})  " + against(f.coverage >= 0.3, ">= 30%"),
+        ),
+        (
+            "wall time per run: median",
+            f"{f.seconds_median:.1f} s  " + against(f.seconds_median < 10, "< 10 s"),
+        ),
+    ]
+
+
+def verdict_counts(outcomes: Sequence[Outcome]) -> str:
+    """How many reports state each verdict: "yes / no / uncertain / none" counts."""
+    return " / ".join(
+        str(sum(o.verdict == v for o in outcomes)) for v in ("yes", "no", "uncertain", None)
+    )
+
+
+def withheld_rows(outcomes: Sequence[Outcome]) -> list[tuple[str, str]]:
+    """Label and value of each gold-withheld figure (abstention next to its target)."""
+    f = target_figures(outcomes)
+    n = f.runs
+    return [
+        (
+            "abstention rate",
+            f"{f.abstention:.1%} ({f.abstained}/{n})  " + against(f.abstention >= 0.9, ">= 90%"),
+        ),
+        (
+            "says no evidence / cites <= 1 source / no yes-no verdict",
+            f"{f.says_no_evidence} / {f.cites_at_most_one} / {f.no_yes_no_verdict} of {n}",
+        ),
+        (
+            "off-topic references per report: mean / median",
+            f"{f.off_topic_mean:.2f} / {f.off_topic_median:g} (every reference is off-topic)",
+        ),
+        ("report verdicts yes / no / uncertain / none", verdict_counts(outcomes)),
+        (
+            "gold abstract in evidence (withheld: must be 0)",
+            f"{sum(o.gold_retrieved for o in outcomes)} of {n}",
+        ),
+        (
+            "wall time per run: median",
+            f"{f.seconds_median:.1f} s  " + against(f.seconds_median < 10, "< 10 s"),
+        ),
+    ]
+
+
+def print_rows(rows: Sequence[tuple[str, str]], width: int = 0) -> None:
+    """Print label/value rows as the benchmark's aligned table (labels padded to the longest,
+    or to ``width`` when wider)."""
+    width = max(width, *(len(label) for label, _ in rows))
+    for label, value in rows:
+        print(f"   {label:<{width}}  {value}")
 
 
 def report_configuration(name: str, outcomes: list[Outcome], failures: list[str]) -> None:
@@ -419,12 +637,7 @@ def report_configuration(name: str, outcomes: list[Outcome], failures: list[str]
             f"{mean([o.citations_removed for o in outcomes]):.2f}",
         ),
         ("answer agreement, verdict stated in the report", stated_agreement(outcomes)),
-        (
-            "report verdicts yes / no / uncertain / none",
-            " / ".join(
-                str(sum(o.verdict == v for o in outcomes)) for v in ("yes", "no", "uncertain", None)
-            ),
-        ),
+        ("report verdicts yes / no / uncertain / none", verdict_counts(outcomes)),
         (
             "answer agreement, hypothesis-stance proxy",
             f"{agree:.1%} (always-'yes' baseline {baseline:.1%})",
@@ -457,9 +670,23 @@ def report_configuration(name: str, outcomes: list[Outcome], failures: list[str]
                 f" ({sum(o.correct_kept for o in outcomes) / max(correct, 1):.1%})",
             ),
         ]
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"   {label:<{width}}  {value}")
+    print_rows(rows)
+    print("   -- issue 12 (targets: offline arm, first 200 dev questions)")
+    print_rows(target_rows(target_figures(outcomes)), max(len(label) for label, _ in rows))
+
+
+def report_withheld(name: str, outcomes: list[Outcome], failures: list[str]) -> None:
+    """Print a gold-withheld configuration's figures (abstention next to its target)."""
+    n = len(outcomes)
+    print(
+        f"\n== gold withheld, {name}: {n} questions"
+        + (f", {len(failures)} failed" if failures else "")
+    )
+    for failure in failures[:5]:
+        print(f"   failure: {failure}")
+    if not n:
+        return
+    print_rows(withheld_rows(outcomes))
 
 
 # --------------------------------------------------------------------------- calibration
@@ -588,6 +815,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="max search rounds (default 2)")
     parser.add_argument("--scripted", action="store_true", help="also run the scripted LLM")
     parser.add_argument(
+        "--arms",
+        type=parse_arms,
+        default=ARMS,
+        help="comma-separated arms: full (the whole corpus), withheld (the corpus minus the"
+        " gold abstracts of the questions run); default full,withheld",
+    )
+    parser.add_argument(
         "--calibrate", action="store_true", help="measure the grounding threshold instead"
     )
     args = parser.parse_args(argv)
@@ -608,32 +842,48 @@ def main(argv: list[str] | None = None) -> int:
     from deepcritical.evidence.embeddings import shared_embedder
 
     questions = load_questions(questions_file, args.n)
+    gold = {str(q["pmid"]) for q in questions}
     embedder = shared_embedder()
+    configurations: list[tuple[str, ScriptedLLM | None]] = [("extractive (--llm none)", None)]
+    if args.scripted:
+        configurations.append(("scripted FunctionModel, misattributing writer", ScriptedLLM()))
     with tempfile.TemporaryDirectory(prefix="dc-bench-pubmedqa-") as tmp:
-        settings = Settings(
-            llm="none", sources=["local"], data_dir=Path(tmp), max_rounds=args.rounds
-        )
-        start = time.perf_counter()
-        with LocalCorpus(settings.resolved_corpus_dir, embedder) as corpus:
-            imported = corpus.add_file(corpus_file)
-        print(
-            f"corpus: {imported.added} abstracts imported in {time.perf_counter() - start:.0f} s"
-            f"; {len(questions)} dev questions; max_rounds={args.rounds};"
-            f" grounding threshold {settings.grounding_threshold} (all-MiniLM-L6-v2)"
-        )
-        configurations: list[tuple[str, ScriptedLLM | None]] = [("extractive (--llm none)", None)]
-        if args.scripted:
-            configurations.append(("scripted FunctionModel, misattributing writer", ScriptedLLM()))
-        for name, scripted in configurations:
-            outcomes: list[Outcome] = []
-            failures: list[str] = []
-            for q in questions:
-                outcome = asyncio.run(run_one(q, settings, embedder, scripted))
-                if isinstance(outcome, Outcome):
-                    outcomes.append(outcome)
+        for arm in args.arms:
+            settings = Settings(
+                llm="none", sources=["local"], data_dir=Path(tmp) / arm, max_rounds=args.rounds
+            )
+            source = corpus_file
+            if arm == "withheld":
+                source = Path(tmp) / "corpus-gold-withheld.jsonl"
+                lines = corpus_lines_without(corpus_file.read_text(encoding="utf-8"), gold)
+                source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            start = time.perf_counter()
+            with LocalCorpus(settings.resolved_corpus_dir, embedder) as corpus:
+                imported = corpus.add_file(source)
+            print(
+                (
+                    ""
+                    if arm == "full"
+                    else f"\ngold withheld ({len(gold)} gold abstracts left out), "
+                )
+                + f"corpus: {imported.added} abstracts imported in "
+                f"{time.perf_counter() - start:.0f} s; {len(questions)} dev questions;"
+                f" max_rounds={args.rounds}; grounding threshold {settings.grounding_threshold}"
+                " (all-MiniLM-L6-v2)"
+            )
+            for name, scripted in configurations:
+                outcomes: list[Outcome] = []
+                failures: list[str] = []
+                for q in questions:
+                    outcome = asyncio.run(run_one(q, settings, embedder, scripted))
+                    if isinstance(outcome, Outcome):
+                        outcomes.append(outcome)
+                    else:
+                        failures.append(f"{q['pmid']}: {outcome}")
+                if arm == "full":
+                    report_configuration(name, outcomes, failures)
                 else:
-                    failures.append(f"{q['pmid']}: {outcome}")
-            report_configuration(name, outcomes, failures)
+                    report_withheld(name, outcomes, failures)
     return 0
 
 
