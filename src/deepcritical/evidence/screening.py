@@ -182,11 +182,10 @@ def screen_items(
     Raises:
         KeyError: an id is not in the store.
     """
-    model = calibration
     results = []
     for evidence_id, features in screening_features(store, question, ids).items():
-        relevance = model.relevance(features)
-        status = model.status(relevance)
+        relevance = calibration.relevance(features)
+        status = calibration.status(relevance)
         item = store.require(evidence_id)
         item.relevance = round(relevance, 4)
         item.screening = status

@@ -352,10 +352,14 @@ class ResearchRun:
         )
         return result
 
+    def on_topic(self) -> list[Evidence]:
+        """The items screening did not find off-topic, in store order: the only ones that
+        reach the checklist, hypotheses, judge, writer and references."""
+        return [e for e in self.store.all() if e.screening != Screening.OFF_TOPIC]
+
     def on_topic_ids(self) -> list[str]:
-        """Ids of the items screening did not find off-topic, in store order: the only ones
-        that reach the checklist, hypotheses, judge, writer and references."""
-        return [e.id for e in self.store.all() if e.screening != Screening.OFF_TOPIC]
+        """Ids of :meth:`on_topic`."""
+        return [e.id for e in self.on_topic()]
 
     def evidence_slice(self) -> list[Evidence]:
         """A diverse slice (MMR) of the on-topic items for the hypothesis agent and the
@@ -550,12 +554,13 @@ class ResearchRun:
     def _facts(self) -> RunFacts:
         """What happened in the run so far, for the report stage."""
         state = self.state
+        on_topic = self.on_topic()
         return RunFacts(
             question=self.question,
             plan=self.plan,
             hypotheses=list(state.hypotheses),
-            evidence=[e for e in self.store.all() if e.screening != Screening.OFF_TOPIC],
-            screened_out=len(self.store) - len(self.on_topic_ids()),
+            evidence=on_topic,
+            screened_out=len(self.store) - len(on_topic),
             embedder=self.store.embedder,
             methodology=self.methodology(),
             source_names=self.source_names,
@@ -627,7 +632,7 @@ class ResearchRun:
                 "all-MiniLM-L6-v2 embeddings only."
             )
         else:
-            off_topic = len(self.store) - len(self.on_topic_ids())
+            off_topic = len(self.store) - len(self.on_topic())
             lines.append(
                 "Every record was screened against the question by its calibrated relevance "
                 f"(similarity and key concepts; off-topic below {calibration.partial_at:g}): "
