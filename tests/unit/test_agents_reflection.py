@@ -3,6 +3,7 @@ the ``all_satisfied`` stop rule of the iterative orchestrator."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from deepcritical.models import (
     ChecklistStatus,
     Citation,
     Evidence,
+    Hypothesis,
     JudgeAssessment,
     ResearchPlan,
 )
@@ -198,8 +200,35 @@ class RecordingQueries(Queries):
         return [*(assessment.next_queries if assessment else []), f"q{round_no}"]
 
 
+class CoverageJudge:
+    """Sufficient exactly when every checklist item is satisfied (it reads the statuses the
+    reflection wrote: the judge runs after the reflection); records what it saw."""
+
+    def __init__(self) -> None:
+        self.coverages: list[float] = []
+
+    async def assess(
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        hypotheses: Sequence[Hypothesis],
+        round_no: int,
+        total_evidence: int,
+    ) -> JudgeAssessment:
+        coverage = plan.coverage()
+        self.coverages.append(coverage)
+        done = coverage >= 0.99
+        return JudgeAssessment(
+            coverage=coverage,
+            sufficient=done,
+            recommendation="synthesize" if done else "continue",
+            reason="every item satisfied" if done else "items still partial",
+        )
+
+
 async def test_the_run_stops_when_reflection_finds_every_item_satisfied() -> None:
     reflector = SatisfyingReflector(at=2)
+    judge = CoverageJudge()
     queries = RecordingQueries()
     settings = Settings(
         max_rounds=5,
@@ -211,12 +240,19 @@ async def test_the_run_stops_when_reflection_finds_every_item_satisfied() -> Non
     orch, _ = orchestrator(
         [CountingSource()],
         settings=settings,
-        agent_set=agents(reflector=reflector, queries=queries, planner=MatchingPlanner()),
+        agent_set=dataclasses.replace(
+            agents(reflector=reflector, queries=queries, planner=MatchingPlanner()), judge=judge
+        ),
     )
     events = await collect(orch)
     report = final(events)
     assert report.metadata.stop_reason == "all_satisfied"
     assert report.metadata.iterations == 2
+    # the judge saw the statuses that round's reflection wrote (partial counts half)
+    assert judge.coverages == [0.5, 1.0]
+    judged = [e.message for e in events if e.type == "judge_assessment"]
+    assert judged[-1].startswith("Judge: sufficient (checklist coverage 100%)")
+    assert judged[-1].endswith("→ synthesize")
     # round 1's follow-ups were given to round 2's query generator, and were searched
     assert queries.suggested[1][0] == "follow-up 1"
     assert "follow-up 1" in report.metadata.queries
@@ -233,3 +269,27 @@ async def test_the_run_continues_while_reflection_finds_gaps() -> None:
     report = final(await collect(orch))
     assert report.metadata.stop_reason == "max_rounds"
     assert report.metadata.iterations == 3
+
+
+async def test_a_judge_that_wants_more_keeps_the_run_going_though_every_item_is_satisfied() -> None:
+    """The judge has the last word: the log never says "not sufficient → continue" and then
+    stops because the checklist is satisfied."""
+    settings = Settings(
+        max_rounds=3,
+        results_per_query=3,
+        sources=["local"],
+        grounding=False,
+        checklist_assign_threshold=-1.0,
+    )
+    orch, _ = orchestrator(
+        [CountingSource()],
+        settings=settings,
+        agent_set=agents(reflector=SatisfyingReflector(1), planner=MatchingPlanner()),
+    )
+    events = await collect(orch)
+    report = final(events)
+    assert report.metadata.stop_reason == "max_rounds"
+    judged = [e.message for e in events if e.type == "judge_assessment"]
+    assert len(judged) == 3
+    assert all("not sufficient" in m and m.endswith("→ continue") for m in judged)
+    assert "stopped: max_rounds" in events[-1].message

@@ -40,6 +40,7 @@ from deepcritical.models import (
     JudgeAssessment,
     ResearchPlan,
 )
+from deepcritical.text.sentences import split_sentences
 from deepcritical.text.terms import (
     extract_key_terms,
     key_term_query,
@@ -53,6 +54,8 @@ __all__ = [
 ]
 
 MAX_NEXT_QUERIES = 4
+MAX_REASON_CHARS = 300
+"""Longest ``JudgeAssessment.reason`` (characters)."""
 
 
 class JudgeOutput(BaseModel):
@@ -165,22 +168,31 @@ class LLMJudge:
         output = await self._agent.run(instructions, "\n".join(lines), None)
         coverage = plan.coverage()
         sufficient = output.sufficient
-        recommendation = output.recommendation
         reasoning = " ".join(output.reasoning.split())
+        sentences = split_sentences(reasoning)
+        reason = (sentences[0].rstrip(".") if sentences else "") or (
+            "the model judged the evidence sufficient"
+            if sufficient
+            else "the model judged the evidence not yet sufficient"
+        )
         if sufficient and coverage < self.min_coverage_for_sufficient:
-            sufficient, recommendation = False, "continue"
-            reasoning += (
-                f" (Overruled: the model judged the evidence sufficient, but checklist coverage "
-                f"is {coverage:.0%}, below {self.min_coverage_for_sufficient:.0%}.)"
+            sufficient = False
+            reason = (
+                f"overruled: the model judged the evidence sufficient, but checklist coverage "
+                f"is {coverage:.0%}, below {self.min_coverage_for_sufficient:.0%}"
             )
+            reasoning += f" ({reason[0].upper()}{reason[1:]}.)"
         return JudgeAssessment(
             mechanism_score=output.mechanism_score,
             clinical_evidence_score=output.clinical_evidence_score,
             coverage=round(coverage, 4),
             sufficient=sufficient,
-            recommendation=recommendation,
-            next_queries=fresh_queries(output.next_queries, [], MAX_NEXT_QUERIES),
+            recommendation="synthesize" if sufficient else "continue",
+            next_queries=[]
+            if sufficient
+            else fresh_queries(output.next_queries, [], MAX_NEXT_QUERIES),
             reasoning=reasoning.strip(),
+            reason=reason[:MAX_REASON_CHARS],
         )
 
 
@@ -294,4 +306,5 @@ class ExtractiveJudge:
             recommendation="synthesize" if sufficient else "continue",
             next_queries=next_queries,
             reasoning=reasoning,
+            reason=why[:MAX_REASON_CHARS],
         )

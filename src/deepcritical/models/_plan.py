@@ -129,7 +129,9 @@ class JudgeAssessment(BaseModel):
     """The judge's view of the evidence after a round.
 
     Scores are 0..10. ``sufficient`` is the judge's opinion only: stop rules in the orchestrator
-    decide, whatever the judge says.
+    decide, whatever the judge says. ``recommendation`` follows ``sufficient`` ("synthesize"
+    exactly when sufficient). ``reason``: why, in one line (at most 300 characters), shown in
+    the run's log; ``reasoning``: the full account.
     """
 
     mechanism_score: int = Field(default=0, ge=0, le=10)
@@ -139,3 +141,4 @@ class JudgeAssessment(BaseModel):
     recommendation: Literal["continue", "synthesize"] = "continue"
     next_queries: list[str] = Field(default_factory=list)
     reasoning: str = ""
+    reason: str = ""

@@ -1,5 +1,5 @@
-"""The deterministic ``iterative`` orchestrator: plan -> (search -> assign -> hypothesise ->
-judge -> reflect) x rounds -> report -> validate -> ground.
+"""The deterministic ``iterative`` orchestrator: plan -> (search -> screen -> assign ->
+hypothesise -> reflect -> judge) x rounds -> report -> validate -> ground.
 
 Stop rules live in code, whatever the judge says (:func:`~deepcritical.orchestrators.progress.
 gathering_stop_rule`, shared with the ``magentic`` orchestrator): the judge's ``sufficient``
@@ -102,10 +102,11 @@ class IterativeOrchestrator:
                 continue
             evidence_slice = run.evidence_slice()
             await run.hypothesise(round_no, evidence_slice)
-            assessment = await run.judge(round_no, evidence_slice) or assessment
             reflection = await run.reflect(round_no, evidence_slice)
+            judged = await run.judge(round_no, evidence_slice)
+            assessment = judged or assessment
             stop = gathering_stop_rule(
-                sufficient=assessment is not None and assessment.sufficient,
+                sufficient=None if judged is None else judged.sufficient,
                 all_satisfied=reflection is not None and reflection.all_satisfied,
                 store_size=len(store),
                 max_sources=s.max_sources,

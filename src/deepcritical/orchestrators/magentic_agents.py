@@ -299,9 +299,11 @@ class HypothesisParticipant(ResearchParticipant):
 
 
 class JudgeParticipant(ResearchParticipant):
-    """Assesses the evidence, then reflects on the checklist; the judge's ``sufficient``
-    verdict or every checklist item satisfied closes the search (rules in code); the
-    reflection's follow-up searches go to the next search round."""
+    """Reflects on the checklist, then assesses the evidence (the judge sees the statuses the
+    reflection wrote); the judge's ``sufficient`` verdict closes the search, or every
+    checklist item satisfied when the judge failed (rules in code,
+    :func:`~deepcritical.orchestrators.progress.gathering_stop_rule`); the reflection's
+    follow-up searches go to the next search round."""
 
     agent_name = "JudgeAgent"
     agent_description = (
@@ -314,17 +316,20 @@ class JudgeParticipant(ResearchParticipant):
         run, state = self.research, self.research.state
         if not run.on_topic_ids():
             return "Nothing on-topic in the evidence store to judge. Ask SearchAgent first."
+        reflection = await run.reflect(state.rounds, run.evidence_slice())
         assessment = await run.judge(state.rounds, run.evidence_slice())
+        all_satisfied = reflection is not None and reflection.all_satisfied
         if assessment is None:
+            if all_satisfied and state.stop_reason is None:
+                state.stop_reason = "all_satisfied"
             return "The judge failed (see the run's warnings). " + self._missing()
         if assessment.sufficient and state.stop_reason is None:
-            state.stop_reason = "sufficient"
-        reflection = await run.reflect(state.rounds, run.evidence_slice())
-        if reflection is not None and reflection.all_satisfied and state.stop_reason is None:
-            state.stop_reason = "all_satisfied"
+            state.stop_reason = "all_satisfied" if all_satisfied else "sufficient"
         verdict = "sufficient" if assessment.sufficient else "not sufficient"
         text = (
-            f"Evidence {verdict}: mechanism {assessment.mechanism_score}/10, clinical "
+            f"Evidence {verdict}"
+            + (f" ({assessment.reason})" if assessment.reason else "")
+            + f": mechanism {assessment.mechanism_score}/10, clinical "
             f"{assessment.clinical_evidence_score}/10, coverage {assessment.coverage:.0%}. "
             + self._missing()
         )

@@ -61,7 +61,7 @@ class RunState:
 
 def gathering_stop_rule(
     *,
-    sufficient: bool,
+    sufficient: bool | None,
     all_satisfied: bool = False,
     store_size: int,
     max_sources: int,
@@ -69,13 +69,23 @@ def gathering_stop_rule(
     added: int,
     max_rounds: int,
 ) -> StopReason | None:
-    """The stop rules in code, checked after a search round (its judgement and reflection),
-    in order: the judge's ``sufficient``, every checklist item satisfied (reflection), the
-    evidence limit, a later round adding nothing, the round limit. ``None``: keep
-    gathering."""
+    """The stop rules in code, checked after a search round (its reflection, then its
+    judgement, which sees the checklist statuses the reflection wrote). ``None``: keep
+    gathering.
+
+    ``sufficient`` is the judge's verdict this round (``None``: no judgement, e.g. every
+    judge failed). The judge has the last word on the evidence, so the log never says
+    "not sufficient → continue" before a stop for sufficiency: in order,
+
+    1. the judge found it sufficient: ``all_satisfied`` when every checklist item is also
+       satisfied, else ``sufficient``;
+    2. no judgement, and every checklist item satisfied: ``all_satisfied``;
+    3. the evidence limit (``max_sources``), a later round adding nothing
+       (``no_new_evidence``), the round limit (``max_rounds``).
+    """
     if sufficient:
-        return "sufficient"
-    if all_satisfied:
+        return "all_satisfied" if all_satisfied else "sufficient"
+    if sufficient is None and all_satisfied:
         return "all_satisfied"
     if store_size >= max_sources:
         return "max_sources"

@@ -415,7 +415,9 @@ class ResearchRun:
                 round=round_no,
                 message=(
                     f"Judge: {'sufficient' if assessment.sufficient else 'not sufficient'}"
-                    f" (coverage {assessment.coverage:.0%}) → {assessment.recommendation}"
+                    f" (checklist coverage {assessment.coverage:.0%})"
+                    + (f": {assessment.reason}" if assessment.reason else "")
+                    + f" → {assessment.recommendation}"
                 ),
                 data=assessment.model_dump(mode="json"),
             )
