@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from deepcritical.models import CITATION_MARKER, SOURCE_LABELS, RunResult, marker_ids
+from deepcritical.models import CITATION_MARKER, SOURCE_LABELS, RunResult, Screening, marker_ids
 from deepcritical.report.validation import citation_problems
 
 GOLD_QUESTIONS = 40
@@ -390,6 +390,40 @@ def test_research_retrieves_and_cites_the_gold_abstract(
     gold = corpus_setup.gold_pmid
     assert gold in {e.citation.pmid for e in result.evidence}
     assert gold in {r.citation.pmid for r in result.report.references}
+
+
+def test_off_topic_records_are_in_the_json_and_the_run_export_with_their_reasons(
+    corpus_setup: CorpusSetup, local_run: ResearchRun
+) -> None:
+    """Screening excludes records of the corpus on other topics from the report, but the
+    report's JSON and ``runs export`` keep them, with the reason."""
+    assert local_run.run.returncode == 0, local_run.run.describe()
+    result = load_result(local_run)
+    excluded = {e.id: e for e in result.evidence if e.screening == Screening.OFF_TOPIC}
+    assert excluded, "the 100-record corpus should give some off-topic records"
+    assert all(e.screening_reason.startswith("off-topic") for e in excluded.values())
+    assert not set(excluded) & {r.evidence_id for r in result.report.references}
+    assert result.report.metadata.off_topic_excluded == len(excluded)
+    listed = run_cli("--data-dir", corpus_setup.data_dir, "runs", "list", cwd=corpus_setup.root)
+    assert listed.returncode == 0, listed.describe()
+    run_ids = re.findall(r"\b[0-9a-f]{32}\b", listed.stdout)
+    out = corpus_setup.root / "export.json"
+    exported: dict[str, Any] = {}
+    for run_id in run_ids:  # the run whose sources are the JSON's evidence
+        done = run_cli(
+            "--data-dir", corpus_setup.data_dir, "runs", "export", run_id, "--out", out,
+            cwd=corpus_setup.root,
+        )  # fmt: skip
+        assert done.returncode == 0, done.describe()
+        exported = json.loads(out.read_text(encoding="utf-8"))
+        saved = {s["citation_id"] for g in exported["sources_by_question"].values() for s in g}
+        if saved == {e.id for e in result.evidence}:
+            break
+    else:
+        pytest.fail(f"no exported run holds the report's evidence ({listed.stdout})")
+    reasons = {x["citation_id"]: x["reason"] for x in exported["screening"]["excluded"]}
+    assert reasons == {i: e.screening_reason for i, e in excluded.items()}
+    assert exported["screening"]["counts"]["off_topic"] == len(excluded)
 
 
 def test_corpus_option_searches_the_local_corpus_only(local_run: ResearchRun) -> None:

@@ -284,9 +284,12 @@ class RunStore:
 
     def export_run(self, run_id: str) -> dict[str, Any]:
         """Everything stored about a run, JSON-able: ``{"run": {...}, "checklist": [...],
-        "iterations": [...], "sources_by_question": {key: [source, ...]}, "report": {...}
-        | None, "report_markdown": str | None}``. Sources assigned to no question are under
-        ``"_unassigned"``.
+        "iterations": [...], "sources_by_question": {key: [source, ...]}, "screening":
+        {...}, "report": {...} | None, "report_markdown": str | None}``. Sources assigned to
+        no question are under ``"_unassigned"``; every source carries its screening status
+        and reason (:class:`~deepcritical.state.saved.SavedSource`). ``"screening"`` counts
+        the sources per status and lists the excluded (off-topic) ones: ``{"counts":
+        {status: n}, "excluded": [{"citation_id", "title", "url", "relevance", "reason"}]}``.
 
         Raises:
             RunNotFoundError: no run with this id.
@@ -311,6 +314,7 @@ class RunStore:
             "checklist": record.checklist,
             "iterations": record.iterations,
             "sources_by_question": grouped,
+            "screening": _screening_summary(grouped),
             "report": (result or {}).get("report"),
             "report_markdown": record.report_markdown,
         }
@@ -327,3 +331,25 @@ class RunStore:
             return {str(k): int(n) for k, n in rows}
 
         return self.transact(read)
+
+
+def _screening_summary(grouped: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Sources per screening status and the excluded (off-topic) ones with their reasons,
+    from the exported sources (each listed once, however many questions it is under)."""
+    unique = {s["citation_id"]: s for group in grouped.values() for s in group}
+    counts: dict[str, int] = {}
+    for source in unique.values():
+        status = source.get("screening") or "not_screened"
+        counts[status] = counts.get(status, 0) + 1
+    excluded = [
+        {
+            "citation_id": s["citation_id"],
+            "title": s["title"],
+            "url": s["url"],
+            "relevance": s.get("relevance"),
+            "reason": s.get("screening_reason", ""),
+        }
+        for s in unique.values()
+        if s.get("screening") == "off_topic"
+    ]
+    return {"counts": counts, "excluded": excluded}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -17,7 +19,13 @@ UNASSIGNED = "_unassigned"
 
 
 class SavedSource(BaseModel):
-    """A saved source as the report writer and exports see it."""
+    """A saved source as the report writer and exports see it.
+
+    ``screening`` (``relevant`` / ``partial`` / ``off_topic``, ``None`` when the run did not
+    screen it), ``screening_reason`` and ``relevance`` (calibrated, 0..1) come from the
+    evidence item saved with the source (:class:`~deepcritical.models.Evidence`); an
+    off-topic source stays saved, with its reason, but reached no part of the report.
+    """
 
     number: int
     source_type: str
@@ -27,6 +35,9 @@ class SavedSource(BaseModel):
     citation_id: str
     key_excerpts: list[str]
     questions: list[str]
+    screening: str | None = None
+    screening_reason: str = ""
+    relevance: float | None = None
 
 
 def sources_by_question(session: Session, run_id: str) -> dict[str, list[SavedSource]]:
@@ -54,7 +65,20 @@ def sources_by_question(session: Session, run_id: str) -> dict[str, list[SavedSo
             citation_id=row.citation_id,
             key_excerpts=list(row.key_excerpts or []),
             questions=questions,
+            **_screening_of(row.evidence),
         )
         for key in questions or [UNASSIGNED]:
             grouped.setdefault(key, []).append(saved)
     return grouped
+
+
+def _screening_of(evidence: dict[str, Any] | None) -> dict[str, Any]:
+    """The screening fields of a saved evidence item's JSON (``{}`` when there is none)."""
+    if not evidence:
+        return {}
+    relevance = evidence.get("relevance")
+    return {
+        "screening": evidence.get("screening"),
+        "screening_reason": str(evidence.get("screening_reason") or ""),
+        "relevance": float(relevance) if isinstance(relevance, int | float) else None,
+    }
