@@ -240,12 +240,13 @@ class _Slots:
 
 def _slots(question: str, terms: list[str], pico: PICO) -> _Slots:
     """Entities from the PICO elements; the key terms (else the question) fill a missing
-    intervention, and the key terms it does not name a missing outcome."""
+    intervention, and the key terms sharing no word with the other elements a missing
+    outcome."""
     i = pico.intervention or _join(terms[:2]) or question.strip().rstrip("?").strip()
     o = pico.outcome
     if not o:
-        named = i.lower()
-        o = _join([t for t in terms if t.lower() not in named][:2])
+        named = set(" ".join([i, pico.comparator, pico.population]).lower().split())
+        o = _join([t for t in terms if not set(t.lower().split()) & named][:2])
     return _Slots(i=i, o=o, p=pico.population, c=pico.comparator)
 
 
@@ -279,7 +280,7 @@ def _diagnosis_items(s: _Slots) -> list[_Item]:
             f"Prognostic value of {s.i}{s.o_('for')}{s.in_p()} (follow-up cohorts, hazard ratios)",
             2,
         ),
-        ("comparison", f"{s.i} compared with {reference}{s.o_('for')}", 1),
+        ("comparison", f"Comparison of {s.i} with {reference}{s.o_('for')}", 1),
         ("clinical_utility", f"Clinical utility of {s.i}: effect on management and outcomes", 1),
     ]
 
@@ -305,7 +306,7 @@ def _mechanism_items(s: _Slots) -> list[_Item]:
     return [
         ("pathway", f"Molecular mechanism, targets and pathways of {s.i}{s.o_('on')}", 2),
         ("experimental", f"Experimental evidence (in vitro, animal models) on {s.i_and_o()}", 2),
-        ("human_evidence", f"Evidence in humans{s.in_p()} linking {s.i}{s.o_('to')}", 1),
+        ("human_evidence", f"Evidence in humans linking {s.i}{s.o_('to')}{s.in_p()}", 1),
     ]
 
 

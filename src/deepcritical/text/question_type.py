@@ -131,7 +131,8 @@ _COMPARATOR = re.compile(
     r"instead of|as opposed to|(?:better|worse|safer|more \w+|less \w+) than|"
     r"(?:superior|inferior|non-?inferior|equivalent|preferable|similar) to|"
     r"(?:an? )?(?:\w+ )?alternative to)\s+(?P<c>.+?)"
-    r"(?=\s+(?:in|among|for|on|at|after|during|following|with regard to|to)\s|[,;:]|$)",
+    r"(?=\s+(?:in|among|for|on|at|after|during|following|with regard to|to)\s|[,;:]|$"
+    r"|\s+(?:safer|better|worse|superior|inferior|more|less|as|similarly|equally)\b)",
     re.IGNORECASE,
 )
 _LEAD = re.compile(
@@ -162,7 +163,8 @@ _VERB_WORDS = (
     r"|modulate|inhibit|promote|enhance|worsen|protect|slow|delay|shorten|prolong|treat|benefit"
     r"|help|change|induce|trigger|mediate|impair|restore|reverse|diagnose|detect|identify"
     r"|replace|act|work|relieve|alleviate|counteract|correlate|reflect|determine|lead|contribute"
-    r"|play|have|add|stimulate|suppress|regulate|activate|block|target|confer|become"
+    r"|play|have|add|stimulate|suppress|regulate|activate|block|target|confer|become|impact"
+    r"|offer|provide|require|need|matter"
     r"|serve\s+as"
 )
 _NOUNS = (
@@ -173,7 +175,7 @@ _NOUNS = (
 _ADJECTIVES = (
     r"effective|safe|useful|accurate|reliable|sensitive|specific|beneficial|predictive|valuable"
     r"|helpful|feasible|necessary|needed|required|justified|worthwhile|indicated|appropriate"
-    r"|sufficient|superior|harmful|protective"
+    r"|sufficient|superior|harmful|protective|safer|better|worse"
 )
 _PREDICATE = re.compile(
     r"\s(?:"
@@ -184,8 +186,8 @@ _PREDICATE = re.compile(
     r"|(?:associated|related|linked|correlated|involved|implicated|responsible)\s+(?:with|to|in"
     r"|for)"
     r"|at\s+(?:increased\s+|higher\s+|greater\s+)?risk\s+(?:of|for)"
-    rf"|(?:more\s+|less\s+)?(?:{_ADJECTIVES})(?:\s+and\s+\w+)?(?:\s+(?:for|in|to|as|of)"
-    r"(?:\s+(?:the\s+)?(?:diagnosis|detection|prediction|staging|treatment)\s+of)?)?"
+    rf"|(?:more\s+|less\s+)?(?:{_ADJECTIVES})(?:\s+and\s+\w+)?(?:\s+(?:for|in)\s+(?:the\s+)?"
+    r"(?:diagnosis|detection|prediction|staging|treatment)\s+of|\s+(?:for|to|as|of))?"
     rf"|(?:\w+ly\s+)?(?:{_VERB_WORDS})(?:s|es|ing)?(?:\s+(?:to|on|in|with|against|for"
     r"|a\s+role\s+in|the\s+risk\s+of|risk\s+of))?"
     r")\s+",
@@ -199,8 +201,15 @@ _TARGET_LEAD = re.compile(
     r"^(?:diagnosing|detecting|predicting|staging|treating|preventing)\s+",
     re.IGNORECASE,
 )
+_HOW_ADJECTIVE = re.compile(
+    rf"^how\s+(?P<adj>{_ADJECTIVES}|common|frequent)\s+(?:is|are|was|were)\s+(?P<x>.+?)"
+    r"(?P<rest>\s+(?:for|in|to|as|at|among)\s+.+)?$",
+    re.IGNORECASE,
+)
+_FOR = re.compile(r"\s(?:for|against|to\s+treat|to\s+prevent)\s", re.IGNORECASE)
 _POPULATION = re.compile(r"\s(?:in|among|amongst)\s+(?P<p>.+)$", re.IGNORECASE)
 _CONDITION = re.compile(r"\s(?:after|following|during)\s+(?P<p>.+)$", re.IGNORECASE)
+_THERE = re.compile(r"^there\s+(?:is\s+|are\s+)?(?:still\s+)?", re.IGNORECASE)
 _ARTICLE = re.compile(r"^(?:the|a|an|any|all|its|their|this|these)\s+", re.IGNORECASE)
 _PRONOUNS = {"it", "they", "this", "these", "them", "we", "you", "there"}
 _MAX_WORDS = 10
@@ -220,8 +229,8 @@ def _clean(question: str) -> tuple[str, str]:
 def _phrase(text: str) -> str:
     """A trimmed element: articles dropped, punctuation stripped, at most ten words."""
     text = text.strip(" ,;:.-")
-    text = _ARTICLE.sub("", text).strip()
-    if text.lower() in _PRONOUNS:
+    text = _ARTICLE.sub("", _THERE.sub("", text)).strip()
+    if text.lower() in _PRONOUNS or _ARTICLE.match(text + " "):
         return ""
     words = text.split()
     return " ".join(words[:_MAX_WORDS])
@@ -275,9 +284,25 @@ def _special(body: str) -> tuple[str, str, str] | None:
     return None
 
 
+def _fallback(body: str, topic: str) -> tuple[str, str, str]:
+    """(intervention, outcome, population) of a clause with no predicate: its key terms, or
+    the title part ("A and B: is there an association?" gives A and B)."""
+    rest, population = _split_population(body)
+    terms = extract_key_terms(rest, max_terms=2)
+    if topic and not terms:
+        first, _, second = topic.partition(" and ")
+        return first, second, population
+    if topic and not body.lower().startswith("there "):
+        return topic, " ".join(terms), population
+    return (terms[0] if terms else ""), (terms[1] if len(terms) > 1 else ""), population
+
+
 def _elements(tail: str, topic: str) -> tuple[str, str, str]:
     """(intervention, outcome, population) of the question's main clause; a missing or
     pronoun subject is the ``topic`` (the question's title part)."""
+    how = _HOW_ADJECTIVE.match(tail)
+    if how and how.group("adj").lower() not in {"common", "frequent"}:
+        tail = f"{how.group('x')} {how.group('adj')}{how.group('rest') or ''}"
     body = _LEAD.sub("", tail).strip()
     special = _special(body)
     if special is not None:
@@ -286,12 +311,11 @@ def _elements(tail: str, topic: str) -> tuple[str, str, str]:
     if mechanism:
         body = mechanism.group("rest") or mechanism.group("of")
     pair = _subject_object(body)
+    parts = _FOR.split(body, maxsplit=1)
+    if pair is None and len(parts) == 2:
+        pair = (parts[0], parts[1])
     if pair is None:
-        rest, population = _split_population(body)
-        terms = extract_key_terms(rest, max_terms=2)
-        if topic and not body.lower().startswith("there "):
-            return topic, " ".join(terms), population
-        return (terms[0] if terms else ""), (terms[1] if len(terms) > 1 else ""), population
+        return _fallback(body, topic)
     subject, obj = pair
     outcome, population = _split_population(_TARGET_LEAD.sub("", obj))
     subject, subject_population = _split_population(subject, after=False)
@@ -311,7 +335,9 @@ def extract_pico(question: str) -> PICO:
     """
     topic, tail = _clean(question)
     tail, comparator = _split_comparator(tail)
-    topic = _split_population(_split_comparator(topic)[0], after=False)[0]
+    topic, topic_comparator = _split_comparator(topic)
+    comparator = comparator or topic_comparator
+    topic = _split_population(topic, after=False)[0]
     intervention, outcome, population = (_phrase(x) for x in _elements(tail, topic))
     if intervention and not comparator:
         intervention, comparator = _split_comparator(intervention)
