@@ -54,7 +54,7 @@ _CUES: dict[QuestionType, tuple[tuple[str, int], ...]] = {
     ),
     _T.AETIOLOGY_RISK: (
         (r"\brisk factors?\b|\bassociat|\bcaus(?:e|es|ed|al|ing|ation)\b|\bexpos", 3),
-        (r"\baetiolog|\betiolog|\bpredispos", 3),
+        (r"\baetiolog|\betiolog|\bpredispos|\bconsequence of\b|\bdeterminants? of\b", 3),
         (r"\brisk\b|\blink(?:ed|s)?\b|\brelat(?:ed|ionship|ion)\b|\bcorrelat", 2),
         (r"\bcontribut", 1),
     ),
