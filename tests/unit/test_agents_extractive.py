@@ -19,11 +19,13 @@ from deepcritical.agents.planner import ExtractivePlanner
 from deepcritical.agents.queries import ExtractiveQueryGenerator
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import (
+    PICO,
     ChecklistItem,
     ChecklistStatus,
     Citation,
     Evidence,
     JudgeAssessment,
+    QuestionType,
     ResearchPlan,
     marker_ids,
 )
@@ -91,19 +93,23 @@ def quotes(text: str) -> list[tuple[str, str]]:
 
 
 # --------------------------------------------------------------------------- planner
-async def test_extractive_planner_gives_three_items_with_key_terms() -> None:
+async def test_extractive_planner_gives_a_typed_checklist_with_key_terms() -> None:
     plan = await ExtractivePlanner().plan(
         "Can metformin be repurposed for Alzheimer's disease in patients with type 2 diabetes?"
     )
     assert plan.key_terms == ["metformin", "Alzheimer's disease", "type 2 diabetes"]
-    assert [c.key for c in plan.checklist] == [
-        "direct_evidence",
-        "mechanism",
-        "conflicting_findings",
-    ]
+    assert plan.question_type == QuestionType.REPURPOSING
+    assert plan.pico == PICO(
+        population="patients with type 2 diabetes",
+        intervention="metformin",
+        outcome="Alzheimer's disease",
+    )
+    assert [c.key for c in plan.checklist] == ["rationale", "preclinical", "clinical", "safety"]
     for item in plan.checklist:
         assert "metformin" in item.description
+    for item in plan.checklist[:3]:
         assert "Alzheimer's disease" in item.description
+    assert "patients with type 2 diabetes" in plan.checklist[3].description
     assert plan.queries == [plan.question, "metformin Alzheimer's disease type 2 diabetes"]
     assert plan.refined_question == plan.question
 
@@ -142,7 +148,8 @@ async def test_extractive_queries_round_one_then_unsatisfied_items_never_repeati
     assert second[0] == "statins stroke outcome cohort"
     assert len(second) == 3
     assert not {q.lower() for q in second} & {q.lower() for q in tried}
-    assert any("mechanism" in q.lower() or "pathways" in q.lower() for q in second)
+    # the first unsatisfied item (harms of the intervention) gets its own facets
+    assert any("adverse" in q.lower() or "harms" in q.lower() for q in second)
     # keep asking: eventually nothing new is left, and [] is returned
     seen = tried + second
     for round_no in range(3, 40):

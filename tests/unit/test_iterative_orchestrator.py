@@ -13,11 +13,13 @@ from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import (
+    PICO,
     ChecklistItem,
     Citation,
     Evidence,
     Hypothesis,
     JudgeAssessment,
+    QuestionType,
     Reference,
     ReportSection,
     ResearchPlan,
@@ -87,6 +89,8 @@ class Planner:
                 ChecklistItem(key="mechanism", description="insulin mechanism pathway"),
             ],
             queries=["q1"],
+            question_type=QuestionType.INTERVENTION,
+            pico=PICO(intervention="metformin", outcome="glycaemic control"),
         )
 
 
@@ -249,6 +253,13 @@ async def test_runs_to_max_rounds_and_validates_citations() -> None:
     types = [e.type for e in events]
     assert types[0] == "started"
     assert types[1] == "planning"
+    # the question's type and PICO elements are shown in the plan and the methodology
+    assert events[1].data["question_type"] == "intervention"
+    assert events[1].data["pico"]["intervention"] == "metformin"
+    assert (
+        "Question type (by rules): intervention / therapy (intervention, exposure or test: "
+        "metformin; outcome or condition: glycaemic control)." in report.methodology
+    )
     assert types.count("searching") == 3
     assert "judge_assessment" in types
 

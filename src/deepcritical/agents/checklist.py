@@ -12,6 +12,10 @@ The description alone decides which item is answered; the question only gates re
 (Embedding "description + question" together would let any on-topic paper satisfy every item,
 inflating coverage and stopping the search early.) An evidence item may answer several
 checklist items, or none.
+
+Only on-topic evidence counts: an item screening found off-topic
+(``Evidence.screening == Screening.OFF_TOPIC``) is never assigned, and is taken out of any
+checklist item that holds it before statuses are computed.
 """
 
 from __future__ import annotations
@@ -19,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import ChecklistItem, ChecklistStatus, ResearchPlan
+from deepcritical.models import ChecklistItem, ChecklistStatus, ResearchPlan, Screening
 
-__all__ = ["assign_to_checklist", "refresh_statuses", "status_of"]
+__all__ = ["assign_to_checklist", "drop_off_topic", "refresh_statuses", "status_of"]
 
 
 def status_of(item: ChecklistItem) -> ChecklistStatus:
@@ -34,8 +38,22 @@ def status_of(item: ChecklistItem) -> ChecklistStatus:
     return ChecklistStatus.UNSATISFIED
 
 
-def refresh_statuses(plan: ResearchPlan) -> None:
-    """Set every checklist item's status from its evidence count (in place)."""
+def _off_topic(store: EvidenceStore, evidence_id: str) -> bool:
+    return evidence_id in store and store.require(evidence_id).screening == Screening.OFF_TOPIC
+
+
+def drop_off_topic(plan: ResearchPlan, store: EvidenceStore) -> None:
+    """Take ids of off-topic evidence out of every checklist item (in place; ids not in
+    ``store`` are kept)."""
+    for item in plan.checklist:
+        item.evidence_ids = [i for i in item.evidence_ids if not _off_topic(store, i)]
+
+
+def refresh_statuses(plan: ResearchPlan, store: EvidenceStore | None = None) -> None:
+    """Set every checklist item's status from its evidence count (in place); with ``store``,
+    off-topic evidence is first taken out of the items (:func:`drop_off_topic`)."""
+    if store is not None:
+        drop_off_topic(plan, store)
     for item in plan.checklist:
         item.status = status_of(item)
 
@@ -53,7 +71,8 @@ def assign_to_checklist(
     docstring (cosine similarities, -1..1): the id is appended to
     ``ChecklistItem.evidence_ids`` and the item's key to ``Evidence.checklist_keys`` (saved
     with :meth:`EvidenceStore.update`). Then every status is recomputed (:func:`status_of`).
-    Ids already assigned are not repeated; ids not in the store are ignored. Synchronous (it
+    Ids already assigned are not repeated; ids not in the store and off-topic ids are ignored,
+    and off-topic ids already held by an item are taken out of it. Synchronous (it
     embeds the descriptions and the question): call it in a worker thread from async code.
 
     Args:
@@ -65,7 +84,7 @@ def assign_to_checklist(
             (default ``threshold / 2``).
     """
     floor = threshold / 2 if question_threshold is None else question_threshold
-    ids = [i for i in dict.fromkeys(new_ids) if i in store]
+    ids = [i for i in dict.fromkeys(new_ids) if i in store and not _off_topic(store, i)]
     if ids:
         on_topic = store.similarity(plan.refined_question, ids)
         ids = [i for i in ids if on_topic[i] >= floor]
@@ -86,4 +105,4 @@ def assign_to_checklist(
         evidence = store.require(evidence_id)
         if keys != evidence.checklist_keys:
             store.update(evidence.model_copy(update={"checklist_keys": keys}))
-    refresh_statuses(plan)
+    refresh_statuses(plan, store)

@@ -3,12 +3,19 @@
 - :class:`LLMPlanner` asks the model for a refined question, scope in and out, a 3-7 item
   checklist, first queries, key terms, MeSH terms and up to ``max_questions`` sub-questions
   with their queries (today's date in the prompt).
-- :class:`ExtractivePlanner` derives the same from the question's words, with no model.
+- :class:`ExtractivePlanner` derives the same from the question's words, with no model: the
+  question's type (intervention, diagnosis / prognosis, aetiology / risk, mechanism,
+  prevalence, repurposing) and PICO elements by rules, and a checklist of that type naming
+  those elements.
+
+Both record the question's type and PICO elements in the plan
+(:func:`~deepcritical.text.question_type.frame_question`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 
 from pydantic import BaseModel, Field, field_validator
@@ -20,8 +27,9 @@ from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.lenient import LenientStrList
 from deepcritical.llm.runner import ModelRetry
 from deepcritical.llm.templates import render_prompt
-from deepcritical.models import ChecklistItem, ResearchPlan, SubQuestion
+from deepcritical.models import PICO, ChecklistItem, QuestionType, ResearchPlan, SubQuestion
 from deepcritical.state.syllabus import Syllabus
+from deepcritical.text.question_type import QuestionFrame, frame_question
 from deepcritical.text.terms import extract_key_terms, key_term_query, slugify
 
 __all__ = [
@@ -35,9 +43,6 @@ __all__ = [
     "SyllabusPlanner",
     "extractive_checklist",
 ]
-
-EXTRACTIVE_KEYS = ("direct_evidence", "mechanism", "conflicting_findings")
-"""Keys of the extractive planner's generic checklist."""
 
 MIN_CHECKLIST = 3
 MAX_CHECKLIST = 7
@@ -111,7 +116,8 @@ def plan_from_output(
     the refined question, empty key terms to the question's extracted terms; at most
     ``max_questions`` sub-questions with at most ``queries_per_question`` queries each are
     kept, and their queries follow the plan's own in ``plan.queries`` (interleaved: the first
-    query of each sub-question, then the second...).
+    query of each sub-question, then the second...). The question's type and PICO elements
+    come from the rules (:func:`~deepcritical.text.question_type.frame_question`).
     """
     items = [i for i in output.checklist if i.description.strip()][:MAX_CHECKLIST]
     keys = _unique_keys([slugify(i.key or i.description) for i in items])
@@ -136,6 +142,7 @@ def plan_from_output(
     ]
     queries = _clean_queries([*own, *by_rank], len(own) + len(by_rank)) or [refined]
     terms = _clean_queries(output.key_terms, 10) or extract_key_terms(question)
+    frame = frame_question(question)
     return ResearchPlan(
         question=question,
         refined_question=refined,
@@ -146,6 +153,8 @@ def plan_from_output(
         scope_out=_clean_queries(output.scope_out, 8),
         mesh_terms=_clean_queries(output.mesh_terms, 10),
         sub_questions=subs,
+        question_type=frame.question_type,
+        pico=frame.pico,
     )
 
 
@@ -209,32 +218,169 @@ class LLMPlanner:
         return plan_from_output(question, output, self.max_questions, self.queries_per_question)
 
 
-def extractive_checklist(question: str, terms: list[str]) -> list[ChecklistItem]:
-    """The three generic checklist items of the extractive planner.
+@dataclass(frozen=True)
+class _Slots:
+    """The entities a checklist names: ``i`` the intervention, exposure, test or drug (never
+    empty), ``o`` the outcome or condition, ``p`` the population, ``c`` the comparator."""
 
-    Every description names the key terms, so embedding-based assignment of evidence to items
-    has something to match.
-    """
-    subject = _join(terms[:4]) if terms else question.strip().rstrip("?").strip()
+    i: str
+    o: str = ""
+    p: str = ""
+    c: str = ""
+
+    def in_p(self) -> str:
+        return f" in {self.p}" if self.p else ""
+
+    def o_(self, prep: str) -> str:
+        return f" {prep} {self.o}" if self.o else ""
+
+    def i_and_o(self) -> str:
+        return f"{self.i} and {self.o}" if self.o else self.i
+
+
+def _slots(question: str, terms: list[str], pico: PICO) -> _Slots:
+    """Entities from the PICO elements; the key terms (else the question) fill a missing
+    intervention, and the key terms sharing no word with the other elements a missing
+    outcome."""
+    i = pico.intervention or _join(terms[:2]) or question.strip().rstrip("?").strip()
+    o = pico.outcome
+    if not o:
+        named = set(" ".join([i, pico.comparator, pico.population]).lower().split())
+        o = _join([t for t in terms if not set(t.lower().split()) & named][:2])
+    return _Slots(i=i, o=o, p=pico.population, c=pico.comparator)
+
+
+_Item = tuple[str, str, int]
+
+
+def _intervention_items(s: _Slots) -> list[_Item]:
+    vs = f"comparisons with {s.c}" if s.c else "comparative studies"
     return [
-        ChecklistItem(
-            key="direct_evidence",
-            description=f"Clinical trials, cohort studies and meta-analyses of {subject}",
-            min_evidence=2,
+        ("effect", f"Effect of {s.i}{s.o_('on')}{s.in_p()}: randomised trials and {vs}", 2),
+        ("harms", f"Adverse effects, complications and harms of {s.i}{s.in_p()}", 1),
+        (
+            "effect_size",
+            f"Effect sizes, meta-analyses, negative and conflicting trials of {s.i}{s.o_('on')}",
+            2,
         ),
-        ChecklistItem(
-            key="mechanism",
-            description=f"Mechanism, pathways and molecular targets of {subject}",
-            min_evidence=2,
+        ("mechanism", f"Mechanism by which {s.i} could act{s.o_('on')}", 1),
+    ]
+
+
+def _diagnosis_items(s: _Slots) -> list[_Item]:
+    reference = s.c or "the reference standard and other tests"
+    return [
+        (
+            "accuracy",
+            f"Accuracy of {s.i}{s.o_('for')}{s.in_p()} (sensitivity, specificity, AUC)",
+            2,
         ),
-        ChecklistItem(
-            key="conflicting_findings",
-            description=(
-                f"Adverse events, negative trials, conflicting findings and limitations of "
-                f"{subject}"
-            ),
-            min_evidence=1,
+        (
+            "prognostic_value",
+            f"Prognostic value of {s.i}{s.o_('for')}{s.in_p()} (follow-up cohorts, hazard ratios)",
+            2,
         ),
+        ("comparison", f"Comparison of {s.i} with {reference}{s.o_('for')}", 1),
+        ("clinical_utility", f"Clinical utility of {s.i}: effect on management and outcomes", 1),
+    ]
+
+
+def _aetiology_items(s: _Slots) -> list[_Item]:
+    return [
+        (
+            "association",
+            f"Association between {s.i_and_o()}{s.in_p()} (cohort and case-control studies)",
+            2,
+        ),
+        (
+            "dose_response",
+            f"Dose-response, timing and adjustment for confounding of {s.i}{s.o_('and')}",
+            1,
+        ),
+        ("plausibility", f"Biological mechanism linking {s.i}{s.o_('to')}", 1),
+        ("null_findings", f"Studies finding no association of {s.i}{s.o_('with')}", 1),
+    ]
+
+
+def _mechanism_items(s: _Slots) -> list[_Item]:
+    return [
+        ("pathway", f"Molecular mechanism, targets and pathways of {s.i}{s.o_('on')}", 2),
+        ("experimental", f"Experimental evidence (in vitro, animal models) on {s.i_and_o()}", 2),
+        ("human_evidence", f"Evidence in humans linking {s.i}{s.o_('to')}{s.in_p()}", 1),
+    ]
+
+
+def _prevalence_items(s: _Slots) -> list[_Item]:
+    condition = s.o or s.i
+    return [
+        (
+            "frequency",
+            f"Prevalence and incidence of {condition}{s.in_p()} (surveys, registries, cohorts)",
+            2,
+        ),
+        ("subgroups", f"Variation of {condition} by setting, region, age, sex and subgroup", 1),
+        ("trends", f"Trends over time in the frequency of {condition}{s.in_p()}", 1),
+    ]
+
+
+def _repurposing_items(s: _Slots) -> list[_Item]:
+    population = f" in {s.p}" if s.p else s.o_("in people with")
+    return [
+        ("rationale", f"Mechanistic rationale for {s.i}{s.o_('in')}: targets and pathways", 1),
+        ("preclinical", f"Preclinical evidence of {s.i}{s.o_('in')} (cell and animal models)", 1),
+        (
+            "clinical",
+            f"Clinical evidence of {s.i}{s.o_('in')}{s.in_p()} (trials, observational studies)",
+            2,
+        ),
+        ("safety", f"Safety and adverse effects of {s.i}{population}", 1),
+    ]
+
+
+_BUILDERS: dict[QuestionType, Callable[[_Slots], list[_Item]]] = {
+    QuestionType.INTERVENTION: _intervention_items,
+    QuestionType.DIAGNOSIS_PROGNOSIS: _diagnosis_items,
+    QuestionType.AETIOLOGY_RISK: _aetiology_items,
+    QuestionType.MECHANISM: _mechanism_items,
+    QuestionType.PREVALENCE: _prevalence_items,
+    QuestionType.REPURPOSING: _repurposing_items,
+}
+
+EXTRACTIVE_KEYS: tuple[str, ...] = (
+    "direct_evidence",
+    "mechanism",
+    "conflicting_findings",
+    *dict.fromkeys(k for b in _BUILDERS.values() for k, _, _ in b(_Slots(i="x"))),
+)
+"""Keys of the extractive planner's checklists, every type's (and those of the generic
+checklist of plans saved before question types); a plan whose keys are all here is an
+extractive plan."""
+
+
+def extractive_checklist(
+    question: str, terms: list[str], frame: QuestionFrame | None = None
+) -> list[ChecklistItem]:
+    """The checklist of ``question``'s type, naming its own PICO elements (3-4 items).
+
+    Each type has its own stable keys (intervention: ``effect``, ``harms``, ``effect_size``,
+    ``mechanism``; diagnosis / prognosis: ``accuracy``, ``prognostic_value``, ``comparison``,
+    ``clinical_utility``; aetiology / risk: ``association``, ``dose_response``,
+    ``plausibility``, ``null_findings``; mechanism: ``pathway``, ``experimental``,
+    ``human_evidence``; prevalence: ``frequency``, ``subgroups``, ``trends``; repurposing:
+    ``rationale``, ``preclinical``, ``clinical``, ``safety``). Elements the question does not
+    name come from its key ``terms``, so every description names the question's entities and
+    embedding-based assignment of evidence has something to match.
+
+    Args:
+        question: the (refined) question.
+        terms: its key terms (:func:`~deepcritical.text.terms.extract_key_terms`).
+        frame: its type and elements (default: :func:`frame_question` of ``question``).
+    """
+    frame = frame or frame_question(question)
+    slots = _slots(question, terms, frame.pico)
+    return [
+        ChecklistItem(key=key, description=description, min_evidence=n)
+        for key, description, n in _BUILDERS[frame.question_type](slots)
     ]
 
 
@@ -246,13 +392,16 @@ def _join(terms: list[str]) -> str:
 
 
 class ExtractivePlanner:
-    """Plans without a model: key terms from the question, a three-item generic checklist,
-    queries ``[question, key-term query]``. ``context`` is not used."""
+    """Plans without a model: the question's type and PICO elements
+    (:func:`~deepcritical.text.question_type.frame_question`), key terms, the checklist of
+    its type (:func:`extractive_checklist`), queries ``[question, key-term query]``.
+    ``context`` is not used."""
 
     async def plan(self, question: str, context: str | None = None) -> ResearchPlan:
         """Plan research for ``question`` (never raises for a non-empty question)."""
         refined = " ".join(question.split())
         terms = extract_key_terms(refined)
+        frame = frame_question(refined)
         queries = [refined]
         term_query = key_term_query(terms)
         if term_query and term_query.lower() != refined.lower():
@@ -260,9 +409,11 @@ class ExtractivePlanner:
         return ResearchPlan(
             question=question,
             refined_question=refined,
-            checklist=extractive_checklist(refined, terms),
+            checklist=extractive_checklist(refined, terms, frame),
             queries=queries,
             key_terms=terms,
+            question_type=frame.question_type,
+            pico=frame.pico,
         )
 
 

@@ -10,14 +10,15 @@ unsatisfied, and which follow-up searches the next round should run.
   for a status and what is missing per item, plus follow-up queries.
 
 :func:`apply_reflection` writes the statuses into the plan, with one rule in code: an item
-with no evidence assigned is never "satisfied" (a model's say-so does not replace evidence).
+with no on-topic evidence assigned is never "satisfied" (a model's say-so does not replace
+evidence, and off-topic evidence is no evidence).
 The orchestrator stops gathering when every item is satisfied (stop reason
 ``all_satisfied``) and puts the follow-up queries first in the next round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -63,17 +64,20 @@ class Reflection(BaseModel):
         return bool(self.items) and all(i.status == ChecklistStatus.SATISFIED for i in self.items)
 
 
-def apply_reflection(plan: ResearchPlan, reflection: Reflection) -> Reflection:
+def apply_reflection(
+    plan: ResearchPlan, reflection: Reflection, off_topic: Collection[str] = ()
+) -> Reflection:
     """Set the plan's checklist statuses from ``reflection``; return the reflection as
     applied (every plan item once, in plan order; unknown keys ignored; items the
     reflection left out keep their status; "satisfied" without evidence becomes
-    "unsatisfied")."""
+    "unsatisfied", and evidence ids in ``off_topic`` do not count as evidence)."""
     given = {r.key: r for r in reflection.items}
     applied: list[ItemReflection] = []
     for item in plan.checklist:
         r = given.get(item.key)
         status = r.status if r is not None else item.status
-        if status == ChecklistStatus.SATISFIED and not item.evidence_ids:
+        counted = [i for i in item.evidence_ids if i not in off_topic]
+        if status == ChecklistStatus.SATISFIED and not counted:
             status = ChecklistStatus.UNSATISFIED
         item.status = status
         applied.append(ItemReflection(key=item.key, status=status, missing=r.missing if r else ""))

@@ -19,10 +19,12 @@ from deepcritical.models._evidence import (
 from deepcritical.models._markdown import grounding_appendix, render_markdown
 from deepcritical.models._markers import CITATION_MARKER, marker_ids, numbered
 from deepcritical.models._plan import (
+    PICO,
     ChecklistItem,
     ChecklistStatus,
     Hypothesis,
     JudgeAssessment,
+    QuestionType,
     ReportLength,
     ReportPreferences,
     ResearchPlan,
@@ -47,6 +49,7 @@ from deepcritical.models._report import (
 __all__ = [
     "CITATION_MARKER",
     "DERIVED_TITLE_MARK",
+    "PICO",
     "SOURCE_LABELS",
     "ChecklistItem",
     "ChecklistStatus",
@@ -58,6 +61,7 @@ __all__ = [
     "Hypothesis",
     "JudgeAssessment",
     "LLMUsage",
+    "QuestionType",
     "Reference",
     "ReportLength",
     "ReportMetadata",

@@ -9,10 +9,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "PICO",
     "ChecklistItem",
     "ChecklistStatus",
     "Hypothesis",
     "JudgeAssessment",
+    "QuestionType",
     "ReportLength",
     "ReportPreferences",
     "ResearchPlan",
@@ -36,6 +38,36 @@ class ChecklistItem(BaseModel):
     min_evidence: int = Field(default=2, ge=1)
     status: ChecklistStatus = ChecklistStatus.UNSATISFIED
     evidence_ids: list[str] = Field(default_factory=list)
+
+
+class QuestionType(StrEnum):
+    """The kind of clinical question, which decides the shape of the plan's checklist
+    (:func:`deepcritical.text.question_type.classify_question`)."""
+
+    INTERVENTION = "intervention"
+    DIAGNOSIS_PROGNOSIS = "diagnosis_prognosis"
+    AETIOLOGY_RISK = "aetiology_risk"
+    MECHANISM = "mechanism"
+    PREVALENCE = "prevalence"
+    REPURPOSING = "repurposing"
+
+
+class PICO(BaseModel):
+    """The elements of a question, in the question's own words (``""`` when absent).
+
+    ``intervention`` holds the intervention, exposure, risk factor, index test or drug (by
+    question type); ``outcome`` the outcome, target condition or disease; ``population`` the
+    population or condition the question is asked in; ``comparator`` what it is compared with.
+    """
+
+    population: str = ""
+    intervention: str = ""
+    comparator: str = ""
+    outcome: str = ""
+
+    def is_empty(self) -> bool:
+        """True when no element was found."""
+        return not (self.population or self.intervention or self.comparator or self.outcome)
 
 
 ReportLength = Literal["brief", "standard", "detailed"]
@@ -78,7 +110,9 @@ class ResearchPlan(BaseModel):
 
     ``scope_in`` / ``scope_out``: what the answer covers and leaves out (one phrase each);
     ``mesh_terms``: MeSH descriptors of the question (for PubMed ``[MeSH Terms]`` queries);
-    ``sub_questions``: at most ``Settings.max_questions``, each with its queries.
+    ``sub_questions``: at most ``Settings.max_questions``, each with its queries;
+    ``question_type`` and ``pico``: the question's type and elements (``None`` and empty in
+    plans saved before they existed).
     """
 
     question: str
@@ -91,6 +125,8 @@ class ResearchPlan(BaseModel):
     mesh_terms: list[str] = Field(default_factory=list)
     sub_questions: list[SubQuestion] = Field(default_factory=list)
     preferences: ReportPreferences = Field(default_factory=ReportPreferences)
+    question_type: QuestionType | None = None
+    pico: PICO = Field(default_factory=PICO)
 
     def unsatisfied(self) -> list[ChecklistItem]:
         """Checklist items not yet satisfied, in plan order."""

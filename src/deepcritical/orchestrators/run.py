@@ -38,6 +38,7 @@ from deepcritical.models import (
     GroundedClaim,
     Hypothesis,
     JudgeAssessment,
+    QuestionType,
     ReportPreferences,
     ResearchPlan,
     ResearchReport,
@@ -72,6 +73,36 @@ def step(method: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[A
         return result
 
     return published
+
+
+_TYPE_LABELS = {
+    QuestionType.INTERVENTION: "intervention / therapy",
+    QuestionType.DIAGNOSIS_PROGNOSIS: "diagnosis / prognosis",
+    QuestionType.AETIOLOGY_RISK: "aetiology / risk",
+    QuestionType.MECHANISM: "mechanism",
+    QuestionType.PREVALENCE: "prevalence / epidemiology",
+    QuestionType.REPURPOSING: "drug repurposing",
+}
+
+
+def _question_line(plan: ResearchPlan) -> str:
+    """ "Question type: ... (population: ...; ...). " for the methodology; ``""`` for a plan
+    with no question type (saved before question types)."""
+    if plan.question_type is None:
+        return ""
+    pico = plan.pico
+    parts = [
+        f"{label}: {value}"
+        for label, value in (
+            ("population", pico.population),
+            ("intervention, exposure or test", pico.intervention),
+            ("comparator", pico.comparator),
+            ("outcome or condition", pico.outcome),
+        )
+        if value
+    ]
+    elements = f" ({'; '.join(parts)})" if parts else ""
+    return f"Question type (by rules): {_TYPE_LABELS[plan.question_type]}{elements}. "
 
 
 class ResearchRun:
@@ -223,6 +254,8 @@ class ResearchRun:
                 message=f"Plan: {len(plan.checklist)} checklist items",
                 data={
                     "refined_question": plan.refined_question,
+                    "question_type": plan.question_type.value if plan.question_type else "",
+                    "pico": plan.pico.model_dump(mode="json"),
                     "checklist": [c.model_dump(mode="json") for c in plan.checklist],
                     "queries": plan.queries,
                     "scope_in": plan.scope_in,
@@ -437,7 +470,9 @@ class ResearchRun:
         reflection = await self.guarded("reflection", reflect, "reflection")
         if reflection is None:
             return None
-        reflection = apply_reflection(self.plan, reflection)
+        on_topic = set(self.on_topic_ids())
+        off_topic = {i for i in self.store.ids() if i not in on_topic}
+        reflection = apply_reflection(self.plan, reflection, off_topic)
         state.reflections.append(reflection)
         state.follow_ups = list(reflection.follow_up_queries)
         counts = {
@@ -620,7 +655,8 @@ class ResearchRun:
             f"{state.rounds} search round(s), {len(state.queries)} queries, "
             f"{len(self.store)} distinct records kept after de-duplication by identifier "
             "(PMID, DOI, PMCID, NCT ID, URL) and by near-duplicate text.",
-            f"Checklist ({len(plan.checklist)} items, coverage {plan.coverage():.0%}): "
+            _question_line(plan)
+            + f"Checklist ({len(plan.checklist)} items, coverage {plan.coverage():.0%}): "
             + "; ".join(f"{c.description} — {c.status.value}" for c in plan.checklist)
             + ".",
             f"Evidence for the report was chosen by maximal marginal relevance "

@@ -24,6 +24,7 @@ from deepcritical.models import (
     ReportSection,
     ResearchPlan,
 )
+from deepcritical.models import QuestionType as PlanQuestionType
 
 __all__ = [
     "REPURPOSING_HEADINGS",
@@ -61,8 +62,11 @@ _REPURPOSING = re.compile(
 
 
 def question_type(plan: ResearchPlan) -> QuestionType:
-    """``drug_repurposing`` when the question (or refined question) speaks of repurposing,
-    repositioning, drug candidates or new indications; ``general`` otherwise."""
+    """``drug_repurposing`` when the plan's question type is repurposing or the question (or
+    refined question) speaks of repurposing, repositioning, drug candidates or new
+    indications; ``general`` otherwise."""
+    if plan.question_type == PlanQuestionType.REPURPOSING:
+        return "drug_repurposing"
     text = f"{plan.question}\n{plan.refined_question}"
     return "drug_repurposing" if _REPURPOSING.search(text) else "general"
 
