@@ -293,7 +293,8 @@ class RoleScript:
 
     def screener_step(self, prompt: str, step: int) -> list[tuple[str, dict[str, Any]]]:
         """The screener's tool calls at ``step`` (0: ``save_source`` for every record but the
-        off-topic ones, with one verbatim and one made-up excerpt, and ``get_progress``; 1:
+        off-topic ones, each for one checklist question in turn, with one verbatim and one
+        made-up excerpt, and ``get_progress``; 1:
         ``check_completion``); ``[]`` from step 2 (then it gives its output)."""
         if step == 1:
             return [("check_completion", {})]
@@ -314,7 +315,7 @@ class RoleScript:
                 "external_id": record.group(2),
                 "url": None if record.group(3) == "none" else record.group(3),
                 "title": title.group(1) if title else "",
-                "relevant_questions": keys[:1],
+                "relevant_questions": [keys[len(calls) % len(keys)]],
                 "key_excerpts": [" ".join(words[:8]), "a paraphrase the source never says"],
                 "citation_id": sid,
             }
@@ -338,23 +339,53 @@ class RoleScript:
             "progress": "Scripted screening.",
         }
 
+    def screener_response(
+        self, messages: list[ModelMessage], info: AgentInfo
+    ) -> ModelResponse | None:
+        """The scripted screener's next tool calls when ``info`` is a screener request that is
+        not done with its tools (:meth:`screener_step`); ``None`` otherwise. Other scripted
+        models call it first to play the search agent's screening."""
+        tool = info.output_tools[0]
+        if self.role_of(tool.parameters_json_schema.get("properties", {})) != "screener":
+            return None
+        first = messages[0]
+        assert isinstance(first, ModelRequest)
+        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        self.tool_answers.extend(
+            str(p.content)
+            for p in messages[-1].parts
+            if isinstance(p, ToolReturnPart | RetryPromptPart)
+        )
+        step = sum(isinstance(m, ModelResponse) for m in messages)
+        calls = self.screener_step(prompt, step)
+        if not calls:
+            return None
+        self.tool_calls.extend(name for name, _ in calls)
+        input_tokens, output_tokens = self.usage(
+            "screener", prompt, json.dumps([a for _, a in calls])
+        )
+        return ModelResponse(
+            parts=[ToolCallPart(n, json.dumps(a)) for n, a in calls],
+            usage=RequestUsage(input_tokens=input_tokens, output_tokens=output_tokens),
+        )
+
+    def screener_output(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        """The scripted screener's final output (after :meth:`screener_response`)."""
+        first = messages[0]
+        assert isinstance(first, ModelRequest)
+        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        tool = info.output_tools[0]
+        return ModelResponse(parts=[ToolCallPart(tool.name, json.dumps(self._screener(prompt)))])
+
     def _function(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         tool = info.output_tools[0]
         role = self.role_of(tool.parameters_json_schema.get("properties", {}))
         first = messages[0]
         assert isinstance(first, ModelRequest)
         prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
-        if role == "screener":
-            self.tool_answers.extend(
-                str(p.content)
-                for p in messages[-1].parts
-                if isinstance(p, ToolReturnPart | RetryPromptPart)
-            )
-            step = sum(isinstance(m, ModelResponse) for m in messages)
-            calls = self.screener_step(prompt, step)
-            if calls:
-                self.tool_calls.extend(name for name, _ in calls)
-                return ModelResponse(parts=[ToolCallPart(n, json.dumps(a)) for n, a in calls])
+        response = self.screener_response(messages, info)
+        if response is not None:
+            return response
         if role in self.invalid_roles:
             self.prompts.setdefault(role, []).append(prompt)
             return ModelResponse(parts=[ToolCallPart(tool.name, '{"broken": ')])

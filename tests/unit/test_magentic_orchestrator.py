@@ -213,7 +213,7 @@ async def test_normal_finish_builds_a_validated_report_from_the_participants() -
     assert all(0 < len(a) < 500 for a in answers)
     assert any("new items" in a for a in answers)
     search_answers = [m.text for m in client.seen if m.author_name == "SearchAgent"]
-    assert any("Collection check: NOT READY" in a for a in search_answers), search_answers
+    assert any("Collection check: READY" in a for a in search_answers), search_answers
     assert "search agent's model screened 6 record(s)" in report.methodology
     done = events[-1]
     assert done.data["workflow"]["satisfied"] is True
