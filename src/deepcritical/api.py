@@ -227,6 +227,8 @@ async def _research(
         if persisted is not None and chat_client is None and manager_client is not None:
             manager_client = CachedChatClient(manager_client, persisted.cache)
         deps = _run_deps(settings, llm_model, llm_label, embedder, run_sources, syllabus)
+        if persisted is not None:  # the search agent's tools save into the recorded run
+            deps = dataclasses.replace(deps, collector=persisted.collector_for(deps.store))
         store = deps.store
         orchestrator: IterativeOrchestrator | MagenticOrchestrator
         if manager_client is not None:

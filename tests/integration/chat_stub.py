@@ -36,7 +36,9 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    RetryPromptPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -51,9 +53,16 @@ ROLE_BY_FIELD = {
     "executive_summary": "writer.summary",
     "follow_up_queries": "reflection",
     "rewritten_sentence": "rewriter",
+    "screened": "screener",
     "queries": "query_generator",  # last: the planner's output has "queries" too
 }
 FENCED_ID = re.compile(r'<source id="(E\d+)" nonce="[0-9a-f]+">')
+FENCED_BLOCK = re.compile(
+    r'<source id="(E\d+)" nonce="([0-9a-f]+)">\n(.*?)\n</source \2>', re.DOTALL
+)
+RECORD_LINE = re.compile(r"^Record: source_type=(.*?); external_id=(.*?); url=(.*)$", re.M)
+CHECKLIST_KEY = re.compile(r"^- ([\w.-]+): .* \(\d+\)$", re.MULTILINE)
+OUTPUT_TOOL = "final_result"
 MANAGER_ROLE = "manager"
 
 INSTRUCTIONS = {
@@ -240,6 +249,14 @@ class RoleScript:
     fail_roles: frozenset[str] = frozenset()
     tally: Tally = field(default_factory=Tally)
     prompts: dict[str, list[str]] = field(default_factory=dict)
+    off_topic_text: str | None = None
+    """The screener saves no record whose text holds this, and calls it off-topic."""
+    invalid_roles: frozenset[str] = frozenset()
+    """Roles whose final output is broken JSON."""
+    tool_calls: list[str] = field(default_factory=list)
+    """Names of the source tools the screener called, in order."""
+    tool_answers: list[str] = field(default_factory=list)
+    """What those tools answered."""
 
     def role_of(self, properties: Mapping[str, Any] | Sequence[str]) -> str:
         fields = set(properties)
@@ -259,6 +276,7 @@ class RoleScript:
             "reflection": self._reflection,
             "rewriter": self._rewriter,
             "writer.summary": self._summary,
+            "screener": self._screener,
         }.get(role)
         if method is None:
             raise AssertionError(f"a request for an unknown output: {prompt[:200]}")
@@ -273,12 +291,104 @@ class RoleScript:
     def model(self, name: str = "scripted-roles") -> FunctionModel:
         return FunctionModel(self._function, model_name=name)
 
+    def screener_step(self, prompt: str, step: int) -> list[tuple[str, dict[str, Any]]]:
+        """The screener's tool calls at ``step`` (0: ``save_source`` for every record but the
+        off-topic ones, each for one checklist question in turn, with one verbatim and one
+        made-up excerpt, and ``get_progress``; 1:
+        ``check_completion``); ``[]`` from step 2 (then it gives its output)."""
+        if step == 1:
+            return [("check_completion", {})]
+        if step > 1:
+            return []
+        keys = CHECKLIST_KEY.findall(prompt)
+        calls: list[tuple[str, dict[str, Any]]] = []
+        for sid, _nonce, body in FENCED_BLOCK.findall(prompt):
+            if self.off_topic_text and self.off_topic_text in body:
+                continue
+            record = RECORD_LINE.search(body)
+            assert record, body[:200]
+            title = re.search(r"^Title: (.*)$", body, re.MULTILINE)
+            text = re.search(r"^Text: (.*)$", body, re.MULTILINE)
+            words = (text.group(1) if text else "").split()
+            arguments = {
+                "source_type": record.group(1),
+                "external_id": record.group(2),
+                "url": None if record.group(3) == "none" else record.group(3),
+                "title": title.group(1) if title else "",
+                "relevant_questions": [keys[len(calls) % len(keys)]],
+                "key_excerpts": [" ".join(words[:8]), "a paraphrase the source never says"],
+                "citation_id": sid,
+            }
+            calls.append(("save_source", arguments))
+        return [*calls, ("get_progress", {})]
+
+    def _screener(self, prompt: str) -> dict[str, Any]:
+        screened = []
+        for sid, _nonce, body in FENCED_BLOCK.findall(prompt):
+            off = bool(self.off_topic_text and self.off_topic_text in body)
+            screened.append(
+                {
+                    "citation_id": sid,
+                    "status": "off_topic" if off else "relevant",
+                    "reason": "about another disease" if off else "answers the question",
+                }
+            )
+        return {
+            "screened": screened,
+            "next_queries": ["metformin screened follow-up"],
+            "progress": "Scripted screening.",
+        }
+
+    def screener_response(
+        self, messages: list[ModelMessage], info: AgentInfo
+    ) -> ModelResponse | None:
+        """The scripted screener's next tool calls when ``info`` is a screener request that is
+        not done with its tools (:meth:`screener_step`); ``None`` otherwise. Other scripted
+        models call it first to play the search agent's screening."""
+        tool = info.output_tools[0]
+        if self.role_of(tool.parameters_json_schema.get("properties", {})) != "screener":
+            return None
+        first = messages[0]
+        assert isinstance(first, ModelRequest)
+        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        self.tool_answers.extend(
+            str(p.content)
+            for p in messages[-1].parts
+            if isinstance(p, ToolReturnPart | RetryPromptPart)
+        )
+        step = sum(isinstance(m, ModelResponse) for m in messages)
+        calls = self.screener_step(prompt, step)
+        if not calls:
+            return None
+        self.tool_calls.extend(name for name, _ in calls)
+        input_tokens, output_tokens = self.usage(
+            "screener", prompt, json.dumps([a for _, a in calls])
+        )
+        return ModelResponse(
+            parts=[ToolCallPart(n, json.dumps(a)) for n, a in calls],
+            usage=RequestUsage(input_tokens=input_tokens, output_tokens=output_tokens),
+        )
+
+    def screener_output(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        """The scripted screener's final output (after :meth:`screener_response`)."""
+        first = messages[0]
+        assert isinstance(first, ModelRequest)
+        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        tool = info.output_tools[0]
+        return ModelResponse(parts=[ToolCallPart(tool.name, json.dumps(self._screener(prompt)))])
+
     def _function(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         tool = info.output_tools[0]
         role = self.role_of(tool.parameters_json_schema.get("properties", {}))
         first = messages[0]
         assert isinstance(first, ModelRequest)
         prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        response = self.screener_response(messages, info)
+        if response is not None:
+            return response
+        if role in self.invalid_roles:
+            self.prompts.setdefault(role, []).append(prompt)
+            return ModelResponse(parts=[ToolCallPart(tool.name, '{"broken": ')])
         arguments = json.dumps(self.answer(role, prompt))
         input_tokens, output_tokens = self.usage(role, prompt, arguments)
         return ModelResponse(
@@ -517,22 +627,30 @@ class ChatCompletionsStub:
         model = str(body.get("model") or "stub")
         tools = body.get("tools") or []
         if tools:
-            function = tools[0]["function"]
+            function = next(
+                (t["function"] for t in tools if t["function"]["name"] == OUTPUT_TOOL),
+                tools[0]["function"],
+            )
             role = self.roles.role_of(function.get("parameters", {}).get("properties", {}))
             prompt = next(
                 (_text(m.get("content")) for m in messages if m.get("role") == "user"), ""
             )
-            arguments = json.dumps(self.roles.answer(role, prompt))
+            step = sum(m.get("role") == "assistant" for m in messages)
+            calls = self.roles.screener_step(prompt, step) if role == "screener" else []
+            if not calls:
+                calls = [(function["name"], self.roles.answer(role, prompt))]
+            arguments = json.dumps([a for _, a in calls])
             input_tokens, output_tokens = self.roles.usage(role, prompt, arguments)
             message: dict[str, Any] = {
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
                     {
-                        "id": f"call_{len(self.requests)}",
+                        "id": f"call_{len(self.requests)}_{i}",
                         "type": "function",
-                        "function": {"name": function["name"], "arguments": arguments},
+                        "function": {"name": name, "arguments": json.dumps(args)},
                     }
+                    for i, (name, args) in enumerate(calls)
                 ],
             }
             finish = "tool_calls"

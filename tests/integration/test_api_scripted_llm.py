@@ -38,6 +38,7 @@ from deepcritical.formats.pubmed_xml import article_to_evidence
 from deepcritical.models import CitationValidation, ResearchReport, RunResult, marker_ids
 from deepcritical.report.validation import citation_problems
 from tests.conftest import HashingEmbedder
+from tests.integration.chat_stub import RoleScript
 
 GOLD_QUESTIONS = 40
 OTHER_RECORDS = 60
@@ -186,9 +187,15 @@ class ScriptedLLM:
     def model(self) -> FunctionModel:
         return FunctionModel(self, model_name=MODEL_NAME)
 
+    screening: RoleScript = field(default_factory=RoleScript)
+    """Plays the search agent's screening (saves every record)."""
+
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         tool = info.output_tools[0]
         fields = set(tool.parameters_json_schema.get("properties", {}))
+        if "screened" in fields and not self.invalid:
+            tools = self.screening.screener_response(messages, info)
+            return tools or self.screening.screener_output(messages, info)
         role = next((r for f, r in ROLE_BY_FIELD.items() if f in fields), "unknown")
         first = messages[0]
         assert isinstance(first, ModelRequest)

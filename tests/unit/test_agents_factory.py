@@ -35,6 +35,7 @@ from deepcritical.report.validation import citation_problems
 from deepcritical.writing.extractive import ExtractiveReportWriter
 from deepcritical.writing.llm_writer import LLMReportWriter
 from tests.conftest import HashingEmbedder
+from tests.integration.chat_stub import RoleScript
 
 
 def test_no_model_gives_extractive_agents() -> None:
@@ -131,9 +132,17 @@ class ScriptedLLM:
     def __init__(self) -> None:
         self.shown: dict[str, list[str]] = {}
         self.calls: list[str] = []
+        self.screening = RoleScript()  # plays the search agent's screening (saves all)
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         props = set(info.output_tools[0].parameters_json_schema.get("properties", {}))
+        tools = self.screening.screener_response(messages, info)
+        if tools is not None:
+            self.calls.append("screener")  # one request each, as usage counts them
+            return tools
+        if "screened" in props:
+            self.calls.append("screener")
+            return self.screening.screener_output(messages, info)
         first = messages[0]
         assert isinstance(first, ModelRequest)
         prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
@@ -238,6 +247,7 @@ async def test_llm_set_runs_a_whole_question_with_a_scripted_model(pubmedqa_dir:
         "reflection",
         "findings",
         "summary",
+        "screener",
     } <= set(llm.calls)
     usage = agents.usage.by_role()
     assert {
@@ -249,5 +259,6 @@ async def test_llm_set_runs_a_whole_question_with_a_scripted_model(pubmedqa_dir:
         "writer.outline",
         "writer.section",
         "writer.summary",
+        "screener",
     } <= set(usage)
     assert agents.usage.total().requests == len(llm.calls)

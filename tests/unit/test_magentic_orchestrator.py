@@ -174,7 +174,10 @@ async def test_normal_finish_builds_a_validated_report_from_the_participants() -
         "writer.outline",
         "writer.section",
         "writer.summary",
+        "screener",
     }
+    # the search agent screened through its source tools
+    assert {"save_source", "get_progress", "check_completion"} <= set(roles.tool_calls)
     assert roles.tally.requests["writer.outline"] == 1  # ReportAgent's draft was used
     assert len(store) == 6
     assert meta.papers_reviewed == 6
@@ -209,6 +212,9 @@ async def test_normal_finish_builds_a_validated_report_from_the_participants() -
     assert answers
     assert all(0 < len(a) < 500 for a in answers)
     assert any("new items" in a for a in answers)
+    search_answers = [m.text for m in client.seen if m.author_name == "SearchAgent"]
+    assert any("Collection check: READY" in a for a in search_answers), search_answers
+    assert "search agent's model screened 6 record(s)" in report.methodology
     done = events[-1]
     assert done.data["workflow"]["satisfied"] is True
     assert done.data["stop_reason"] == "manager_finished"

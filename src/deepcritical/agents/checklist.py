@@ -20,12 +20,18 @@ checklist item that holds it before statuses are computed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import ChecklistItem, ChecklistStatus, ResearchPlan, Screening
 
-__all__ = ["assign_to_checklist", "drop_off_topic", "refresh_statuses", "status_of"]
+__all__ = [
+    "assign_keys",
+    "assign_to_checklist",
+    "drop_off_topic",
+    "refresh_statuses",
+    "status_of",
+]
 
 
 def status_of(item: ChecklistItem) -> ChecklistStatus:
@@ -103,6 +109,35 @@ def assign_to_checklist(
                 keys.append(item.key)
     for evidence_id, keys in changed.items():
         evidence = store.require(evidence_id)
+        if keys != evidence.checklist_keys:
+            store.update(evidence.model_copy(update={"checklist_keys": keys}))
+    refresh_statuses(plan, store)
+
+
+def assign_keys(
+    plan: ResearchPlan, store: EvidenceStore, assignments: Mapping[str, Sequence[str]]
+) -> None:
+    """Assign evidence to the checklist items named for it (in place), as
+    :func:`assign_to_checklist` does by similarity: for each evidence id -> checklist keys of
+    ``assignments``, the id is appended to each named item's ``evidence_ids`` and the keys to
+    ``Evidence.checklist_keys`` (saved with :meth:`EvidenceStore.update`); then every status
+    is recomputed. Keys that are not checklist items and ids not in the store are ignored;
+    nothing is repeated. Used when the search agent's model named the questions a record
+    answers (:mod:`deepcritical.agents.screener`)."""
+    items = {c.key: c for c in plan.checklist}
+    for evidence_id, named in assignments.items():
+        if evidence_id not in store:
+            continue
+        evidence = store.require(evidence_id)
+        keys = list(evidence.checklist_keys)
+        for key in named:
+            item = items.get(key)
+            if item is None:
+                continue
+            if evidence_id not in item.evidence_ids:
+                item.evidence_ids.append(evidence_id)
+            if key not in keys:
+                keys.append(key)
         if keys != evidence.checklist_keys:
             store.update(evidence.model_copy(update={"checklist_keys": keys}))
     refresh_statuses(plan, store)

@@ -9,6 +9,7 @@ retry prompt with the clear error message (it lists the valid question keys).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_ai import FunctionToolset, ModelRetry
@@ -16,7 +17,7 @@ from pydantic_ai import FunctionToolset, ModelRetry
 from deepcritical.state.errors import StateError
 from deepcritical.state.sources import MAX_RESPONSE_CHARS, SourceCollector
 
-__all__ = ["GATHERING_INSTRUCTIONS", "source_toolset"]
+__all__ = ["GATHERING_INSTRUCTIONS", "ExcerptReview", "source_toolset"]
 
 GATHERING_INSTRUCTIONS = (
     "You collect sources for a research syllabus. Save every relevant source you find with "
@@ -26,13 +27,25 @@ GATHERING_INSTRUCTIONS = (
 """Instructions for an agent using :func:`source_toolset` (fixed size)."""
 
 
+ExcerptReview = Callable[[str | None, list[str]], list[str]]
+"""``(citation_id, key_excerpts) -> key_excerpts kept``: checks a save before it is made; it
+may drop excerpts (e.g. ones that are not verbatim) or raise ``ValueError`` to refuse the save
+(the message goes back to the model)."""
+
+
 def _retry(exc: Exception) -> ModelRetry:
     return ModelRetry(str(exc)[:MAX_RESPONSE_CHARS])
 
 
-def source_toolset(collector: SourceCollector) -> FunctionToolset[Any]:
+def source_toolset(
+    collector: SourceCollector, review: ExcerptReview | None = None
+) -> FunctionToolset[Any]:
     """A toolset with ``save_source``, ``get_progress`` and ``check_completion`` on
-    ``collector`` (the tools are synchronous: pydantic-ai runs them in worker threads)."""
+    ``collector`` (the tools are synchronous: pydantic-ai runs them in worker threads).
+
+    ``review`` (optional) sees every save first (:data:`ExcerptReview`); when it drops
+    excerpts, the tool's answer says how many.
+    """
     toolset: FunctionToolset[Any] = FunctionToolset()
 
     @toolset.tool_plain
@@ -57,17 +70,24 @@ def source_toolset(collector: SourceCollector) -> FunctionToolset[Any]:
             citation_id: an existing citation id; omit to register a new one.
         """
         try:
-            return collector.save_source(
+            excerpts = list(key_excerpts or [])
+            kept = review(citation_id, excerpts) if review is not None else excerpts
+            message = collector.save_source(
                 source_type,
                 external_id,
                 url,
                 title,
                 relevant_questions,
-                key_excerpts,
+                kept,
                 citation_id,
             ).message
         except (StateError, ValueError) as exc:
             raise _retry(exc) from exc
+        dropped = len(excerpts) - len(kept)
+        if dropped:
+            note = f" ({dropped} excerpt(s) dropped: not verbatim text of the source)"
+            message = message[: MAX_RESPONSE_CHARS - len(note)] + note
+        return message
 
     @toolset.tool_plain
     def get_progress() -> str:

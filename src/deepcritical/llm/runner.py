@@ -5,7 +5,7 @@ built by :meth:`deepcritical.llm.config.LLMConfig.structured`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date
 from typing import Generic, TypeVar
 
@@ -19,6 +19,7 @@ from pydantic_ai.exceptions import (
     UsageLimitExceeded,
 )
 from pydantic_ai.models import Model
+from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import RunUsage
 
 from deepcritical.llm.errors import AgentModelError, AgentOutputError
@@ -88,7 +89,13 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             def _validate(ctx: RunContext[DepsT], output: OutputT) -> OutputT:
                 return check(ctx.deps, output)
 
-    async def run(self, instructions: str, prompt: str, deps: DepsT) -> OutputT:
+    async def run(
+        self,
+        instructions: str,
+        prompt: str,
+        deps: DepsT,
+        toolsets: Sequence[AbstractToolset[DepsT]] | None = None,
+    ) -> OutputT:
         """Ask the model; return its validated output.
 
         Args:
@@ -96,6 +103,9 @@ class StructuredAgent(Generic[DepsT, OutputT]):
                 rendered: fence nonce, ...); today's date is put before them.
             prompt: the user message (question, checklist, fenced evidence...).
             deps: context for the validator.
+            toolsets: tools the model may call during this call (e.g. the source tools of
+                one run, :func:`deepcritical.agents.source_tools.source_toolset`); their
+                calls and the answers count in the same usage and timeout.
 
         Raises:
             AgentOutputError: the output stayed invalid after all retries.
@@ -110,6 +120,7 @@ class StructuredAgent(Generic[DepsT, OutputT]):
                 deps=deps,
                 usage=usage,
                 timeout=self.timeout_seconds,
+                toolsets=toolsets,
             )
         except UnexpectedModelBehavior as exc:
             self._record(usage, failed=True)

@@ -21,6 +21,7 @@ from deepcritical.agents.judge import ExtractiveJudge, LLMJudge
 from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
 from deepcritical.agents.queries import ExtractiveQueryGenerator, LLMQueryGenerator
 from deepcritical.agents.reflection import ExtractiveReflector, LLMReflector
+from deepcritical.agents.screener import LLMSourceScreener
 from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.llm.config import LLMConfig
@@ -41,6 +42,9 @@ class AgentSet:
             (``reflector`` defaults to the extractive one).
         rewriter: rewrites sentences grounding found unsupported (LLM sets only; ``None``:
             unsupported sentences are removed).
+        screener: the search agent's screening of each round's new records through the
+            run's source tools (LLM sets only; ``None``: calibrated screening,
+            :func:`deepcritical.evidence.screening.screen_items`).
         usage: per-role LLM usage of this set (empty for extractive agents).
         mode: ``"llm"`` or ``"extractive"`` (``"custom"`` when built by hand).
     """
@@ -54,6 +58,7 @@ class AgentSet:
     mode: str = "custom"
     reflector: Reflector = field(default_factory=ExtractiveReflector)
     rewriter: LLMSentenceRewriter | None = None
+    screener: LLMSourceScreener | None = None
 
 
 def build_extractive_agents(settings: Settings, embedder: Embedder) -> AgentSet:
@@ -91,6 +96,7 @@ def build_llm_agents(
         writer=LLMReportWriter(config),
         reflector=LLMReflector(config),
         rewriter=LLMSentenceRewriter(config),
+        screener=LLMSourceScreener(config),
         usage=config.usage,
         mode="llm",
     )

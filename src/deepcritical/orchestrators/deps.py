@@ -17,6 +17,7 @@ from deepcritical.config import Settings
 from deepcritical.evidence.screening import RelevanceCalibration
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.orchestrators.agent_set import AgentSet
+from deepcritical.state.sources import SourceCollector
 
 __all__ = ["QuestionError", "RunDeps", "check_question"]
 
@@ -61,6 +62,9 @@ class RunDeps:
         screening: the relevance calibration that screens every new item
             (:mod:`deepcritical.evidence.screening`); ``None``: items are not screened (the
             store's embedder has no calibration; the report says so).
+        collector: the run's source collector (the recorder's, when the run is recorded):
+            the search agent's source tools save into it; ``None``: the run opens a private
+            one in memory when its screener needs it.
     """
 
     settings: Settings
@@ -72,3 +76,4 @@ class RunDeps:
     llm_label: str = "none"
     clock: Callable[[], float] = field(default=time.monotonic)
     screening: RelevanceCalibration | None = None
+    collector: SourceCollector | None = None

@@ -253,23 +253,29 @@ class SearchParticipant(ResearchParticipant):
         )
 
     def _summary(self, round_no: int, queries: Sequence[str], result: SearchRound) -> str:
+        """What the round did, the collection check of the search agent's source tools
+        (``check_completion``: when its model screened the round), what is missing, and what
+        comes next; at most :data:`MAX_SUMMARY_CHARS` characters, the last part never cut."""
         run, state = self.research, self.research.state
         text = (
-            f"Round {round_no}: {len(queries)} queries ({'; '.join(queries)[:160]}): "
-            f"{len(result.added_ids)} new items, {len(run.store)} in store, checklist coverage "
-            f"{run.plan.coverage():.0%}."
+            f"Round {round_no}: {len(queries)} queries ({'; '.join(queries)[:120]}): "
+            f"{len(result.added_ids)} new items, {len(run.on_topic_ids())} on-topic of "
+            f"{len(run.store)} in store, checklist coverage {run.plan.coverage():.0%}."
         )
         if result.failures:
             text += " Unavailable: " + ", ".join(result.failures) + "."
-        text += " " + self._missing()
+        if state.collection_note:
+            text += f" Collection check: {state.collection_note}"
+        else:
+            text += " " + self._missing()
         if state.stop_reason is not None:
-            text += (
+            tail = (
                 f" Search is now closed: {stop_reason_text(state.stop_reason, run)}; "
                 "ask ReportAgent to write the report."
             )
         else:
-            text += " Next: HypothesisAgent and JudgeAgent can assess the new evidence."
-        return text
+            tail = " Next: HypothesisAgent and JudgeAgent can assess the new evidence."
+        return _short(text, MAX_SUMMARY_CHARS - len(tail)) + tail
 
 
 class HypothesisParticipant(ResearchParticipant):

@@ -40,7 +40,10 @@ class RunState:
     ``draft_store_size`` the number of evidence items the store held when it was drafted.
     ``methodology`` holds extra lines for the report's methodology (orchestrator specific).
     ``reflections`` holds one reflection per round; ``follow_ups`` the follow-up queries of
-    the last one, run first in the next round.
+    the last one and of the search agent's screening, run first in the next round.
+    ``model_screened`` / ``calibrated_screened`` count the records screened by the search
+    agent's model and by calibrated relevance; ``collection_note`` is the source collector's
+    last completion check (one line, < 500 characters; ``None`` before a model screened).
     """
 
     plan: ResearchPlan | None = None
@@ -57,6 +60,9 @@ class RunState:
     methodology: list[str] = field(default_factory=list)
     reflections: list[Reflection] = field(default_factory=list)
     follow_ups: list[str] = field(default_factory=list)
+    model_screened: int = 0
+    calibrated_screened: int = 0
+    collection_note: str | None = None
 
 
 def gathering_stop_rule(

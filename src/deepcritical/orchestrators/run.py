@@ -19,15 +19,17 @@ says why gathering stopped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 import structlog
 
-from deepcritical.agents.checklist import assign_to_checklist
+from deepcritical.agents.checklist import assign_keys, assign_to_checklist
 from deepcritical.agents.queries import fresh_queries
 from deepcritical.agents.reflection import Reflection, apply_reflection
+from deepcritical.agents.screener import LLMSourceScreener
 from deepcritical.agents.search import SearchRound
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.screening import screen_items
@@ -52,6 +54,9 @@ from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.progress import RunAccounting, RunState, number_hypotheses
 from deepcritical.report.finish import GroundingOptions, RunFacts, finish_report
 from deepcritical.report.grounding import RewriteFunction
+from deepcritical.state.runs import RunStore
+from deepcritical.state.sources import SourceCollector
+from deepcritical.state.syllabus import Syllabus
 
 __all__ = ["ResearchRun"]
 
@@ -152,6 +157,8 @@ class ResearchRun:
         fallback = [deps.fallback.usage] if deps.fallback else []
         self.usage_trackers = [deps.agents.usage, *fallback]
         self.usage_trackers.extend(t for t in usage_trackers if t not in self.usage_trackers)
+        self.collector = deps.collector
+        self._private_runs: RunStore | None = None
 
     # --- events -----------------------------------------------------------------------------
 
@@ -159,10 +166,39 @@ class ResearchRun:
         """Emit ``event`` (the consumer gets it when the current step ends)."""
         self.events.emit(event)
 
-    def stream(self, work: Callable[[], Awaitable[None]]) -> AsyncGenerator[ResearchEvent, None]:
+    async def stream(
+        self, work: Callable[[], Awaitable[None]]
+    ) -> AsyncGenerator[ResearchEvent, None]:
         """Run ``work()`` (the orchestrator's steps) as one task and stream the events it
-        emits (see :meth:`~deepcritical.orchestrators.channel.EventChannel.stream`)."""
-        return self.events.stream(work)
+        emits (see :meth:`~deepcritical.orchestrators.channel.EventChannel.stream`); the
+        run's private source collection (if one was opened) is closed when it ends."""
+        try:
+            async with contextlib.aclosing(self.events.stream(work)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if self._private_runs is not None:
+                self._private_runs.close()
+                self._private_runs = None
+
+    def source_collector(self) -> SourceCollector:
+        """The run's source collector, its syllabus set from the plan's checklist when it has
+        none: the one of :class:`RunDeps` (the recorder's), else a private one in memory
+        (opened on first use, closed when :meth:`stream` ends).
+
+        Raises:
+            RuntimeError: the run has no plan yet.
+            sqlalchemy.exc.SQLAlchemyError: the private database cannot be created.
+        """
+        if self.collector is None:
+            runs = RunStore.in_memory()
+            self._private_runs = runs
+            run_id = runs.create_run(self.question, {})
+            store = self.store
+            self.collector = SourceCollector(runs, run_id, citation_exists=lambda cid: cid in store)
+        if self.collector.syllabus is None:
+            self.collector.syllabus = Syllabus.from_checklist(self.plan.checklist)
+        return self.collector
 
     def warn(self, note: str, *, data: dict[str, Any] | None = None) -> None:
         """Record ``note`` in the report metadata and emit it as a ``warning``."""
@@ -342,25 +378,7 @@ class ResearchRun:
         state.sources_answered.update(
             src for src in self.source_names if src not in result.failures
         )
-        off_topic = 0
-        kept = list(result.added_ids)
-        calibration = self.deps.screening
-        if result.added_ids and calibration is not None:
-            with self.accounting.stage("screening"):
-                screened = await asyncio.to_thread(
-                    screen_items, self.store, plan.refined_question, kept, calibration
-                )
-            kept = [r.evidence_id for r in screened if r.status != Screening.OFF_TOPIC]
-            off_topic = len(screened) - len(kept)
-        if kept:
-            with self.accounting.stage("searching"):
-                await asyncio.to_thread(
-                    assign_to_checklist,
-                    plan,
-                    self.store,
-                    kept,
-                    self.settings.checklist_assign_threshold,
-                )
+        off_topic = await self._screen(round_no, result.added_ids)
         self.emit(
             ResearchEvent(
                 type="evidence_added",
@@ -384,6 +402,72 @@ class ResearchRun:
             )
         )
         return result
+
+    async def _screen(self, round_no: int, ids: Sequence[str]) -> int:
+        """Screen the round's new items ``ids`` and assign the on-topic ones to the checklist:
+        by the search agent's model through the source tools when the agents have a screener
+        (:class:`~deepcritical.agents.screener.LLMSourceScreener`), falling back to calibrated
+        screening with a warning when it fails; calibrated otherwise. Returns the number of
+        items found off-topic."""
+        self.state.collection_note = None
+        if not ids:
+            return 0
+
+        async def screen(a: AgentSet) -> int:
+            if a.screener is None:
+                return await self._screen_calibrated(ids)
+            return await self._screen_by_model(a.screener, round_no, ids)
+
+        return await self.guarded("search agent's screening", screen, "screening") or 0
+
+    async def _screen_calibrated(self, ids: Sequence[str]) -> int:
+        """Calibrated screening (:func:`~deepcritical.evidence.screening.screen_items`; none
+        without a calibration), then checklist assignment by similarity; items off-topic."""
+        plan, kept = self.plan, list(ids)
+        calibration = self.deps.screening
+        if calibration is not None:
+            screened = await asyncio.to_thread(
+                screen_items, self.store, plan.refined_question, kept, calibration
+            )
+            kept = [r.evidence_id for r in screened if r.status != Screening.OFF_TOPIC]
+        if kept:
+            await asyncio.to_thread(
+                assign_to_checklist,
+                plan,
+                self.store,
+                kept,
+                self.settings.checklist_assign_threshold,
+            )
+        self.state.calibrated_screened += len(ids)
+        return len(ids) - len(kept)
+
+    async def _screen_by_model(
+        self, screener: LLMSourceScreener, round_no: int, ids: Sequence[str]
+    ) -> int:
+        """The search agent's screening: statuses, reasons and checklist questions from what
+        its model saved (the calibrated relevance, when there is a calibration, is kept as the
+        items' relevance score); its next queries join the follow-ups; items off-topic."""
+        collector = await asyncio.to_thread(self.source_collector)
+        calibration = self.deps.screening
+        if calibration is not None:
+            await asyncio.to_thread(
+                screen_items, self.store, self.plan.refined_question, ids, calibration
+            )
+        items = [self.store.require(i) for i in ids]
+        outcome = await screener.screen(self.plan, items, collector, round_no)
+        assignments: dict[str, list[str]] = {}
+        for record in outcome.records:
+            item = self.store.require(record.evidence_id)
+            item.screening = record.status
+            item.screening_reason = record.reason
+            if record.checklist_keys:
+                assignments[record.evidence_id] = list(record.checklist_keys)
+        assign_keys(self.plan, self.store, assignments)
+        state = self.state
+        state.follow_ups = list(dict.fromkeys([*state.follow_ups, *outcome.next_queries]))
+        state.collection_note = outcome.progress or None
+        state.model_screened += len(outcome.records)
+        return sum(r.status == Screening.OFF_TOPIC for r in outcome.records)
 
     def on_topic(self) -> list[Evidence]:
         """The items screening did not find off-topic, in store order: the only ones that
@@ -474,7 +558,7 @@ class ResearchRun:
         off_topic = {i for i in self.store.ids() if i not in on_topic}
         reflection = apply_reflection(self.plan, reflection, off_topic)
         state.reflections.append(reflection)
-        state.follow_ups = list(reflection.follow_up_queries)
+        state.follow_ups = list(dict.fromkeys([*reflection.follow_up_queries, *state.follow_ups]))
         counts = {
             status: sum(i.status == status for i in reflection.items)
             for status in ("satisfied", "partial", "unsatisfied")
@@ -646,6 +730,44 @@ class ResearchRun:
         best = max((h.confidence for h in self.state.hypotheses), default=coverage)
         return round(0.5 * coverage + 0.5 * best, 2)
 
+    def _screening_lines(self) -> list[str]:
+        """How the records were screened (by the search agent's model, by calibrated
+        relevance, or not at all), with the number found off-topic."""
+        state, calibration = self.state, self.deps.screening
+        off_topic = len(self.store) - len(self.on_topic())
+        kept_out = (
+            f"{off_topic} off-topic record(s) were kept out of the checklist, hypotheses, "
+            "judgement and report."
+        )
+        lines = []
+        if state.model_screened:
+            lines.append(
+                f"The search agent's model screened {state.model_screened} record(s) against "
+                "the question and the checklist: it saved each record that helps answer a "
+                "checklist question with the questions it answers and verbatim excerpts "
+                "(save_source), checked what was still missing (get_progress, "
+                "check_completion), and every record it did not save was screened out as "
+                "off-topic."
+            )
+        if state.calibrated_screened and calibration is not None:
+            which = (
+                f"The other {state.calibrated_screened} record(s) were"
+                if state.model_screened
+                else "Every record was"
+            )
+            lines.append(
+                f"{which} screened against the question by calibrated relevance (similarity "
+                f"and key concepts; off-topic below {calibration.partial_at:g})."
+            )
+        elif state.calibrated_screened:
+            lines.append(
+                f"{state.calibrated_screened} record(s) were not screened for relevance: the "
+                "relevance calibration holds for all-MiniLM-L6-v2 embeddings only."
+            )
+        if not lines:
+            return []
+        return [*lines[:-1], f"{lines[-1]} {kept_out}"]
+
     def methodology(self) -> str:
         """Factual account of the run (built from what happened, never by a model)."""
         plan, state = self.plan, self.state
@@ -663,20 +785,7 @@ class ResearchRun:
             f"(λ = {self.settings.mmr_lambda:g}) among all records; every citation was checked "
             "against the evidence collected in this run.",
         ]
-        calibration = self.deps.screening
-        if calibration is None:
-            lines.append(
-                "Records were not screened for relevance: the relevance calibration holds for "
-                "all-MiniLM-L6-v2 embeddings only."
-            )
-        else:
-            off_topic = len(self.store) - len(self.on_topic())
-            lines.append(
-                "Every record was screened against the question by its calibrated relevance "
-                f"(similarity and key concepts; off-topic below {calibration.partial_at:g}): "
-                f"{off_topic} off-topic record(s) were kept out of the checklist, hypotheses, "
-                "judgement and report."
-            )
+        lines.extend(self._screening_lines())
         lines.extend(state.methodology)
         if state.queries:
             lines.append("Queries: " + "; ".join(f"“{q}”" for q in state.queries) + ".")

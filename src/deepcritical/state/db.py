@@ -20,11 +20,17 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import NullPool, StaticPool
 
 from deepcritical.config import Settings
 
-__all__ = ["SQLITE_BUSY_TIMEOUT_SECONDS", "create_db_engine", "database_url", "migrate"]
+__all__ = [
+    "SQLITE_BUSY_TIMEOUT_SECONDS",
+    "create_db_engine",
+    "create_memory_engine",
+    "database_url",
+    "migrate",
+]
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 """Seconds a SQLite writer waits for another writer's lock before failing."""
@@ -80,6 +86,34 @@ def create_db_engine(url: str) -> Engine:
     def _on_begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
+    return engine
+
+
+def create_memory_engine() -> Engine:
+    """An engine on a private in-memory SQLite database with the newest schema (created from
+    the table definitions of :mod:`deepcritical.state.schema`, not by migration: the database
+    lives as long as the engine). One connection shared by every thread (``StaticPool``), so
+    callers serialise their transactions (a :class:`~deepcritical.state.sources.
+    SourceCollector` does, with its lock); foreign keys on, ``BEGIN`` issued explicitly.
+    """
+    from deepcritical.state.schema import Base
+
+    engine = create_engine(
+        "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+    Base.metadata.create_all(engine)
     return engine
 
 

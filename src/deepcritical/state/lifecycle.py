@@ -58,6 +58,7 @@ class PersistentRun:
         self.cached_sources: list[CachedSource] = []
         self.cached_model: CachedModel | None = None
         self.recorder: RunRecorder | None = None
+        self.collector: SourceCollector | None = None
         self._heartbeat: asyncio.Task[None] | None = None
 
     @classmethod
@@ -110,11 +111,19 @@ class PersistentRun:
         self.cached_sources = [CachedSource(s, self.cache) for s in sources]
         return list(self.cached_sources)
 
+    def collector_for(self, store: EvidenceStore) -> SourceCollector:
+        """The run's source collector over ``store`` (made once): the recorder saves every
+        evidence item through it, and the search agent's source tools save into the same
+        one (a source saved by both is merged: same source type and id, or citation id)."""
+        if self.collector is None:
+            self.collector = SourceCollector(
+                self.runs, self.run_id, self.syllabus, citation_exists=lambda cid: cid in store
+            )
+        return self.collector
+
     async def attach(self, store: EvidenceStore) -> None:
         """Start recording the run whose evidence lives in ``store`` (marks it in progress)."""
-        collector = SourceCollector(
-            self.runs, self.run_id, self.syllabus, citation_exists=lambda cid: cid in store
-        )
+        collector = self.collector_for(store)
         self.recorder = RunRecorder(
             self.runs,
             self.run_id,

@@ -28,7 +28,12 @@ from tenacity import (
 
 from deepcritical.config import Settings
 from deepcritical.models import utc_now
-from deepcritical.state.db import create_db_engine, database_url, migrate
+from deepcritical.state.db import (
+    create_db_engine,
+    create_memory_engine,
+    database_url,
+    migrate,
+)
 from deepcritical.state.errors import RunNotFoundError
 from deepcritical.state.saved import sources_by_question
 from deepcritical.state.schema import RunRow, SourceQuestionRow, SourceRow, aware
@@ -133,6 +138,13 @@ class RunStore:
             engine.dispose()
             raise
         return cls(engine)
+
+    @classmethod
+    def in_memory(cls) -> RunStore:
+        """A private store in memory (:func:`~deepcritical.state.db.create_memory_engine`):
+        the source collection of a run that is not recorded; gone when closed. Its
+        transactions must not overlap (one shared connection)."""
+        return cls(create_memory_engine())
 
     def close(self) -> None:
         """Release every connection."""

@@ -434,7 +434,8 @@ class SourceCollector:
             )
             return self._counts(session), int(total or 0)
 
-        counts, total = self.runs.transact(read)
+        with self._lock:
+            counts, total = self.runs.transact(read)
         questions = [
             QuestionProgress(
                 key=q.key, label=q.label, count=counts.get(q.key, 0), min_sources=q.min_sources
@@ -477,10 +478,77 @@ class SourceCollector:
         """Every saved source grouped by question (syllabus order, then other keys, then
         :data:`UNASSIGNED`), each group in source-number order; a source of several
         questions appears under each."""
-        grouped = self.runs.transact(lambda s: sources_by_question(s, self.run_id))
+        with self._lock:
+            grouped = self.runs.transact(lambda s: sources_by_question(s, self.run_id))
         order = self.syllabus.keys if self.syllabus else []
         keys = [k for k in order if k in grouped] + [k for k in grouped if k not in order]
         return {k: grouped[k] for k in keys}
+
+    # --- by citation ----------------------------------------------------------------------
+
+    def saved_by_citation(self, citation_ids: Sequence[str]) -> dict[str, SavedSource]:
+        """The saved sources whose citation id is one of ``citation_ids``: citation id ->
+        source (its questions in syllabus order, its excerpts); ids never saved are absent."""
+        wanted = list(dict.fromkeys(citation_ids))
+
+        def read(session: Session) -> dict[str, SavedSource]:
+            rows = session.scalars(
+                select(SourceRow).where(
+                    SourceRow.run_id == self.run_id, SourceRow.citation_id.in_(wanted)
+                )
+            ).all()
+            links: dict[int, list[str]] = {}
+            for source_id, key in session.execute(
+                select(SourceQuestionRow.source_id, SourceQuestionRow.question_key).where(
+                    SourceQuestionRow.source_id.in_([r.id for r in rows])
+                )
+            ).all():
+                links.setdefault(int(source_id), []).append(str(key))
+            return {r.citation_id: self._saved(r, links.get(r.id, [])) for r in rows}
+
+        if not wanted:
+            return {}
+        with self._lock:
+            return self.runs.transact(read)
+
+    def _saved(self, row: SourceRow, questions: list[str]) -> SavedSource:
+        order = {k: i for i, k in enumerate(self.syllabus.keys if self.syllabus else [])}
+        return SavedSource(
+            number=row.number,
+            source_type=row.source_type,
+            external_id=row.external_id,
+            url=row.url,
+            title=row.title,
+            citation_id=row.citation_id,
+            key_excerpts=list(row.key_excerpts or []),
+            questions=sorted(questions, key=lambda k: (order.get(k, len(order)), k)),
+        )
+
+    def forget_questions(self, citation_ids: Sequence[str]) -> int:
+        """Unassign the saved sources of ``citation_ids`` from every question (the sources
+        stay saved): undoes the saves of a screening that failed. Returns the number of
+        question links removed."""
+        wanted = list(dict.fromkeys(citation_ids))
+
+        def work(session: Session) -> int:
+            ids = list(
+                session.scalars(
+                    select(SourceRow.id).where(
+                        SourceRow.run_id == self.run_id, SourceRow.citation_id.in_(wanted)
+                    )
+                )
+            )
+            links = session.scalars(
+                select(SourceQuestionRow).where(SourceQuestionRow.source_id.in_(ids))
+            ).all()
+            for link in links:
+                session.delete(link)
+            return len(links)
+
+        if not wanted:
+            return 0
+        with self._lock:
+            return self.runs.transact(work)
 
 
 def _excerpts(current: list[str], new: Sequence[str]) -> list[str]:
