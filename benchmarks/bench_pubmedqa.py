@@ -25,8 +25,10 @@ gets. Configurations:
   writer quotes one sentence of each source it is shown and cites every second quote with the
   id of *another* shown source of the same section (a misattributed citation to a real,
   retrieved, on-topic paper: the hardest case for grounding); its outline splits the sources
-  shown into two sections. It measures the LLM path and grounding against a
-  known truth, not the quality of a language model.
+  shown into two sections; its search agent screens each round through the source tools
+  (``save_source`` for every record whose text names the question's key terms, then
+  ``get_progress`` and ``check_completion``; the others are off-topic). It measures the LLM
+  path, screening and grounding against a known truth, not the quality of a language model.
 
 Printed per configuration (means over questions):
 
@@ -96,6 +98,9 @@ FENCED_BLOCK = re.compile(
     r'<source id="(E\d+)" nonce="([0-9a-f]+)">\n(.*?)\n</source \2>', re.DOTALL
 )
 TEXT_LINE = re.compile(r"^Text: (.*)$", re.MULTILINE)
+TITLE_LINE = re.compile(r"^Title: (.*)$", re.MULTILINE)
+RECORD_LINE = re.compile(r"^Record: source_type=(.*?); external_id=(.*?); url=(.*)$", re.M)
+CHECKLIST_KEY = re.compile(r"^- ([\w.-]+): .* \(\d+\)$", re.MULTILINE)
 LABEL = re.compile(r"\b[A-Z][A-Z /&,()-]{2,60}:\s+")
 SENTENCE = re.compile(r"(?<=[a-z0-9%)\]][.!?])\s+(?=[A-Z])")
 
@@ -158,6 +163,11 @@ class ScriptedLLM:
         prompt = ""
         if isinstance(first, ModelRequest):
             prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        if "screened" in fields:  # the search agent's screening: its tools first
+            step = sum(isinstance(m, ModelResponse) for m in messages)
+            calls = self._screener_calls(prompt, step)
+            if calls:
+                return ModelResponse(parts=[ToolCallPart(n, json.dumps(a)) for n, a in calls])
         for name, role in (
             ("checklist", self._planner),
             ("hypotheses", self._hypothesis),
@@ -168,6 +178,7 @@ class ScriptedLLM:
             ("follow_up_queries", self._reflection),
             ("rewritten_sentence", self._rewriter),
             ("queries", self._queries),
+            ("screened", self._screener),
         ):
             if name in fields:
                 return ModelResponse(parts=[ToolCallPart(tool.name, json.dumps(role(prompt)))])
@@ -216,6 +227,62 @@ class ScriptedLLM:
             if sentences:
                 out.append((sid, sentences[len(sentences) // 2]))
         return out
+
+    def _on_topic(self, prompt: str, body: str) -> bool:
+        """The scripted search agent's reading of relevance: the record's title and text
+        mention the question's key terms (all up to three, all but one beyond; a term is
+        mentioned when each of its words is, by its first five letters)."""
+        from deepcritical.text.terms import extract_key_terms, required_term_count
+
+        terms = extract_key_terms(self._question(prompt))
+        text = body.lower()
+
+        def named(term: str) -> bool:  # every word of the term, by its first five letters
+            return all(word[:5] in text for word in term.lower().split())
+
+        return sum(named(t) for t in terms) >= required_term_count(len(terms))
+
+    def _screener_calls(self, prompt: str, step: int) -> list[tuple[str, dict[str, Any]]]:
+        """The search agent's tool calls at ``step``: 0, ``save_source`` for every record it
+        reads as on-topic (for every checklist question, with a verbatim excerpt) and
+        ``get_progress``; 1, ``check_completion``; none after (then its output)."""
+        if step >= 2:
+            return []
+        if step == 1:
+            return [("check_completion", {})]
+        keys = CHECKLIST_KEY.findall(prompt)
+        calls: list[tuple[str, dict[str, Any]]] = []
+        for sid, _nonce, body in FENCED_BLOCK.findall(prompt):
+            record = RECORD_LINE.search(body)
+            if record is None or not self._on_topic(prompt, body):
+                continue
+            title = TITLE_LINE.search(body)
+            text = TEXT_LINE.search(body)
+            arguments = {
+                "source_type": record.group(1),
+                "external_id": record.group(2),
+                "url": None if record.group(3) == "none" else record.group(3),
+                "title": title.group(1) if title else "",
+                "relevant_questions": keys,
+                "key_excerpts": [" ".join((text.group(1) if text else "").split()[:12])],
+                "citation_id": sid,
+            }
+            calls.append(("save_source", arguments))
+        return [*calls, ("get_progress", {})]
+
+    def _screener(self, prompt: str) -> dict[str, Any]:
+        screened = [
+            {
+                "citation_id": sid,
+                "status": "relevant" if on_topic else "off_topic",
+                "reason": "names the question's key terms"
+                if on_topic
+                else "does not name the question's key terms",
+            }
+            for sid, _nonce, body in FENCED_BLOCK.findall(prompt)
+            for on_topic in [self._on_topic(prompt, body)]
+        ]
+        return {"screened": screened, "next_queries": [], "progress": "Scripted screening."}
 
     def _hypothesis(self, prompt: str) -> dict[str, Any]:
         shown = [sid for sid, _ in self._shown(prompt)]
@@ -824,6 +891,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--calibrate", action="store_true", help="measure the grounding threshold instead"
     )
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        help="keep the imported corpora here and reuse them on the next run (default: a"
+        " temporary directory); a corpus already imported adds nothing",
+    )
     args = parser.parse_args(argv)
     corpus_file = args.data / "corpus.jsonl"
     questions_file = args.data / "dev_questions.jsonl"
@@ -847,14 +920,19 @@ def main(argv: list[str] | None = None) -> int:
     configurations: list[tuple[str, ScriptedLLM | None]] = [("extractive (--llm none)", None)]
     if args.scripted:
         configurations.append(("scripted FunctionModel, misattributing writer", ScriptedLLM()))
-    with tempfile.TemporaryDirectory(prefix="dc-bench-pubmedqa-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="dc-bench-pubmedqa-") as tmp_dir:
+        tmp = args.work_dir or Path(tmp_dir)
         for arm in args.arms:
             settings = Settings(
-                llm="none", sources=["local"], data_dir=Path(tmp) / arm, max_rounds=args.rounds
+                llm="none",
+                sources=["local"],
+                # the withheld corpus depends on the questions run (a reused corpus only grows)
+                data_dir=Path(tmp) / (arm if arm == "full" else f"{arm}-{args.n}"),
+                max_rounds=args.rounds,
             )
             source = corpus_file
             if arm == "withheld":
-                source = Path(tmp) / "corpus-gold-withheld.jsonl"
+                source = Path(tmp) / f"corpus-gold-withheld-{len(gold)}.jsonl"
                 lines = corpus_lines_without(corpus_file.read_text(encoding="utf-8"), gold)
                 source.write_text("\n".join(lines) + "\n", encoding="utf-8")
             start = time.perf_counter()
