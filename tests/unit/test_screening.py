@@ -4,6 +4,7 @@ on-topic abstains."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from deepcritical.agents.search import SearchAgent
@@ -93,7 +94,9 @@ def test_the_shipped_calibration_is_for_all_minilm_and_rises_with_similarity() -
     assert calibration.score(0.9, 1.0) >= calibration.relevant_at > calibration.score(0.1, 0.0)
 
 
-async def run(texts: Sequence[str]) -> tuple[list[ResearchEvent], RunResult]:
+async def run(
+    texts: Sequence[str], calibration: RelevanceCalibration = HASHING_CALIBRATION
+) -> tuple[list[ResearchEvent], RunResult]:
     settings = Settings(llm="none", max_rounds=2, results_per_query=10, sources=["local"])
     embedder = HashingEmbedder()
     store = EvidenceStore(embedder, near_duplicate_threshold=0.999)
@@ -103,7 +106,7 @@ async def run(texts: Sequence[str]) -> tuple[list[ResearchEvent], RunResult]:
         store=store,
         search=SearchAgent([TopicSource(texts)], store, 10),
         source_names=["local"],
-        screening=HASHING_CALIBRATION,
+        screening=calibration,
     )
     events = [e async for e in IterativeOrchestrator(deps).run(QUESTION)]
     assert events[-1].type == "done", [e.message for e in events]
@@ -128,6 +131,8 @@ async def test_off_topic_records_stay_in_the_store_but_never_reach_the_report() 
     added = [e for e in events if e.type == "evidence_added"]
     assert added[0].data["off_topic"] == len(OFF_TOPIC)
     assert "off-topic record(s) were kept out" in report.methodology
+    thin = [lim for lim in report.limitations if lim.startswith("Only 2 sources could be used")]
+    assert thin and thin[0].endswith("): the evidence is thin.")  # n sources, their designs
     exported = result.to_json()
     assert '"screening": "off_topic"' in exported
 
@@ -144,6 +149,28 @@ async def test_a_run_that_finds_nothing_on_topic_abstains() -> None:
     assert report.metadata.off_topic_excluded == len(OFF_TOPIC)
     assert statement in report.to_markdown()
     assert statement in report.to_json()
+    assert statement in markdown_to_safe_html(report.to_markdown())
+
+
+async def test_a_run_with_partly_relevant_records_only_says_none_addresses_the_question() -> None:
+    """Records that bear on part of the question only answer nothing: the report says no
+    record addresses it directly, quotes the closest one and states no verdict."""
+    partial_only = dataclasses.replace(HASHING_CALIBRATION, relevant_at=0.99999)
+    _, result = await run(ON_TOPIC + OFF_TOPIC, partial_only)
+    report = result.report
+    screened = {e.content: e for e in result.evidence}
+    assert [screened[t].screening for t in ON_TOPIC] == [Screening.PARTIAL] * 2
+    closest = max((screened[t] for t in ON_TOPIC), key=lambda e: e.relevance)
+    statement = "hold no evidence that addresses this question directly"
+    assert statement in report.executive_summary
+    assert "2 records that bear on part of it only" in report.executive_summary
+    assert [r.evidence_id for r in report.references] == [closest.id]
+    assert report.cited_ids() == [closest.id]
+    assert [s.heading for s in report.findings] == ["Closest record found"]
+    assert report.hypotheses_tested == []
+    assert report.metadata.verdict is None
+    assert report.metadata.stop_reason == "insufficient_evidence"
+    assert statement in report.to_markdown()
     assert statement in markdown_to_safe_html(report.to_markdown())
 
 

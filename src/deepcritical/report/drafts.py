@@ -1,22 +1,52 @@
-"""Pieces shared by both report writers: the no-evidence report and the gap limitations."""
+"""Pieces shared by both report writers and the report stage: the no-evidence, abstention
+and closest-record reports, and the gap limitations."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
+from deepcritical.evidence.grading import grade_evidence
 from deepcritical.models import (
     SOURCE_LABELS,
     ChecklistStatus,
     Evidence,
     Hypothesis,
+    ReportSection,
     ResearchPlan,
     ResearchReport,
+    StudyDesign,
 )
 
-__all__ = ["FEW_SOURCES", "abstention_report", "gap_limitations", "no_evidence_report"]
+__all__ = [
+    "FEW_SOURCES",
+    "abstention_report",
+    "closest_record_report",
+    "design_counts",
+    "gap_limitations",
+    "no_evidence_report",
+]
 
 FEW_SOURCES = 5
 """Fewer evidence items than this in a report is stated as a limitation."""
+
+
+def _plural(n: int, label: str) -> str:
+    if n == 1:
+        return f"1 {label}"
+    if label.endswith("study"):
+        return f"{n} {label[:-5]}studies"
+    if label.endswith("series"):
+        return f"{n} {label}"
+    return f"{n} {label}s"
+
+
+def design_counts(evidence: Sequence[Evidence], sep: str = ", ") -> str:
+    """The study designs of ``evidence``, strongest first, joined by ``sep``: "1 randomised
+    controlled trial, 2 cohort studies" (designs read by
+    :func:`~deepcritical.evidence.grading.grade_evidence`); ``""`` for no evidence."""
+    counts = Counter(grade_evidence(e) for e in evidence)
+    return sep.join(_plural(counts[d], d.value) for d in StudyDesign if counts[d])
 
 
 def no_evidence_report(plan: ResearchPlan, hypotheses: Sequence[Hypothesis]) -> ResearchReport:
@@ -76,6 +106,63 @@ def abstention_report(
     )
 
 
+def closest_record_report(
+    draft: ResearchReport,
+    question: str,
+    source_names: Sequence[str],
+    screened_out: int,
+    closest: Evidence,
+    sentence: str,
+    partial: int,
+) -> ResearchReport:
+    """``draft`` turned into the report of a run whose on-topic records all bear on part of
+    the question only (screened ``partial``): it opens with "The sources searched (...) hold
+    no evidence that addresses this question directly", quotes ``sentence`` (verbatim, from
+    ``closest``, the partial record most relevant to the question) as the closest record
+    found, cites nothing else, states no verdict and keeps no hypothesis. ``partial``: the
+    number of partially relevant records."""
+    labels = ", ".join(SOURCE_LABELS.get(s, s) for s in source_names) or "none"
+    others = (
+        f" {screened_out} other record{'s' if screened_out != 1 else ''} retrieved "
+        f"{'were' if screened_out != 1 else 'was'} off-topic."
+        if screened_out
+        else ""
+    )
+    quoted = f"{sentence.rstrip().rstrip('.')} [{closest.id}]."
+    title = closest.citation.display_title()
+    return draft.model_copy(
+        update={
+            "title": f"No direct evidence found: {question}",
+            "executive_summary": (
+                f"The sources searched ({labels}) hold no evidence that addresses this "
+                f"question directly: {question} Screening found {partial} record"
+                f"{'s' if partial != 1 else ''} that bear{'s' if partial == 1 else ''} on part "
+                f"of it only.{others} No answer can be given from them."
+            ),
+            "hypotheses_tested": [],
+            "findings": [
+                ReportSection(
+                    heading="Closest record found",
+                    content=(
+                        f"The record closest to the question ({title}) addresses part of it "
+                        f"only: {quoted}"
+                    ),
+                )
+            ],
+            "limitations": [
+                "No record found addresses the question as asked; the closest one bears on "
+                "part of it only (another population, exposure or outcome), so it cannot "
+                "answer it. The question may need other terms or other sources."
+            ],
+            "conclusion": (
+                "The sources searched hold no evidence that addresses this question directly, "
+                "so it remains unanswered here."
+            ),
+            "references": [],
+        }
+    )
+
+
 def gap_limitations(plan: ResearchPlan, evidence: Sequence[Evidence]) -> list[str]:
     """Limitations that follow from the run's real gaps, in plain sentences (no citations):
     unsatisfied or partial checklist items, few sources, preprints, a single source, and
@@ -96,7 +183,10 @@ def gap_limitations(plan: ResearchPlan, evidence: Sequence[Evidence]) -> list[st
             )
     n = len(evidence)
     if 0 < n < FEW_SOURCES:
-        out.append(f"Only {n} source{'s' if n != 1 else ''} could be used for this report.")
+        out.append(
+            f"Only {n} source{'s' if n != 1 else ''} could be used for this report "
+            f"({design_counts(evidence)}): the evidence is thin."
+        )
     preprints = sum(e.is_preprint for e in evidence)
     if preprints:
         out.append(

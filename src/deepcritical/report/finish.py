@@ -11,6 +11,14 @@ given), the study designs and run limitations are added, and
 :func:`~deepcritical.report.validation.citation_problems` is run again: a report in which it
 still finds anything is refused (:attr:`FinishedReport.report` is ``None``).
 
+Abstention: a run with no on-topic evidence gets the report that says so
+(:func:`~deepcritical.report.drafts.abstention_report`); a run whose on-topic records were all
+screened ``partial`` (each bears on part of the question only) gets the report that says no
+record addresses the question directly and quotes the closest one
+(:func:`~deepcritical.report.drafts.closest_record_report`). Neither states a verdict or keeps a
+hypothesis, and a search that ran its course then stops as ``insufficient_evidence``. Records
+that were not screened (no calibration for the embedder) count as addressing the question.
+
 A step that fails (the conflicting-findings section, grounding) degrades the report instead of
 losing it: the report goes out without that step, with a note in its metadata, and the note is
 returned in :attr:`FinishedReport.degraded` for the caller to show.
@@ -24,8 +32,16 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from deepcritical.evidence.embeddings import Embedder
-from deepcritical.models import Evidence, Hypothesis, ResearchPlan, ResearchReport, StopReason
-from deepcritical.report.drafts import abstention_report
+from deepcritical.evidence.keysentences import rank_sentences
+from deepcritical.models import (
+    Evidence,
+    Hypothesis,
+    ResearchPlan,
+    ResearchReport,
+    Screening,
+    StopReason,
+)
+from deepcritical.report.drafts import abstention_report, closest_record_report
 from deepcritical.report.grounding import RewriteFunction, ground_report
 from deepcritical.report.sections import add_run_context, add_run_findings, add_verdict
 from deepcritical.report.validation import citation_problems, validate_report
@@ -120,6 +136,24 @@ def _no_timer(_stage: str) -> AbstractContextManager[None]:
     return nullcontext()
 
 
+def _closest_record_draft(
+    draft: ResearchReport, facts: RunFacts, closest: Evidence
+) -> ResearchReport:
+    """The report of a run with partly relevant records only: ``closest`` quoted by its
+    sentence most similar to the question (:func:`closest_record_report`)."""
+    ranked = rank_sentences([closest], facts.question, facts.embedder)
+    sentence = ranked[0].text if ranked else closest.snippet(300)
+    return closest_record_report(
+        draft,
+        facts.question,
+        facts.source_names,
+        facts.screened_out,
+        closest,
+        sentence,
+        partial=len(facts.evidence),
+    )
+
+
 async def finish_report(
     draft: ResearchReport,
     facts: RunFacts,
@@ -140,14 +174,19 @@ async def finish_report(
         report.metadata.notes.append(note)
 
     evidence_by_id = {e.id: e for e in facts.evidence}
-    abstain = not facts.evidence
+    direct = [e for e in facts.evidence if e.screening != Screening.PARTIAL]
+    abstain = not direct
     stop_reason = facts.stop_reason
     if abstain and stop_reason in SEARCHED_TO_THE_END:
         stop_reason = "insufficient_evidence"
-    if abstain:  # nothing on-topic: say so, cite nothing, state no verdict
+    if abstain and facts.evidence:  # partly relevant records only: quote the closest one
+        closest = max(facts.evidence, key=lambda e: e.relevance)
+        evidence_by_id = {closest.id: closest}
+        draft = await asyncio.to_thread(_closest_record_draft, draft, facts, closest)
+    elif abstain:  # nothing on-topic: say so, cite nothing, state no verdict
         draft = abstention_report(draft, facts.question, facts.source_names, facts.screened_out)
     with stage("validation"):
-        if not draft.hypotheses_tested:
+        if not draft.hypotheses_tested and not abstain:
             draft.hypotheses_tested = list(facts.hypotheses)
         draft.methodology = facts.methodology
         draft.metadata = draft.metadata.model_copy(
@@ -168,7 +207,8 @@ async def finish_report(
             }
         )
         try:
-            draft = add_run_findings(draft, facts.hypotheses, evidence_by_id, facts.embedder)
+            hypotheses = [] if abstain else facts.hypotheses  # an abstention tests none
+            draft = add_run_findings(draft, hypotheses, evidence_by_id, facts.embedder)
         except Exception as exc:  # noqa: BLE001 - the report goes out without that section
             degrade(draft, f"the conflicting-findings section could not be built ({exc})")
         report = validate_report(draft, evidence_by_id)

@@ -20,7 +20,6 @@ All of it is deterministic and built from the evidence store and the hypotheses:
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -33,9 +32,9 @@ from deepcritical.models import (
     Hypothesis,
     ReportSection,
     ResearchReport,
-    StudyDesign,
 )
 from deepcritical.report.citations import add_marker
+from deepcritical.report.drafts import design_counts
 
 __all__ = [
     "CONFLICT_HEADING",
@@ -148,27 +147,14 @@ def conflicting_findings_section(
     return ReportSection(heading=CONFLICT_HEADING, content="\n\n".join(paragraphs))
 
 
-def _plural(n: int, label: str) -> str:
-    if n == 1:
-        return f"1 {label}"
-    if label.endswith("study"):
-        return f"{n} {label[:-5]}studies"
-    if label.endswith("series"):
-        return f"{n} {label}"
-    return f"{n} {label}s"
-
-
 def design_summary(cited: Sequence[Evidence]) -> str:
     """ "Study designs of the N cited sources: ..." strongest designs first ("" if none)."""
     if not cited:
         return ""
-    order = list(StudyDesign)
-    counts = Counter(grade_evidence(e) for e in cited)
-    parts = [_plural(counts[d], d.value) for d in order if counts[d]]
     return (
         f"Study designs of the {len(cited)} cited source{'' if len(cited) == 1 else 's'} "
         f"(read from publication types, trial phase, MeSH terms and abstract text): "
-        + "; ".join(parts)
+        + design_counts(cited, "; ")
         + "."
     )
 
