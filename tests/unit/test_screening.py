@@ -132,7 +132,8 @@ async def test_off_topic_records_stay_in_the_store_but_never_reach_the_report() 
     assert added[0].data["off_topic"] == len(OFF_TOPIC)
     assert "off-topic record(s) were kept out" in report.methodology
     thin = [lim for lim in report.limitations if lim.startswith("Only 2 sources could be used")]
-    assert thin and thin[0].endswith("): the evidence is thin.")  # n sources, their designs
+    assert len(thin) == 1  # n sources, their designs
+    assert thin[0].endswith("): the evidence is thin.")
     exported = result.to_json()
     assert '"screening": "off_topic"' in exported
 
