@@ -551,7 +551,7 @@ async def test_research_with_a_failing_source_completes_without_it(
 async def test_research_with_a_source_failing_on_one_query_keeps_its_other_answers(
     stub: StubAPI, hashing_embedder: Embedder, tmp_path: Path
 ) -> None:
-    stub.add_fault("europepmc", Fault.server_error(503, match="mechanism"))
+    stub.add_fault("europepmc", Fault.server_error(503, match="adverse"))
     settings = _settings(tmp_path)
     async with new_http_client(settings.http_timeout_seconds) as client:
         sources = build_stub_sources(
@@ -565,7 +565,7 @@ async def test_research_with_a_source_failing_on_one_query_keeps_its_other_answe
 
     failed = [r for r in stub.requests_for("europepmc") if r.status == 503]
     assert len(failed) == 3  # one query, three tries
-    assert all("mechanism" in r.params["query"] for r in failed)
+    assert all("adverse" in r.params["query"] for r in failed)
     assert "europepmc" not in result.report.metadata.source_failures
     assert any("europepmc" in e.sources for e in result.evidence)
     assert any(
