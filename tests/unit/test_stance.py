@@ -204,3 +204,19 @@ def test_evidence_stance_defaults_load_old_records() -> None:
     assert loaded.stance_reason == ""
     dumped = loaded.model_copy(update={"stance": Stance.SUPPORTS}).model_dump(mode="json")
     assert dumped["stance"] == "supports"
+
+
+def test_contrast_and_consensus_cues() -> None:
+    mixed = ["Sports participation is associated with social capital, but not with parks."]
+    assert stance_of_sentences(mixed, "Are social capital and parks related to sport?").stance is (
+        Stance.NEUTRAL
+    )
+    no_consensus = ["There is no consensus on the surgical treatment of these fractures."]
+    reading = stance_of_sentences(no_consensus, "Should these fractures be treated surgically?")
+    assert reading.stance is Stance.NEUTRAL
+    assert reading.reason.startswith("hedged conclusion")
+    adjective = ["Selected imaging should be used to avoid unnecessary appendectomies."]
+    assert sentence_cues(adjective[0]).null == ()
+    assert sentence_cues("Intensive observation is probably unnecessary.").null == (
+        "is probably unnecessary",
+    )

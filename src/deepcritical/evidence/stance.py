@@ -57,9 +57,11 @@ _NULL_CUES = re.compile(
     r"\b(?:no\s+(?:statistically\s+)?significant|not\s+(?:statistically\s+)?significant"
     r"|non-?significant|(?<!who\s)(?<!those\s)(?:did|does|do|was|were|is|are|has|have|had"
     r"|could|need|should)\s+not|cannot|can\s+not|seems?\s+not|appears?\s+not"
-    r"|not\s+necessar(?:y|ily)|unnecessary|not\s+needed|not\s+required|not\s+justified"
+    r"|not\s+necessar(?:y|ily)|(?:is|are|was|were|be|seems?|appears?)\s+(?:\w+\s+)?unnecessary"
+    r"|not\s+needed|not\s+required|not\s+justified|but\s+not"
     r"|not\s+(?:a\s+)?(?:good|reliable|useful|suitable|valid)|not\s+associated|none\s+of"
     r"|(?:there\s+(?:is|was|were|are)|showed|shows|found|revealed|observed|has|had|have)\s+no"
+    r"(?!\s+(?:\w+\s+)?consensus)"
     r"|no\s+(?:[\w-]+\s+){0,3}(?:associations?|differences?|effects?|impact|benefits?"
     r"|evidence|changes?|increase|decrease|improvement|advantage|role|relationship"
     r"|correlation|influence|value|data|predictive|prognostic|reduction|elevation)"
@@ -98,6 +100,7 @@ _POSITIVE_CUES = re.compile(
 _HEDGE_CUES = re.compile(
     r"\b(?:unclear|not\s+clear|remains?\s+to\s+be|remain\s+(?:unknown|uncertain|unclear)"
     r"|uncertain|inconclusive|controversial|conflicting|equivocal|debated|unknown"
+    r"|(?:no|lack\s+of)\s+(?:\w+\s+)?consensus"
     r"|(?:further|more|larger|additional)\s+(?:\w+\s+)?(?:studies|research|trials"
     r"|investigations?|data)\s+(?:are|is)\s+(?:needed|required|warranted|necessary)"
     r"|cannot\s+be\s+(?:drawn|made|determined|concluded))\b",
