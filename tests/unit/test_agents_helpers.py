@@ -317,3 +317,28 @@ def test_gap_limitations_say_why_a_partial_item_is_partial() -> None:
         "The 5 sources found for the checklist item address it only in part" in line
         for line in judged
     )
+
+
+async def test_extractive_hypothesis_reads_every_item_screened_relevant(hashing_embedder) -> None:  # type: ignore[no-untyped-def]
+    """Screening's calibrated judgement lets an item in that the key-term rule would miss."""
+    from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator
+    from deepcritical.models import ChecklistItem, Citation, Evidence, ResearchPlan, Screening
+
+    text = "CONCLUSIONS: Biguanide use significantly reduced tumour incidence in diabetes."
+    question = "Does metformin reduce the risk of cancer in patients with diabetes?"
+    plan = ResearchPlan(
+        question=question,
+        refined_question=question,
+        checklist=[ChecklistItem(key="a", description="metformin cancer")],
+        key_terms=["metformin", "cancer", "diabetes"],
+    )
+    gen = ExtractiveHypothesisGenerator(hashing_embedder, relevance_threshold=0.0)
+    unscreened = Evidence(id="E1", content=text, citation=Citation(source="local", id="1"))
+    assert await gen.hypothesize(plan, [unscreened], []) == []
+    assert unscreened.stance_reason == NOT_ADDRESSED
+    relevant = unscreened.model_copy(update={"screening": Screening.RELEVANT})
+    [h] = await gen.hypothesize(plan, [relevant], [])
+    assert h.supporting_evidence_ids == ["E1"]
+    assert relevant.stance is Stance.SUPPORTS
+    partial = unscreened.model_copy(update={"screening": Screening.PARTIAL})
+    assert await gen.hypothesize(plan, [partial], []) == []

@@ -19,6 +19,7 @@ from deepcritical.models import (
 )
 from deepcritical.report.sections import (
     CONFLICT_HEADING,
+    VerdictDecision,
     add_run_context,
     add_run_findings,
     add_verdict,
@@ -179,6 +180,19 @@ def test_verdict_without_hypothesis_says_why() -> None:
     assert decision.verdict == "uncertain"
     assert verdict_sentence(decision, None) == (
         "Verdict: uncertain (no hypothesis could be tested on the evidence)."
+    )
+    partial_only = {
+        e.id: e for e in (screened("E1", P, Stance.NEUTRAL), screened("E2", P, Stance.NEUTRAL))
+    }
+    decision = decide_verdict("Does metformin protect?", [], partial_only)
+    assert decision == VerdictDecision(
+        "uncertain", "only partially relevant sources were found (2), none taking a stance on it"
+    )
+    hedged = {"E1": screened("E1", R, Stance.NEUTRAL, "no conclusion to read")}
+    decision = decide_verdict("Does metformin protect?", [], hedged)
+    assert decision is not None
+    assert decision.reason == (
+        "the one relevant source's conclusion is not decisive (no conclusion to read)"
     )
 
 

@@ -10,7 +10,9 @@ from deepcritical.evidence.stance import (
     Finding,
     conclusion_sentences,
     finding_of,
+    p_value_counts,
     read_stance,
+    results_disagree,
     sentence_cues,
     stance_of_sentences,
 )
@@ -220,3 +222,34 @@ def test_contrast_and_consensus_cues() -> None:
     assert sentence_cues("Intensive observation is probably unnecessary.").null == (
         "is probably unnecessary",
     )
+
+
+def test_p_values_are_read_from_results() -> None:
+    texts = ["Pain fell (p < 0.001) and function rose (P = .03).", "Sleep: p = 0.41; mood p>0.05."]
+    assert p_value_counts(texts) == (2, 2)
+    assert p_value_counts(["p < 0.10 and p > 0.01 say neither; p=0.05 is not significant"]) == (
+        0,
+        1,
+    )
+
+
+def test_results_that_disagree_with_the_conclusion_make_it_neutral() -> None:
+    abstract = (
+        "RESULTS: Depression scores did not differ (p = 0.41), nor did anxiety (p = 0.62).\n"
+        "CONCLUSIONS: Regular exercise during pregnancy significantly reduced postnatal "
+        "depression."
+    )
+    assert results_disagree(Finding.POSITIVE, item(abstract)).startswith(
+        "its conclusion reads positive, but its results report 2 non-significant"
+    )
+    reading = read_stance(item(abstract), QUESTION)
+    assert reading.stance is Stance.NEUTRAL
+    assert reading.finding is Finding.UNDECIDED
+    null_abstract = (
+        "RESULTS: Scores fell (p < 0.001), anxiety fell (p = 0.002), sleep rose (p = 0.01).\n"
+        "CONCLUSIONS: Exercise did not prevent postnatal depression."
+    )
+    assert read_stance(item(null_abstract), QUESTION).stance is Stance.NEUTRAL
+    # agreeing p-values leave the reading alone
+    assert results_disagree(Finding.NULL, item(NULL_ABSTRACT)) == ""
+    assert read_stance(item(POSITIVE_ABSTRACT), QUESTION).stance is Stance.SUPPORTS

@@ -32,7 +32,7 @@ from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import fence_evidence, new_fence
 from deepcritical.llm.lenient import EvidenceIdList, LenientFraction, LenientStr
 from deepcritical.llm.templates import render_prompt
-from deepcritical.models import Evidence, Hypothesis, ResearchPlan, Stance
+from deepcritical.models import Evidence, Hypothesis, ResearchPlan, Screening, Stance
 from deepcritical.text.claims import question_to_claim
 from deepcritical.text.terms import extract_key_terms, required_term_count
 
@@ -281,18 +281,27 @@ def read_stances(
     and MeSH terms mention the question's key terms (``key_terms``, default: extracted from
     the question; all of them up to three, all but one beyond, words matched by stem): an
     abstract on metformin and diabetes says nothing for or against "metformin reduces cancer
-    risk in diabetes". Its stance is read from its conclusion sentences by the calibrated cue
+    risk in diabetes". An item screened ``relevant``
+    (:mod:`deepcritical.evidence.screening`, a calibrated judgement of the same thing) is
+    always read: the term and similarity rules apply to the others (partially relevant or
+    unscreened items). Its stance is read from its conclusion sentences by the calibrated cue
     rules of :func:`deepcritical.evidence.stance.read_stance` (null finding -> contradicts,
     positive -> supports, hedged or mixed -> neutral; reversed for a negated question).
     """
     terms = list(key_terms) if key_terms else extract_key_terms(question)
     needed = required_term_count(len(terms))
-    on_topic = mentioning_terms(evidence, terms, needed)
-    ranked = rank_sentences(on_topic, question, embedder)
+    screened = [e for e in evidence if e.screening is Screening.RELEVANT]
+    others = [e for e in evidence if e.screening is not Screening.RELEVANT]
+    ranked = rank_sentences(
+        [*screened, *mentioning_terms(others, terms, needed)], question, embedder
+    )
     relevant = relevant_items(ranked, threshold, relative_to_best)
     by_item: dict[str, list[KeySentence]] = {}
     for s in ranked:
         by_item.setdefault(s.evidence_id, []).append(s)
+    for e in screened:  # screening already found it addresses the question
+        if e.id in by_item and e.id not in relevant:
+            relevant[e.id] = max(s.similarity for s in by_item[e.id])
     stances: list[ItemStance] = []
     for item in evidence:
         sentences = by_item.get(item.id, [])

@@ -101,14 +101,15 @@ class VerdictDecision:
 
 @dataclass(frozen=True)
 class _Tally:
-    """Relevant (or unscreened) and partially relevant sources on each side, and the
-    relevant neutral ones."""
+    """Relevant (or unscreened) and partially relevant sources on each side, the relevant
+    neutral ones, and how many on-topic sources are partially relevant."""
 
     supporting: int
     contradicting: int
     partial_supporting: int
     partial_contradicting: int
     neutral: list[Evidence]
+    partial_sources: int = 0
 
 
 def _is_relevant(item: Evidence | None) -> bool:
@@ -117,7 +118,11 @@ def _is_relevant(item: Evidence | None) -> bool:
     return item is None or item.screening in (None, Screening.RELEVANT)
 
 
-def _tally(h: Hypothesis, evidence: Mapping[str, Evidence] | None) -> _Tally:
+def _tally(
+    supporting: Sequence[str],
+    contradicting: Sequence[str],
+    evidence: Mapping[str, Evidence] | None,
+) -> _Tally:
     def split(ids: Sequence[str]) -> tuple[int, int]:
         known = [evidence.get(i) if evidence is not None else None for i in ids]
         if evidence is not None:
@@ -125,15 +130,15 @@ def _tally(h: Hypothesis, evidence: Mapping[str, Evidence] | None) -> _Tally:
         relevant = sum(_is_relevant(e) for e in known)
         return relevant, len(known) - relevant
 
-    s, sp = split(h.supporting_evidence_ids)
-    c, cp = split(h.contradicting_evidence_ids)
-    cited = {*h.supporting_evidence_ids, *h.contradicting_evidence_ids}
+    s, sp = split(supporting)
+    c, cp = split(contradicting)
+    cited = {*supporting, *contradicting}
+    items = list((evidence or {}).values())
     neutral = [
-        e
-        for e in (evidence or {}).values()
-        if e.id not in cited and e.stance is Stance.NEUTRAL and _is_relevant(e)
+        e for e in items if e.id not in cited and e.stance is Stance.NEUTRAL and _is_relevant(e)
     ]
-    return _Tally(s, c, sp, cp, neutral)
+    partial = sum(e.screening == Screening.PARTIAL for e in items)
+    return _Tally(s, c, sp, cp, neutral, partial)
 
 
 def _sources_verb(n: int, verb: str) -> str:
@@ -153,6 +158,9 @@ def _undecided_reason(t: _Tally) -> str:
         return "the one relevant source's conclusion is not decisive" + (f" ({why})" if why else "")
     if t.neutral:
         return f"none of the {len(t.neutral)} relevant sources' conclusions is decisive"
+    if t.partial_sources:
+        n = t.partial_sources
+        return f"only partially relevant sources were found ({n}), none taking a stance on it"
     return "no relevant source takes a stance on it"
 
 
@@ -175,9 +183,14 @@ def decide_verdict(
     """
     if not is_yes_no_question(question):
         return None
-    if not hypotheses:
+    if not hypotheses and not evidence:
         return VerdictDecision("uncertain", "no hypothesis could be tested on the evidence")
-    t = _tally(hypotheses[0], evidence)
+    h = hypotheses[0] if hypotheses else None
+    t = _tally(
+        h.supporting_evidence_ids if h else [],
+        h.contradicting_evidence_ids if h else [],
+        evidence,
+    )
     s, c = t.supporting, t.contradicting
     if s and s >= MAJORITY * c:
         against = "none contradicts it" if not c else f"{c} contradict{'s' if c == 1 else ''} it"
