@@ -171,7 +171,8 @@ def test_verdict_comes_from_relevant_sources_only_and_gives_its_reason(
     assert decision is not None
     assert (decision.verdict, decision.reason) == (verdict, reason)
     sentence = verdict_sentence(decision, hyp(supporting, contradicting))
-    assert sentence.startswith(f"Verdict: {verdict} — {reason} (hypothesis H1)")
+    assert sentence.startswith(f"Verdict: {verdict} — {reason}; derived from")
+    assert "on hypothesis H1" in sentence
 
 
 def test_verdict_without_hypothesis_says_why() -> None:
@@ -244,9 +245,9 @@ def test_run_findings_replace_a_writer_conflicts_section_and_state_the_verdict()
     assert out.metadata.verdict == "uncertain"
     assert out.metadata.verdict_reason == "relevant sources disagree: 1 supporting, 1 contradicting"
     assert out.conclusion.endswith(
-        "Verdict: uncertain — relevant sources disagree: 1 supporting, 1 contradicting "
-        "(hypothesis H1); derived from each source's stated conclusion, not from a reading of "
-        "effect sizes."
+        "Verdict: uncertain — relevant sources disagree: 1 supporting, 1 contradicting; "
+        "derived from each relevant source's stated conclusion on hypothesis H1, not from a "
+        "reading of effect sizes."
     )
     plain = add_run_findings(report([]), [hyp(["E1"], [])], EVIDENCE, HashingEmbedder())
     plain.hypotheses_tested = [hyp(["E1"], [])]

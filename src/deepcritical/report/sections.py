@@ -217,14 +217,15 @@ def verdict_of(
 
 def verdict_sentence(decision: VerdictDecision, hypothesis: Hypothesis | None) -> str:
     """One uncited sentence stating the verdict, its reason and what it was derived from:
-    "Verdict: uncertain — relevant sources disagree: 1 supporting, 1 contradicting
-    (hypothesis H1); derived from each source's stated conclusion, not from a reading of
+    "Verdict: uncertain — relevant sources disagree: 1 supporting, 1 contradicting; derived
+    from each relevant source's stated conclusion on hypothesis H1, not from a reading of
     effect sizes." """
     if hypothesis is None:
         return f"Verdict: {decision.verdict} ({decision.reason})."
     return (
-        f"Verdict: {decision.verdict} — {decision.reason} (hypothesis {hypothesis.id or 'H1'}); "
-        "derived from each source's stated conclusion, not from a reading of effect sizes."
+        f"Verdict: {decision.verdict} — {decision.reason}; derived from each relevant source's "
+        f"stated conclusion on hypothesis {hypothesis.id or 'H1'}, not from a reading of effect "
+        "sizes."
     )
 
 
