@@ -79,6 +79,7 @@ def test_negated_questions_are_recognised(question: str) -> None:
         "Are patients aware of when they do not understand?",
         "Can ureteroscopy be performed without dilatation of the meatus?",
         "Cannot-be-missed diagnoses: is ultrasound enough?",
+        "Can predilatation in transcatheter aortic valve implantation be safely omitted?",
     ],
 )
 def test_plain_questions_are_not_negated(question: str) -> None:
