@@ -39,15 +39,15 @@ Printed per configuration (means over questions):
 - grounding score: share of cited sentences supported by a passage of a cited source;
   sentences and citations removed by grounding;
 - answer agreement, verdict stated in the report: PubMedQA questions are yes/no questions,
-  so the report states a verdict (``metadata.verdict``: yes / no / uncertain, derived from
-  the balance of supporting and contradicting sources of the first hypothesis, see
+  so the report states a verdict (``metadata.verdict``: yes / no / uncertain; yes/no only
+  when the relevant sources' stances on the first hypothesis are decisive, see
   :mod:`deepcritical.report.sections`); "uncertain" is compared with "maybe".
   The always-"yes" baseline is printed next to the hypothesis-stance proxy (more supporting
   than contradicting items -> "yes", more contradicting -> "no", otherwise "maybe"). For the
-  extractive hypothesis generator an item contradicts when a negation cue ("no
-  significant", "did not", ...) appears in its conclusions, so this measures cue words, not
-  understanding (the scripted hypothesis always has two supporting ids and one
-  contradicting, so its verdict is always "yes": ignore it);
+  extractive hypothesis generator an item's stance is read from cue words in its
+  conclusions (:mod:`deepcritical.evidence.stance`, calibrated by ``benchmarks/fit_stance``),
+  so this measures cue words, not understanding (the scripted hypothesis always has two
+  supporting ids and one contradicting, so its verdict says nothing: ignore it);
 - wall time per question (research, of which grounding), and prompt tokens per run (0
   without a model; the scripted model's counts are pydantic-ai's estimates).
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from deepcritical.agents.hypothesis import NOT_ADDRESSED
 from deepcritical.agents.queries import fresh_queries, query_key
 from deepcritical.evidence.design import StudyDesign, classify_design
 from deepcritical.evidence.keysentences import (
@@ -21,7 +22,7 @@ from deepcritical.evidence.keysentences import (
     top_per_item,
 )
 from deepcritical.llm.templates import PromptTemplateError, load_prompt, render_prompt
-from deepcritical.models import Citation, Evidence
+from deepcritical.models import Citation, Evidence, Stance
 from deepcritical.text.claims import question_to_claim
 from deepcritical.text.terms import slugify
 from tests.conftest import HashingEmbedder
@@ -245,6 +246,51 @@ async def test_extractive_hypothesis_ignores_items_off_the_question(hashing_embe
     [hypothesis] = await gen.hypothesize(plan, evidence, [])
     assert hypothesis.supporting_evidence_ids == ["E1"]
     assert hypothesis.contradicting_evidence_ids == ["E3"]
+    # each item's stance is recorded on it; the off-question one is neutral, with the reason
+    assert [e.stance for e in evidence] == [
+        Stance.SUPPORTS,
+        Stance.NEUTRAL,
+        Stance.CONTRADICTS,
+    ]
+    assert evidence[1].stance_reason == NOT_ADDRESSED
+    assert '"did not"' in evidence[2].stance_reason
+
+
+async def test_extractive_hypothesis_follows_stance_and_polarity(hashing_embedder) -> None:  # type: ignore[no-untyped-def]
+    """Neutral (hedged) sources are in neither list; a negated question reverses stances."""
+    from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator
+    from deepcritical.models import ChecklistItem, Citation, Evidence, ResearchPlan
+
+    def item(i: int, text: str) -> Evidence:
+        return Evidence(id=f"E{i}", content=text, citation=Citation(source="local", id=str(i)))
+
+    def evidence() -> list[Evidence]:
+        return [
+            item(1, "CONCLUSIONS: Metformin significantly reduced cancer risk in diabetes."),
+            item(2, "CONCLUSIONS: Whether metformin lowers cancer risk in diabetes is unclear."),
+            item(3, "CONCLUSIONS: Metformin did not reduce cancer risk in diabetes."),
+        ]
+
+    def plan(question: str) -> ResearchPlan:
+        return ResearchPlan(
+            question=question,
+            refined_question=question,
+            checklist=[ChecklistItem(key="a", description="metformin cancer")],
+            key_terms=["metformin", "cancer", "diabetes"],
+        )
+
+    gen = ExtractiveHypothesisGenerator(hashing_embedder, relevance_threshold=0.0)
+    plain = evidence()
+    [h] = await gen.hypothesize(plan("Does metformin reduce cancer risk in diabetes?"), plain, [])
+    assert (h.supporting_evidence_ids, h.contradicting_evidence_ids) == (["E1"], ["E3"])
+    assert plain[1].stance is Stance.NEUTRAL
+    assert plain[1].stance_reason.startswith("hedged conclusion")
+    negated = evidence()
+    question = "Does metformin not reduce cancer risk in diabetes?"
+    [h] = await gen.hypothesize(plan(question), negated, [])
+    assert (h.supporting_evidence_ids, h.contradicting_evidence_ids) == (["E3"], ["E1"])
+    assert [e.stance for e in negated] == [Stance.CONTRADICTS, Stance.NEUTRAL, Stance.SUPPORTS]
+    assert "negated" in negated[2].stance_reason
 
 
 def test_gap_limitations_say_why_a_partial_item_is_partial() -> None:
@@ -271,3 +317,28 @@ def test_gap_limitations_say_why_a_partial_item_is_partial() -> None:
         "The 5 sources found for the checklist item address it only in part" in line
         for line in judged
     )
+
+
+async def test_extractive_hypothesis_reads_every_item_screened_relevant(hashing_embedder) -> None:  # type: ignore[no-untyped-def]
+    """Screening's calibrated judgement lets an item in that the key-term rule would miss."""
+    from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator
+    from deepcritical.models import ChecklistItem, Citation, Evidence, ResearchPlan, Screening
+
+    text = "CONCLUSIONS: Biguanide use significantly reduced tumour incidence in diabetes."
+    question = "Does metformin reduce the risk of cancer in patients with diabetes?"
+    plan = ResearchPlan(
+        question=question,
+        refined_question=question,
+        checklist=[ChecklistItem(key="a", description="metformin cancer")],
+        key_terms=["metformin", "cancer", "diabetes"],
+    )
+    gen = ExtractiveHypothesisGenerator(hashing_embedder, relevance_threshold=0.0)
+    unscreened = Evidence(id="E1", content=text, citation=Citation(source="local", id="1"))
+    assert await gen.hypothesize(plan, [unscreened], []) == []
+    assert unscreened.stance_reason == NOT_ADDRESSED
+    relevant = unscreened.model_copy(update={"screening": Screening.RELEVANT})
+    [h] = await gen.hypothesize(plan, [relevant], [])
+    assert h.supporting_evidence_ids == ["E1"]
+    assert relevant.stance is Stance.SUPPORTS
+    partial = unscreened.model_copy(update={"screening": Screening.PARTIAL})
+    assert await gen.hypothesize(plan, [partial], []) == []

@@ -18,7 +18,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from deepcritical.agents.hypothesis import LLMHypothesisGenerator
+from deepcritical.agents.hypothesis import MODEL_NEUTRAL, LLMHypothesisGenerator
 from deepcritical.agents.judge import LLMJudge
 from deepcritical.agents.planner import LLMPlanner
 from deepcritical.agents.queries import LLMQueryGenerator
@@ -32,6 +32,7 @@ from deepcritical.models import (
     Hypothesis,
     JudgeAssessment,
     ResearchPlan,
+    Stance,
 )
 
 
@@ -222,6 +223,19 @@ async def test_llm_hypotheses_see_only_the_slice_and_cite_only_it() -> None:
     assert second.supporting_evidence_ids == []
     assert second.confidence <= 0.2
     assert second.id == "H2"
+    # the model's judgement on the first hypothesis is each item's stance
+    assert [e.stance for e in slice_] == [Stance.SUPPORTS, Stance.SUPPORTS, Stance.CONTRADICTS]
+    assert slice_[0].stance_reason == "the model judged it to support H1"
+
+
+async def test_llm_hypotheses_leave_uncited_items_neutral() -> None:
+    slice_ = [evidence(2), evidence(5)]
+    script = Script(
+        {"hypotheses": [{"statement": "Metformin lowers tau.", "supporting_evidence_ids": ["E2"]}]}
+    )
+    await LLMHypothesisGenerator(script.config()).hypothesize(plan(), slice_, [])
+    assert [e.stance for e in slice_] == [Stance.SUPPORTS, Stance.NEUTRAL]
+    assert slice_[1].stance_reason == MODEL_NEUTRAL
 
 
 async def test_llm_hypotheses_on_empty_slice_do_not_call_the_model() -> None:

@@ -13,18 +13,23 @@ from deepcritical.models import (
     Reference,
     ReportSection,
     ResearchReport,
+    Screening,
+    Stance,
     SupportingQuote,
 )
 from deepcritical.report.sections import (
     CONFLICT_HEADING,
+    VerdictDecision,
     add_run_context,
     add_run_findings,
     add_verdict,
     conflicting_findings_section,
+    decide_verdict,
     design_summary,
     extra_limitations,
     is_yes_no_question,
     verdict_of,
+    verdict_sentence,
 )
 from deepcritical.report.validation import citation_problems
 from tests.conftest import HashingEmbedder
@@ -61,7 +66,9 @@ def hyp(supporting: list[str], contradicting: list[str]) -> Hypothesis:
     ("question", "supporting", "contradicting", "verdict"),
     [
         ("Does metformin protect?", ["E1", "E3"], [], "yes"),
-        ("Does metformin protect?", ["E1", "E3"], ["E2"], "yes"),
+        ("Does metformin protect?", ["E1", "E3"], ["E2"], "uncertain"),  # 2:1 is not decisive
+        ("Does metformin protect?", ["E1", "E3", "E4"], ["E2"], "yes"),  # 3:1 is
+        ("Does metformin protect?", ["E1"], ["E2", "E3", "E4"], "no"),
         ("Is metformin protective?", ["E1"], ["E2"], "uncertain"),
         ("Can metformin protect?", [], ["E2"], "no"),
         ("Should we use metformin?", [], [], "uncertain"),
@@ -72,11 +79,132 @@ def hyp(supporting: list[str], contradicting: list[str]) -> Hypothesis:
         ("Metformin and dementia", ["E1"], [], None),
     ],
 )
-def test_verdict_follows_the_balance_of_evidence(
+def test_verdict_needs_decisive_evidence(
     question: str, supporting: list[str], contradicting: list[str], verdict: str | None
 ) -> None:
     assert verdict_of(question, [hyp(supporting, contradicting)]) == verdict
     assert is_yes_no_question(question) == (verdict is not None)
+
+
+def screened(
+    eid: str, screening: Screening | None, stance: Stance | None = None, reason: str = ""
+) -> Evidence:
+    return EVIDENCE["E1"].model_copy(
+        update={"id": eid, "screening": screening, "stance": stance, "stance_reason": reason}
+    )
+
+
+R, P, OFF = Screening.RELEVANT, Screening.PARTIAL, Screening.OFF_TOPIC
+
+
+@pytest.mark.parametrize(
+    ("items", "supporting", "contradicting", "verdict", "reason"),
+    [
+        (
+            [screened("E1", R)],
+            ["E1"],
+            [],
+            "yes",
+            "1 relevant source supports it, none contradicts it",
+        ),
+        (
+            [screened("E1", R), screened("E2", R)],
+            [],
+            ["E1", "E2"],
+            "no",
+            "2 relevant sources contradict it, none supports it",
+        ),
+        (
+            [screened("E1", R), screened("E2", P)],
+            ["E1"],
+            ["E2"],
+            "yes",
+            "1 relevant source supports it, none contradicts it",
+        ),  # a partially relevant source does not outweigh a relevant one
+        (
+            [screened("E1", R), screened("E2", R)],
+            ["E1"],
+            ["E2"],
+            "uncertain",
+            "relevant sources disagree: 1 supporting, 1 contradicting",
+        ),
+        (
+            [screened("E1", P), screened("E2", P)],
+            ["E1", "E2"],
+            [],
+            "uncertain",
+            "only partially relevant sources take a stance (2 supporting, 0 contradicting)",
+        ),
+        (
+            [screened("E1", R, Stance.NEUTRAL, 'hedged conclusion: "unclear"')],
+            [],
+            [],
+            "uncertain",
+            'the one relevant source\'s conclusion is not decisive (hedged conclusion: "unclear")',
+        ),
+        (
+            [screened("E1", R, Stance.NEUTRAL), screened("E2", None, Stance.NEUTRAL)],
+            [],
+            [],
+            "uncertain",
+            "none of the 2 relevant sources' conclusions is decisive",
+        ),
+        (
+            [screened("E1", OFF), screened("E2", OFF)],
+            ["E1", "E2"],
+            [],
+            "uncertain",
+            "no relevant source takes a stance on it",
+        ),  # off-topic sources never decide
+        ([], ["E1"], [], "uncertain", "no relevant source takes a stance on it"),  # unknown ids
+    ],
+)
+def test_verdict_comes_from_relevant_sources_only_and_gives_its_reason(
+    items: list[Evidence],
+    supporting: list[str],
+    contradicting: list[str],
+    verdict: str,
+    reason: str,
+) -> None:
+    evidence = {e.id: e for e in items}
+    decision = decide_verdict("Does metformin protect?", [hyp(supporting, contradicting)], evidence)
+    assert decision is not None
+    assert (decision.verdict, decision.reason) == (verdict, reason)
+    sentence = verdict_sentence(decision, hyp(supporting, contradicting))
+    assert sentence.startswith(f"Verdict: {verdict} — {reason}; derived from")
+    assert "on hypothesis H1" in sentence
+
+
+def test_verdict_without_hypothesis_says_why() -> None:
+    decision = decide_verdict("Does metformin protect?", [], {})
+    assert decision is not None
+    assert decision.verdict == "uncertain"
+    assert verdict_sentence(decision, None) == (
+        "Verdict: uncertain (no hypothesis could be tested on the evidence)."
+    )
+    partial_only = {
+        e.id: e for e in (screened("E1", P, Stance.NEUTRAL), screened("E2", P, Stance.NEUTRAL))
+    }
+    decision = decide_verdict("Does metformin protect?", [], partial_only)
+    assert decision == VerdictDecision(
+        "uncertain", "only partially relevant sources were found (2), none taking a stance on it"
+    )
+    hedged = {"E1": screened("E1", R, Stance.NEUTRAL, "no conclusion to read")}
+    decision = decide_verdict("Does metformin protect?", [], hedged)
+    assert decision is not None
+    assert decision.reason == (
+        "the one relevant source's conclusion is not decisive (no conclusion to read)"
+    )
+
+
+def test_add_verdict_reads_the_evidence_stances() -> None:
+    out = report([])
+    out.hypotheses_tested = [hyp([], [])]
+    hedged = screened("E1", R, Stance.NEUTRAL, 'hedged conclusion: "remains to be"')
+    out = add_verdict(out, "Does metformin protect?", {"E1": hedged})
+    assert out.metadata.verdict == "uncertain"
+    assert "not decisive (hedged conclusion" in out.metadata.verdict_reason
+    assert "Verdict: uncertain — the one relevant source's conclusion" in out.conclusion
 
 
 def test_conflicting_findings_quote_the_contradicting_sources_verbatim() -> None:
@@ -115,9 +243,11 @@ def test_run_findings_replace_a_writer_conflicts_section_and_state_the_verdict()
     assert [s.heading for s in out.findings] == ["Efficacy", CONFLICT_HEADING]
     assert "Invented conflict" not in out.findings[1].content
     assert out.metadata.verdict == "uncertain"
+    assert out.metadata.verdict_reason == "relevant sources disagree: 1 supporting, 1 contradicting"
     assert out.conclusion.endswith(
-        "Verdict: uncertain — derived from the balance of evidence on hypothesis H1 "
-        "(1 supporting, 1 contradicting source), not from a reading of effect sizes."
+        "Verdict: uncertain — relevant sources disagree: 1 supporting, 1 contradicting; "
+        "derived from each relevant source's stated conclusion on hypothesis H1, not from a "
+        "reading of effect sizes."
     )
     plain = add_run_findings(report([]), [hyp(["E1"], [])], EVIDENCE, HashingEmbedder())
     plain.hypotheses_tested = [hyp(["E1"], [])]

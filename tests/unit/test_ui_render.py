@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from deepcritical.models import Stance
 from deepcritical.ui.progress import HypothesisView, ProgressView
 from deepcritical.ui.render import (
     ALLOWED_TAGS,
@@ -108,6 +109,24 @@ def test_evidence_table_escapes_every_cell_and_drops_unsafe_links() -> None:
     assert table.count('class="dc-evidence-row"') == 2
     assert 'href="https://example.org/2"' in table
     assert "javascript" not in table
+
+
+def test_evidence_table_shows_each_source_stance_with_its_reason() -> None:
+    result = run_result()
+    result.evidence[0].stance = Stance.CONTRADICTS
+    result.evidence[0].stance_reason = f'null finding: "did not" {HOSTILE}'
+    rows = evidence_rows(result)
+    hostile = next(r for r in rows if r.id == result.evidence[0].id)
+    assert (hostile.stance, hostile.stance_reason.startswith("null finding")) == (
+        "contradicts",
+        True,
+    )
+    assert next(r for r in rows if r.id != hostile.id).stance == ""  # not read
+    table = evidence_table_html(rows)
+    assert_inert(table)
+    assert "<th>Stance</th>" in table
+    assert '<td class="dc-stance" title="null finding: &quot;did not&quot;' in table
+    assert ">contradicts</td>" in table
 
 
 def test_progress_and_hypotheses_html_escape() -> None:

@@ -4,14 +4,18 @@
   (drug -> target -> pathway -> effect) with supporting and contradicting evidence ids; ids
   outside the slice are dropped.
 - :class:`ExtractiveHypothesisGenerator`: one hypothesis, the question phrased as a claim;
-  supporting/contradicting items by cue words in their most relevant finding sentences.
+  supporting/contradicting items by their stance, read from their conclusions by calibrated
+  cue rules (:mod:`deepcritical.evidence.stance`), relative to the question's polarity.
+
+Both record each item's stance towards the first hypothesis on the item (``Evidence.stance``,
+``stance_reason``): the verdict on a yes/no question is read from them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
@@ -19,26 +23,32 @@ from pydantic import BaseModel, Field
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.keysentences import (
     KeySentence,
-    has_negation,
     mentioning_terms,
     rank_sentences,
     relevant_items,
 )
+from deepcritical.evidence.stance import read_stance
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import fence_evidence, new_fence
 from deepcritical.llm.lenient import EvidenceIdList, LenientFraction, LenientStr
 from deepcritical.llm.templates import render_prompt
-from deepcritical.models import Evidence, Hypothesis, ResearchPlan
+from deepcritical.models import Evidence, Hypothesis, ResearchPlan, Screening, Stance
 from deepcritical.text.claims import question_to_claim
 from deepcritical.text.terms import extract_key_terms, required_term_count
 
 __all__ = [
+    "MODEL_NEUTRAL",
+    "NOT_ADDRESSED",
     "ExtractiveHypothesisGenerator",
     "HypothesisDraft",
     "HypothesisOutput",
+    "ItemStance",
     "LLMHypothesisGenerator",
     "extractive_confidence",
     "hypotheses_from_output",
+    "model_stances",
+    "read_stances",
+    "record_stances",
 ]
 
 NO_SUPPORT_MAX_CONFIDENCE = 0.2
@@ -125,6 +135,30 @@ def hypotheses_from_output(
     return out
 
 
+MODEL_NEUTRAL = "the model cited it neither for nor against the first hypothesis"
+"""The stance reason of an item the model left out of the first hypothesis' lists."""
+
+
+def model_stances(hypotheses: Sequence[Hypothesis]) -> dict[str, tuple[Stance, str]]:
+    """The model's stance judgement: id -> (stance, reason) for the items the first
+    hypothesis lists as supporting or contradicting (``{}`` with no hypothesis)."""
+    if not hypotheses:
+        return {}
+    first = hypotheses[0]
+    name = first.id or "H1"
+    out = {
+        e: (Stance.SUPPORTS, f"the model judged it to support {name}")
+        for e in first.supporting_evidence_ids
+    }
+    out.update(
+        {
+            e: (Stance.CONTRADICTS, f"the model judged it to contradict {name}")
+            for e in first.contradicting_evidence_ids
+        }
+    )
+    return out
+
+
 def _format_previous(previous: Sequence[Hypothesis]) -> str:
     if not previous:
         return "(none yet)"
@@ -163,7 +197,9 @@ class LLMHypothesisGenerator:
         evidence: Sequence[Evidence],
         previous: Sequence[Hypothesis],
     ) -> list[Hypothesis]:
-        """Hypotheses citing only ids of ``evidence`` (previous ones may be revised).
+        """Hypotheses citing only ids of ``evidence`` (previous ones may be revised). Each
+        item's stance is recorded on it (in place): the model's judgement on the first
+        hypothesis (:func:`model_stances`), neutral for the items it cites for neither side.
 
         Raises:
             AgentOutputError: invalid output after the retries.
@@ -189,9 +225,11 @@ class LLMHypothesisGenerator:
             ]
         )
         output = await self._agent.run(instructions, prompt, None)
-        return hypotheses_from_output(
+        hypotheses = hypotheses_from_output(
             output, [e.id for e in evidence], previous, self.max_hypotheses
         )
+        record_stances(evidence, model_stances(hypotheses), MODEL_NEUTRAL)
+        return hypotheses
 
 
 def extractive_confidence(supporting: int, contradicting: int, prior: float = 2.0) -> float:
@@ -206,13 +244,26 @@ def extractive_confidence(supporting: int, contradicting: int, prior: float = 2.
 
 
 @dataclass(frozen=True)
-class Stance:
-    """How one evidence item bears on the question (extractive reading)."""
+class ItemStance:
+    """How one evidence item bears on the question (extractive reading).
+
+    Attributes:
+        evidence_id: the item's id.
+        relevance: similarity of its best sentence to the question.
+        stance: supports / contradicts / neutral, relative to the question's polarity.
+        reason: why (the cue read in its conclusions, :class:`StanceReading`).
+        sentences: its best-ranked finding sentences.
+    """
 
     evidence_id: str
     relevance: float
-    contradicts: bool
+    stance: Stance
+    reason: str
     sentences: tuple[KeySentence, ...]
+
+
+NOT_ADDRESSED = "its sentences do not address the question's claim closely enough"
+"""The stance reason of an on-topic item the extractive reading does not weigh."""
 
 
 def read_stances(
@@ -222,7 +273,7 @@ def read_stances(
     threshold: float,
     relative_to_best: float = 0.6,
     key_terms: Sequence[str] | None = None,
-) -> list[Stance]:
+) -> list[ItemStance]:
     """The stance of each relevant item of ``evidence`` towards ``question``.
 
     An item is relevant when its best candidate sentence has similarity >= ``threshold`` and
@@ -230,33 +281,50 @@ def read_stances(
     and MeSH terms mention the question's key terms (``key_terms``, default: extracted from
     the question; all of them up to three, all but one beyond, words matched by stem): an
     abstract on metformin and diabetes says nothing for or against "metformin reduces cancer
-    risk in diabetes". Its
-    conclusion-type sentences (or, without any, its two best finding sentences) are read: a
-    negation cue ("no significant", "did not", "not associated", "no difference",
-    "failed to", ...) in any of them makes it contradicting, otherwise supporting.
+    risk in diabetes". An item screened ``relevant``
+    (:mod:`deepcritical.evidence.screening`, a calibrated judgement of the same thing) is
+    always read: the term and similarity rules apply to the others (partially relevant or
+    unscreened items). Its stance is read from its conclusion sentences by the calibrated cue
+    rules of :func:`deepcritical.evidence.stance.read_stance` (null finding -> contradicts,
+    positive -> supports, hedged or mixed -> neutral; reversed for a negated question).
     """
     terms = list(key_terms) if key_terms else extract_key_terms(question)
     needed = required_term_count(len(terms))
-    on_topic = mentioning_terms(evidence, terms, needed)
-    ranked = rank_sentences(on_topic, question, embedder)
+    screened = [e for e in evidence if e.screening is Screening.RELEVANT]
+    others = [e for e in evidence if e.screening is not Screening.RELEVANT]
+    ranked = rank_sentences(
+        [*screened, *mentioning_terms(others, terms, needed)], question, embedder
+    )
     relevant = relevant_items(ranked, threshold, relative_to_best)
     by_item: dict[str, list[KeySentence]] = {}
     for s in ranked:
         by_item.setdefault(s.evidence_id, []).append(s)
-    stances: list[Stance] = []
+    for e in screened:  # screening already found it addresses the question
+        if e.id in by_item and e.id not in relevant:
+            relevant[e.id] = max(s.similarity for s in by_item[e.id])
+    stances: list[ItemStance] = []
     for item in evidence:
         sentences = by_item.get(item.id, [])
         if not sentences or item.id not in relevant:
             continue
-        relevance = relevant[item.id]
-        concluding = (
-            [s for s in sentences if s.is_conclusion]
-            or [s for s in sentences if s.is_finding][:2]
-            or sentences[:2]
+        reading = read_stance(item, question)
+        stances.append(
+            ItemStance(
+                item.id, relevant[item.id], reading.stance, reading.reason, tuple(sentences[:2])
+            )
         )
-        contradicts = any(has_negation(s.text) for s in concluding)
-        stances.append(Stance(item.id, relevance, contradicts, tuple(concluding)))
     return stances
+
+
+def record_stances(
+    evidence: Sequence[Evidence], stances: Mapping[str, tuple[Stance, str]], default_reason: str
+) -> None:
+    """Set ``stance`` and ``stance_reason`` on every item of ``evidence`` (in place): from
+    ``stances`` (id -> (stance, reason)), else neutral with ``default_reason``."""
+    for item in evidence:
+        stance, reason = stances.get(item.id, (Stance.NEUTRAL, default_reason))
+        item.stance = stance
+        item.stance_reason = reason
 
 
 class ExtractiveHypothesisGenerator:
@@ -264,8 +332,10 @@ class ExtractiveHypothesisGenerator:
 
     statement: the refined question phrased as a claim (:func:`question_to_claim`); drug: the
     claim's subject when the question names one, else empty; target/pathway/effect: empty.
-    Supporting/contradicting: see :func:`read_stances`. Confidence:
-    :func:`extractive_confidence`.
+    Supporting/contradicting: the items whose stance (:func:`read_stances`) is supports /
+    contradicts; neutral ones are in neither. Every item given gets its ``stance`` and
+    ``stance_reason`` recorded on it (in place; neutral, :data:`NOT_ADDRESSED`, for the items
+    not weighed). Confidence: :func:`extractive_confidence`.
 
     Args:
         embedder: sentence embedder (the run's).
@@ -290,7 +360,8 @@ class ExtractiveHypothesisGenerator:
         evidence: Sequence[Evidence],
         previous: Sequence[Hypothesis],
     ) -> list[Hypothesis]:
-        """``[hypothesis]``, or ``[]`` when no item of ``evidence`` is relevant."""
+        """``[hypothesis]``, or ``[]`` when no item of ``evidence`` is relevant (each item's
+        stance is recorded on it either way)."""
         if not evidence:
             return []
         stances = await asyncio.to_thread(
@@ -302,10 +373,13 @@ class ExtractiveHypothesisGenerator:
             self.relative_to_best,
             plan.key_terms or None,
         )
+        record_stances(
+            evidence, {s.evidence_id: (s.stance, s.reason) for s in stances}, NOT_ADDRESSED
+        )
         if not stances:
             return []
-        supporting = [s.evidence_id for s in stances if not s.contradicts]
-        contradicting = [s.evidence_id for s in stances if s.contradicts]
+        supporting = [s.evidence_id for s in stances if s.stance is Stance.SUPPORTS]
+        contradicting = [s.evidence_id for s in stances if s.stance is Stance.CONTRADICTS]
         claim = question_to_claim(plan.refined_question)
         hid = previous[0].id if previous and previous[0].id else "H1"
         return [

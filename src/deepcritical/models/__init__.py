@@ -13,6 +13,7 @@ from deepcritical.models._evidence import (
     Evidence,
     Screening,
     SourceName,
+    Stance,
     StudyDesign,
     utc_now,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "Screening",
     "SourceName",
     "SourceUsage",
+    "Stance",
     "StopReason",
     "StudyDesign",
     "SubQuestion",

@@ -18,6 +18,7 @@ __all__ = [
     "Evidence",
     "Screening",
     "SourceName",
+    "Stance",
     "StudyDesign",
     "utc_now",
 ]
@@ -88,6 +89,26 @@ class Screening(StrEnum):
     RELEVANT = "relevant"
     PARTIAL = "partial"
     OFF_TOPIC = "off_topic"
+
+
+class Stance(StrEnum):
+    """How a source's conclusions bear on a yes/no question, relative to the question's
+    polarity: ``supports`` (its conclusions answer "yes"), ``contradicts`` (they answer "no")
+    or ``neutral`` (hedged, mixed, or no decisive finding). For "Does X not affect Y?" a source
+    that finds no effect supports. Read by :mod:`deepcritical.evidence.stance` without a model,
+    or taken from the model's hypothesis judgement with one."""
+
+    SUPPORTS = "supports"
+    CONTRADICTS = "contradicts"
+    NEUTRAL = "neutral"
+
+    def reversed(self) -> Stance:
+        """The stance towards the opposite question (``neutral`` stays ``neutral``)."""
+        if self is Stance.SUPPORTS:
+            return Stance.CONTRADICTS
+        if self is Stance.CONTRADICTS:
+            return Stance.SUPPORTS
+        return Stance.NEUTRAL
 
 
 class Citation(BaseModel):
@@ -192,6 +213,11 @@ class Evidence(BaseModel):
     """Whether the item addresses the question; ``None`` until it is screened."""
     screening_reason: str = ""
     """One line saying why (similarity to the question, key concepts mentioned)."""
+    stance: Stance | None = None
+    """How the item's conclusions bear on the question; ``None`` until it is read (set when
+    hypotheses are formed; stored runs without it load as ``None``)."""
+    stance_reason: str = ""
+    """One line saying why (the cue found in its conclusions, or the model's judgement)."""
     study_design: StudyDesign | None = None
     """An explicit study design (set by whoever knows it); ``None``: read it with
     :func:`deepcritical.evidence.grading.grade_evidence`, which honours a value set here."""

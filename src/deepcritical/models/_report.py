@@ -230,9 +230,12 @@ class ReportMetadata(BaseModel):
     ``None`` when the report was not grounded or cites nothing."""
     grounding_check: GroundingCheck | None = None
     verdict: Literal["yes", "no", "uncertain"] | None = None
-    """Explicit answer to a yes/no question, from the balance of evidence on the first
-    hypothesis (see :mod:`deepcritical.report.sections`); ``None`` for other
-    questions."""
+    """Explicit answer to a yes/no question, from the stances of the relevant sources on the
+    first hypothesis (yes/no only when they are decisive; see
+    :mod:`deepcritical.report.sections`); ``None`` for other questions."""
+    verdict_reason: str = ""
+    """Why that verdict, in words ("sources disagree: 1 supporting, 1 contradicting");
+    ``""`` with no verdict."""
 
 
 class ResearchReport(BaseModel):

@@ -213,7 +213,7 @@ async def finish_report(
             degrade(draft, f"the conflicting-findings section could not be built ({exc})")
         report = validate_report(draft, evidence_by_id)
         if not abstain:
-            report = add_verdict(report, facts.question)
+            report = add_verdict(report, facts.question, evidence_by_id)
         problems = citation_problems(report, evidence_by_id)
     if not problems and grounding.enabled:
         with stage("grounding"):

@@ -7,9 +7,9 @@ All of it is deterministic and built from the evidence store and the hypotheses:
 - :func:`conflicting_findings_section`: when a hypothesis has contradicting evidence, one
   section quoting (verbatim, cited) the most relevant sentence of each contradicting item and
   of up to two supporting items; ``None`` when no hypothesis has contradicting evidence.
-- :func:`verdict_of`: ``"yes"`` / ``"no"`` / ``"uncertain"`` for a yes/no question, from the
-  balance of supporting and contradicting sources of the first hypothesis (the one that
-  states the question as a claim); ``None`` for other questions.
+- :func:`decide_verdict` / :func:`verdict_of`: ``"yes"`` / ``"no"`` only when the relevant
+  sources' stances on the first hypothesis (the one that states the question as a claim) are
+  decisive, else ``"uncertain"`` with the reason; ``None`` for other questions.
 - :func:`design_summary`: "Study designs of the cited sources: 2 randomised controlled
   trials, 1 cohort study." from :func:`~deepcritical.evidence.grading.grade_evidence`.
 - :func:`extra_limitations`: unavailable sources and the absence of high-level designs
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from deepcritical.evidence.embeddings import Embedder
@@ -32,17 +33,22 @@ from deepcritical.models import (
     Hypothesis,
     ReportSection,
     ResearchReport,
+    Screening,
+    Stance,
 )
 from deepcritical.report.citations import add_marker
 from deepcritical.report.drafts import design_counts
 
 __all__ = [
     "CONFLICT_HEADING",
+    "MAJORITY",
     "Verdict",
+    "VerdictDecision",
     "add_run_context",
     "add_run_findings",
     "add_verdict",
     "conflicting_findings_section",
+    "decide_verdict",
     "design_summary",
     "extra_limitations",
     "is_yes_no_question",
@@ -76,36 +82,149 @@ def is_yes_no_question(question: str) -> bool:
     return question.strip().endswith("?") and not any(_WH.match(c) for c in clauses)
 
 
-def verdict_of(question: str, hypotheses: Sequence[Hypothesis]) -> Verdict | None:
-    """The answer to a yes/no ``question`` from the first hypothesis' evidence counts:
-    ``"yes"`` when supporting sources outnumber contradicting ones at least two to one,
-    ``"no"`` when contradicting ones outnumber supporting ones at least two to one,
-    ``"uncertain"`` otherwise (also with no hypothesis or no evidence); ``None`` when the
-    question is not a yes/no question."""
+MAJORITY = 3
+"""Decisive relevant sources on one side must outnumber the other side this many times over
+for a yes/no verdict when they disagree (3 supporting, 1 contradicting -> yes; 2 and 1 ->
+uncertain)."""
+
+
+@dataclass(frozen=True)
+class VerdictDecision:
+    """A verdict and why: the reason names the counts or the state of the evidence that
+    decided it ("2 relevant sources support it, none contradicts it", "sources disagree: 1
+    supporting, 1 contradicting", "only partially relevant sources take a stance")."""
+
+    verdict: Verdict
+    reason: str
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """Relevant (or unscreened) and partially relevant sources on each side, the relevant
+    neutral ones, and how many on-topic sources are partially relevant."""
+
+    supporting: int
+    contradicting: int
+    partial_supporting: int
+    partial_contradicting: int
+    neutral: list[Evidence]
+    partial_sources: int = 0
+
+
+def _is_relevant(item: Evidence | None) -> bool:
+    """Screened relevant, or not screened at all (a run without screening, or no evidence
+    given): only ``partial`` and ``off_topic`` items are not."""
+    return item is None or item.screening in (None, Screening.RELEVANT)
+
+
+def _tally(
+    supporting: Sequence[str],
+    contradicting: Sequence[str],
+    evidence: Mapping[str, Evidence] | None,
+) -> _Tally:
+    def split(ids: Sequence[str]) -> tuple[int, int]:
+        known = [evidence.get(i) if evidence is not None else None for i in ids]
+        if evidence is not None:
+            known = [e for e in known if e is not None and e.screening != Screening.OFF_TOPIC]
+        relevant = sum(_is_relevant(e) for e in known)
+        return relevant, len(known) - relevant
+
+    s, sp = split(supporting)
+    c, cp = split(contradicting)
+    cited = {*supporting, *contradicting}
+    items = list((evidence or {}).values())
+    neutral = [
+        e for e in items if e.id not in cited and e.stance is Stance.NEUTRAL and _is_relevant(e)
+    ]
+    partial = sum(e.screening == Screening.PARTIAL for e in items)
+    return _Tally(s, c, sp, cp, neutral, partial)
+
+
+def _sources_verb(n: int, verb: str) -> str:
+    """``"1 relevant source supports"``, ``"2 relevant sources support"``."""
+    return f"{n} relevant source{'s' if n != 1 else ''} {verb}{'s' if n == 1 else ''}"
+
+
+def _undecided_reason(t: _Tally) -> str:
+    """Why no side wins when no relevant source takes a stance."""
+    if t.partial_supporting or t.partial_contradicting:
+        return (
+            "only partially relevant sources take a stance "
+            f"({t.partial_supporting} supporting, {t.partial_contradicting} contradicting)"
+        )
+    if len(t.neutral) == 1:
+        why = t.neutral[0].stance_reason
+        return "the one relevant source's conclusion is not decisive" + (f" ({why})" if why else "")
+    if t.neutral:
+        return f"none of the {len(t.neutral)} relevant sources' conclusions is decisive"
+    if t.partial_sources:
+        n = t.partial_sources
+        return f"only partially relevant sources were found ({n}), none taking a stance on it"
+    return "no relevant source takes a stance on it"
+
+
+def decide_verdict(
+    question: str,
+    hypotheses: Sequence[Hypothesis],
+    evidence: Mapping[str, Evidence] | None = None,
+) -> VerdictDecision | None:
+    """The answer to a yes/no ``question`` from the sources' stances on the first hypothesis
+    (the one that states the question as a claim); ``None`` when the question is not a
+    yes/no question.
+
+    Only relevant sources decide (screened ``relevant``, or not screened; ``partial`` ones
+    and ids not in ``evidence`` do not; with ``evidence=None`` every id counts as relevant):
+    ``"yes"`` when at least one supports the hypothesis and none contradicts it, or
+    supporting ones outnumber contradicting ones :data:`MAJORITY` times over; ``"no"``
+    likewise the other way; ``"uncertain"`` otherwise, with the reason: the sources
+    disagree, only partially relevant sources take a stance, the relevant sources'
+    conclusions are hedged or mixed (their ``stance`` is neutral), or there is no hypothesis.
+    """
     if not is_yes_no_question(question):
         return None
-    if not hypotheses:
-        return "uncertain"
-    h = hypotheses[0]
-    s, c = len(h.supporting_evidence_ids), len(h.contradicting_evidence_ids)
-    if s and s >= 2 * c:
-        return "yes"
-    if c and c >= 2 * s:
-        return "no"
-    return "uncertain"
+    if not hypotheses and not evidence:
+        return VerdictDecision("uncertain", "no hypothesis could be tested on the evidence")
+    h = hypotheses[0] if hypotheses else None
+    t = _tally(
+        h.supporting_evidence_ids if h else [],
+        h.contradicting_evidence_ids if h else [],
+        evidence,
+    )
+    s, c = t.supporting, t.contradicting
+    if s and s >= MAJORITY * c:
+        against = "none contradicts it" if not c else f"{c} contradict{'s' if c == 1 else ''} it"
+        return VerdictDecision("yes", f"{_sources_verb(s, 'support')} it, {against}")
+    if c and c >= MAJORITY * s:
+        against = "none supports it" if not s else f"{s} support{'s' if s == 1 else ''} it"
+        return VerdictDecision("no", f"{_sources_verb(c, 'contradict')} it, {against}")
+    if s or c:
+        return VerdictDecision(
+            "uncertain", f"relevant sources disagree: {s} supporting, {c} contradicting"
+        )
+    return VerdictDecision("uncertain", _undecided_reason(t))
 
 
-def verdict_sentence(verdict: Verdict, hypothesis: Hypothesis | None) -> str:
-    """One uncited sentence stating ``verdict`` and what it was derived from."""
-    word = {"yes": "yes", "no": "no", "uncertain": "uncertain"}[verdict]
+def verdict_of(
+    question: str,
+    hypotheses: Sequence[Hypothesis],
+    evidence: Mapping[str, Evidence] | None = None,
+) -> Verdict | None:
+    """The verdict of :func:`decide_verdict`, without its reason."""
+    decision = decide_verdict(question, hypotheses, evidence)
+    return decision.verdict if decision is not None else None
+
+
+def verdict_sentence(decision: VerdictDecision, hypothesis: Hypothesis | None) -> str:
+    """One uncited sentence stating the verdict, its reason and what it was derived from:
+    "Verdict: uncertain — relevant sources disagree: 1 supporting, 1 contradicting; derived
+    from each relevant source's stated conclusion on hypothesis H1, not from a reading of
+    effect sizes." """
     if hypothesis is None:
-        return f"Verdict: {word} (no hypothesis could be tested on the evidence collected)."
-    s = len(hypothesis.supporting_evidence_ids)
-    c = len(hypothesis.contradicting_evidence_ids)
+        return f"Verdict: {decision.verdict} ({decision.reason})."
     return (
-        f"Verdict: {word} — derived from the balance of evidence on hypothesis "
-        f"{hypothesis.id or 'H1'} ({s} supporting, {c} contradicting source"
-        f"{'' if c == 1 else 's'}), not from a reading of effect sizes."
+        f"Verdict: {decision.verdict} — {decision.reason}; derived from each relevant source's "
+        f"stated conclusion on hypothesis {hypothesis.id or 'H1'}, not from a reading of effect "
+        "sizes."
     )
 
 
@@ -194,16 +313,22 @@ def add_run_findings(
     return draft
 
 
-def add_verdict(report: ResearchReport, question: str) -> ResearchReport:
+def add_verdict(
+    report: ResearchReport, question: str, evidence: Mapping[str, Evidence] | None = None
+) -> ResearchReport:
     """``report`` (modified in place and returned) with the verdict of a yes/no ``question``
-    in ``metadata.verdict`` and as the last sentence of the conclusion, from the report's own
-    (validated) hypotheses. Run after citation validation (the counts are of real ids)."""
+    in ``metadata.verdict`` (its reason in ``metadata.verdict_reason``) and as the last
+    sentence of the conclusion, from the report's own (validated) hypotheses and the on-topic
+    ``evidence`` (their screening and stance; see :func:`decide_verdict`). Run after citation
+    validation (the counts are of real ids)."""
     hypotheses = report.hypotheses_tested
-    verdict = verdict_of(question, hypotheses)
-    if verdict is not None:
-        sentence = verdict_sentence(verdict, hypotheses[0] if hypotheses else None)
+    decision = decide_verdict(question, hypotheses, evidence)
+    if decision is not None:
+        sentence = verdict_sentence(decision, hypotheses[0] if hypotheses else None)
         report.conclusion = f"{report.conclusion.rstrip()}\n\n{sentence}".strip()
-        report.metadata = report.metadata.model_copy(update={"verdict": verdict})
+        report.metadata = report.metadata.model_copy(
+            update={"verdict": decision.verdict, "verdict_reason": decision.reason}
+        )
     return report
 
 

@@ -81,7 +81,8 @@ class EvidenceRow(BaseModel):
     ``answers``: descriptions of the checklist items the item was assigned to;
     ``relevance``: the item's 0..1 relevance (calibrated when the item was screened);
     ``screening``: ``relevant``, ``partial``, ``off_topic`` or ``""`` (not screened), with its
-    one-line ``reason``. Off-topic rows are shown greyed out.
+    one-line ``reason``. Off-topic rows are shown greyed out. ``stance``: ``supports``,
+    ``contradicts``, ``neutral`` or ``""`` (not read), with its ``stance_reason``.
     """
 
     source: str
@@ -93,6 +94,8 @@ class EvidenceRow(BaseModel):
     relevance: float
     screening: str = ""
     reason: str = ""
+    stance: str = ""
+    stance_reason: str = ""
 
 
 def evidence_rows(result: RunResult) -> list[EvidenceRow]:
@@ -109,6 +112,8 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
             relevance=e.relevance,
             screening=e.screening.value if e.screening else "",
             reason=e.screening_reason,
+            stance=e.stance.value if e.stance else "",
+            stance_reason=e.stance_reason,
         )
         for e in result.evidence
     ]
@@ -121,7 +126,17 @@ def evidence_table_html(rows: list[EvidenceRow]) -> str:
         return '<p class="dc-empty">No evidence yet.</p>'
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("Source", "Id", "Title", "Year", "Link", "Answers", "Relevance", "Screening")
+        for h in (
+            "Source",
+            "Id",
+            "Title",
+            "Year",
+            "Link",
+            "Answers",
+            "Relevance",
+            "Screening",
+            "Stance",
+        )
     )
     body: list[str] = []
     for r in rows:
@@ -142,7 +157,9 @@ def evidence_table_html(rows: list[EvidenceRow]) -> str:
             f"<td>{r.year if r.year is not None else ''}</td><td>{link}</td>"
             f"<td>{html.escape(answers)}</td><td>{r.relevance:.2f}</td>"
             f'<td title="{html.escape(r.reason, quote=True)}">'
-            f"{html.escape(r.reason if off else screening)}</td></tr>"
+            f"{html.escape(r.reason if off else screening)}</td>"
+            f'<td class="dc-stance" title="{html.escape(r.stance_reason, quote=True)}">'
+            f"{html.escape(r.stance)}</td></tr>"
         )
     return (
         f'<table class="dc-evidence"><thead><tr>{head}</tr></thead>'
