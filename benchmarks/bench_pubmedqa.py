@@ -1,6 +1,6 @@
 """End-to-end research benchmark on PubMedQA: citations, grounding, answers, cost.
 
-Run: ``.venv/bin/python -m benchmarks.bench_pubmedqa [--n 50] [--scripted]
+Run: ``.venv/bin/python -m benchmarks.bench_pubmedqa [--n 50] [--scripted | --scripted-only]
 [--arms full,withheld] [--calibrate]``.
 
 Data: ``../shared/data/pubmedqa`` (1000 abstracts without titles; 500 dev questions, each
@@ -882,6 +882,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="max search rounds (default 2)")
     parser.add_argument("--scripted", action="store_true", help="also run the scripted LLM")
     parser.add_argument(
+        "--scripted-only", action="store_true", help="run the scripted LLM only (no extractive)"
+    )
+    parser.add_argument(
         "--arms",
         type=parse_arms,
         default=ARMS,
@@ -917,8 +920,10 @@ def main(argv: list[str] | None = None) -> int:
     questions = load_questions(questions_file, args.n)
     gold = {str(q["pmid"]) for q in questions}
     embedder = shared_embedder()
-    configurations: list[tuple[str, ScriptedLLM | None]] = [("extractive (--llm none)", None)]
-    if args.scripted:
+    configurations: list[tuple[str, ScriptedLLM | None]] = []
+    if not args.scripted_only:
+        configurations.append(("extractive (--llm none)", None))
+    if args.scripted or args.scripted_only:
         configurations.append(("scripted FunctionModel, misattributing writer", ScriptedLLM()))
     with tempfile.TemporaryDirectory(prefix="dc-bench-pubmedqa-") as tmp_dir:
         tmp = args.work_dir or Path(tmp_dir)
