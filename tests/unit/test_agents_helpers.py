@@ -14,7 +14,6 @@ from deepcritical.evidence.keysentences import (
     SectionKind,
     candidate_sentences,
     has_conclusion_cue,
-    has_negation,
     rank_sentences,
     relevant_items,
     section_kind,
@@ -88,24 +87,6 @@ def test_unlabelled_abstract_candidates_skip_objective_sentences() -> None:
 )
 def test_section_kinds(label: str | None, kind: SectionKind) -> None:
     assert section_kind(label) == kind
-
-
-@pytest.mark.parametrize(
-    ("text", "negative"),
-    [
-        ("There was no significant difference in mortality.", True),
-        ("Treatment did not improve survival.", True),
-        ("Use was not associated with dementia.", True),
-        ("The drug failed to reduce relapse.", True),
-        ("There was no difference between arms.", True),
-        ("The claim may not be unique to laparoscopy.", True),
-        ("Safe storage cannot be ensured.", True),
-        ("Treatment significantly improved survival.", False),
-        ("Notably, the annotation was complete.", False),
-    ],
-)
-def test_negation_cues(text: str, negative: bool) -> None:
-    assert has_negation(text) is negative
 
 
 def test_conclusion_cues() -> None:

@@ -25,7 +25,6 @@ __all__ = [
     "SectionKind",
     "candidate_sentences",
     "has_conclusion_cue",
-    "has_negation",
     "is_objective_like",
     "labelled_paragraphs",
     "mentioning_terms",
@@ -91,16 +90,6 @@ _KNOWN_LABEL_WORDS = tuple(
 _LABEL_RE = re.compile(r"^[ \t]*([A-Za-z][A-Za-z /&,()-]{1,60}?)[ \t]*:[ \t]+")
 _PARAGRAPH_RE = re.compile(r"[^\n]+")
 
-NEGATION_CUES = re.compile(
-    r"\b(?:no\s+(?:statistically\s+)?significant|not\s+(?:statistically\s+)?significant"
-    r"|non-?significant|did\s+not|does\s+not|do\s+not|was\s+not|were\s+not|is\s+not|are\s+not"
-    r"|may\s+not|might\s+not|could\s+not|cannot|can\s+not|not\s+necessar(?:y|ily)"
-    r"|not\s+associated|no\s+association|no\s+differences?|no\s+effect|no\s+benefit"
-    r"|no\s+evidence|failed\s+to|neither|not\s+improve|not\s+reduce|not\s+support|unrelated)\b",
-    re.IGNORECASE,
-)
-"""Cues of a negative or null finding ("no significant", "did not", "failed to", ...)."""
-
 CONCLUSION_CUES = re.compile(
     r"\b(?:in\s+conclusion|we\s+conclude|conclude[sd]?\s+that|in\s+summary|taken\s+together"
     r"|(?:these|our|the)\s+(?:results|findings|data|observations)\s+"
@@ -133,11 +122,6 @@ def section_kind(label: str | None) -> SectionKind:
     if "OUTCOME" in upper:  # "OUTCOMES" (results); "MAIN OUTCOME MEASURES" is setup, above
         return SectionKind.RESULTS
     return SectionKind.OTHER
-
-
-def has_negation(text: str) -> bool:
-    """True when ``text`` holds a negative/null-finding cue (see :data:`NEGATION_CUES`)."""
-    return NEGATION_CUES.search(text) is not None
 
 
 def has_conclusion_cue(text: str) -> bool:
