@@ -194,6 +194,39 @@ async def test_screener_saves_through_the_tools_and_reads_the_outcome_from_the_c
         collector.runs.close()
 
 
+class SavesThenExcludes(RoleScript):
+    """Saves every record, then calls the first one off-topic in its output."""
+
+    def _screener(self, prompt: str) -> dict[str, Any]:
+        out = super()._screener(prompt)
+        first = out["screened"][0]
+        first.update(status="off_topic", reason="another population")
+        return out
+
+
+async def test_a_record_saved_but_called_off_topic_is_off_topic_and_unassigned() -> None:
+    store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
+    store.add(await PaperSource().search("q", 2))
+    research = plan()
+    collector = collector_for(store, research)
+    roles = SavesThenExcludes()
+    screener = LLMSourceScreener(LLMConfig(roles.model(), retries=1))
+    try:
+        outcome = await screener.screen(research, store.all(), collector)
+        first, second = (e.id for e in store.all())
+        by_id = {r.evidence_id: r for r in outcome.records}
+        assert roles.tool_calls.count("save_source") == 2  # both were saved first
+        assert by_id[first].status == Screening.OFF_TOPIC
+        assert by_id[first].reason == "off-topic: another population"
+        assert by_id[first].checklist_keys == ()
+        assert by_id[second].status == Screening.RELEVANT
+        saved = collector.saved_by_citation([first, second])
+        assert saved[first].questions == []  # its question links were undone
+        assert saved[second].questions
+    finally:
+        collector.runs.close()
+
+
 async def test_a_failing_screener_undoes_its_saves() -> None:
     store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
     store.add(await PaperSource().search("q", 2))

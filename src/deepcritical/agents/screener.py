@@ -170,10 +170,17 @@ class LLMSourceScreener:
         except Exception:
             await asyncio.to_thread(collector.forget_questions, list(by_id))
             raise
+        judged = {j.citation_id.strip(): j for j in output.screened}
+        contradicted = [  # saved, but called off-topic: the stricter word wins
+            cid
+            for cid, j in judged.items()
+            if cid in by_id and j.screening() == Screening.OFF_TOPIC
+        ]
+        if contradicted:
+            await asyncio.to_thread(collector.forget_questions, contradicted)
         saved = await asyncio.to_thread(collector.saved_by_citation, list(by_id))
         completion = await asyncio.to_thread(collector.check_completion)
         keys = {c.key for c in plan.checklist}
-        judged = {j.citation_id.strip(): j for j in output.screened}
         return ScreeningOutcome(
             records=[_record(e.id, saved.get(e.id), judged.get(e.id), keys) for e in evidence],
             next_queries=fresh_queries(output.next_queries, [], MAX_NEXT_QUERIES),
@@ -222,9 +229,12 @@ def _record(
     checklist_keys: set[str],
 ) -> ScreenedRecord:
     """One record's screening from what the collector holds (``saved``) and the model's word
-    (``judged``): saved for a checklist question -> relevant or partial; else off-topic."""
+    (``judged``): saved for a checklist question -> relevant or partial; not saved, or called
+    off-topic by the model (even when saved: the stricter word wins) -> off-topic."""
     reason = _normalise(judged.reason)[:300] if judged is not None else ""
     keys = tuple(k for k in (saved.questions if saved else []) if k in checklist_keys)
+    if judged is not None and judged.screening() == Screening.OFF_TOPIC:
+        keys = ()
     if not keys:
         excluded = judged is not None and judged.screening() == Screening.OFF_TOPIC and reason
         return ScreenedRecord(
