@@ -39,6 +39,22 @@ class SavedSource(BaseModel):
     screening_reason: str = ""
     relevance: float | None = None
 
+    @classmethod
+    def from_row(cls, row: SourceRow, questions: list[str]) -> SavedSource:
+        """The saved source of a ``sources`` row, assigned to ``questions`` (in that
+        order)."""
+        return cls(
+            number=row.number,
+            source_type=row.source_type,
+            external_id=row.external_id,
+            url=row.url,
+            title=row.title,
+            citation_id=row.citation_id,
+            key_excerpts=list(row.key_excerpts or []),
+            questions=questions,
+            **_screening_of(row.evidence),
+        )
+
 
 def sources_by_question(session: Session, run_id: str) -> dict[str, list[SavedSource]]:
     """The run's saved sources grouped by question key (``_unassigned`` for none), in
@@ -56,17 +72,7 @@ def sources_by_question(session: Session, run_id: str) -> dict[str, list[SavedSo
     ).all()
     for row in rows:
         questions = sorted(links.get(row.id, []))
-        saved = SavedSource(
-            number=row.number,
-            source_type=row.source_type,
-            external_id=row.external_id,
-            url=row.url,
-            title=row.title,
-            citation_id=row.citation_id,
-            key_excerpts=list(row.key_excerpts or []),
-            questions=questions,
-            **_screening_of(row.evidence),
-        )
+        saved = SavedSource.from_row(row, questions)
         for key in questions or [UNASSIGNED]:
             grouped.setdefault(key, []).append(saved)
     return grouped

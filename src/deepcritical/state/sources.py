@@ -513,15 +513,8 @@ class SourceCollector:
 
     def _saved(self, row: SourceRow, questions: list[str]) -> SavedSource:
         order = {k: i for i, k in enumerate(self.syllabus.keys if self.syllabus else [])}
-        return SavedSource(
-            number=row.number,
-            source_type=row.source_type,
-            external_id=row.external_id,
-            url=row.url,
-            title=row.title,
-            citation_id=row.citation_id,
-            key_excerpts=list(row.key_excerpts or []),
-            questions=sorted(questions, key=lambda k: (order.get(k, len(order)), k)),
+        return SavedSource.from_row(
+            row, sorted(questions, key=lambda k: (order.get(k, len(order)), k))
         )
 
     def forget_questions(self, citation_ids: Sequence[str]) -> int:
