@@ -7,13 +7,76 @@ report metadata (use :meth:`Settings.public_dict` for anything that is stored or
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_SOURCES = ["pubmed", "trials", "europepmc", "openalex", "web"]
 ALL_SOURCES = [*DEFAULT_SOURCES, "local"]
+
+REDACTED = "[redacted]"
+SECRET_QUERY_KEYS = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "api-key",
+        "key",
+        "token",
+        "access_token",
+        "auth",
+        "password",
+        "passwd",
+        "secret",
+        "sig",
+        "signature",
+        "code",
+    }
+)
+"""Query parameters whose values :func:`redact_url` hides (compared case-insensitively)."""
+
+
+def redact_url(url: str) -> str:
+    """``url`` without credentials, safe to store, show, export or log.
+
+    The userinfo (``user:password@``) is removed and the value of every query parameter
+    named in :data:`SECRET_QUERY_KEYS` (``api_key``, ``token``, ``key``...) becomes
+    ``[redacted]``; everything else is kept. Text that does not parse as a URL with a host is
+    returned unchanged, unless it holds an ``@`` before its first ``/`` (then the part
+    before that ``@`` is dropped). Never raises.
+
+    >>> redact_url("http://user:pw@host:8080/v1?api_key=s&x=1")
+    'http://host:8080/v1?api_key=%5Bredacted%5D&x=1'
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return REDACTED
+    netloc = parts.netloc.rpartition("@")[2]
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode(
+            [(k, REDACTED if k.lower() in SECRET_QUERY_KEYS else v) for k, v in pairs]
+        )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact_model_spec(spec: str) -> str:
+    """The model spec ``spec`` (``Settings.llm``) with :func:`redact_url` applied to the base
+    URL of an ``openai-compatible:MODEL@URL`` spec; other specs are returned unchanged.
+
+    This is the one form of a model spec that is stored (``Settings.public_dict``, the run
+    database), shown (report footer, web app, CLI) or logged. Never raises.
+    """
+    provider, sep, rest = spec.partition(":")
+    if not sep or provider.strip().lower() != "openai-compatible":
+        return spec
+    model, at, url = rest.partition("@")
+    if not at:
+        return spec
+    return f"{provider}:{model}@{redact_url(url.strip())}"
 
 
 def default_data_dir() -> Path:
@@ -47,6 +110,19 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DEEPCRITICAL_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
     )
     openai_compatible_api_key: SecretStr | None = None
+    model_base_urls: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Base URLs of openai-compatible model servers the operator trusts with "
+        "openai_compatible_api_key, besides the one in `llm` (comma-separated or a JSON list). "
+        "A web visitor may pick them without a key; any other URL a visitor types needs the "
+        "visitor's own key.",
+    )
+    model_host_allowlist: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Private hosts ('host' or 'host:port', comma-separated) a web visitor's "
+        "openai-compatible URL may point at, e.g. '127.0.0.1:8080' for the operator's local "
+        "llama.cpp; every other visitor URL must resolve to public addresses only.",
+    )
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     llm_retries: int = Field(default=2, ge=0)
 
@@ -128,9 +204,13 @@ class Settings(BaseSettings):
         default=86400.0, ge=0, description="Age in seconds after which cached calls are redone."
     )
 
-    @field_validator("sources", mode="before")
+    @field_validator("sources", "model_base_urls", "model_host_allowlist", mode="before")
     @classmethod
     def _split_sources(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.lstrip().startswith("["):
+            import json
+
+            return json.loads(v)
         if isinstance(v, str):
             v = [s.strip() for s in v.split(",") if s.strip()]
         return v
@@ -153,10 +233,16 @@ class Settings(BaseSettings):
         return self.corpus_dir if self.corpus_dir is not None else self.data_dir / "corpus"
 
     def public_dict(self) -> dict[str, Any]:
-        """Settings safe to store or show: every secret field is dropped, paths as strings."""
+        """Settings safe to store or show: every secret field is dropped, credentials are
+        removed from the model spec and every URL (:func:`redact_model_spec`,
+        :func:`redact_url`), paths as strings."""
         secret = {
             name
             for name, field in type(self).model_fields.items()
             if "SecretStr" in repr(field.annotation)
         }
-        return {k: v for k, v in self.model_dump(mode="json").items() if k not in secret}
+        out = {k: v for k, v in self.model_dump(mode="json").items() if k not in secret}
+        out["llm"] = redact_model_spec(self.llm)
+        out["model_base_urls"] = [redact_url(u) for u in self.model_base_urls]
+        out["source_base_urls"] = {k: redact_url(v) for k, v in self.source_base_urls.items()}
+        return out

@@ -22,7 +22,7 @@ import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from deepcritical.config import Settings
+from deepcritical.config import Settings, redact_model_spec, redact_url
 
 if TYPE_CHECKING:
     from agent_framework import SupportsChatGetResponse
@@ -37,7 +37,12 @@ class ModelSpecError(ValueError):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A parsed model spec: provider, model name and (for OpenAI-compatible servers) base URL."""
+    """A parsed model spec: provider, model name and (for OpenAI-compatible servers) base URL.
+
+    ``base_url`` is the URL as given, credentials included (the request may need them);
+    ``str(spec)`` is the public form, with :func:`~deepcritical.config.redact_url` applied:
+    the only form to store, show or log.
+    """
 
     provider: Provider
     model: str = ""
@@ -47,7 +52,7 @@ class ModelSpec:
         if self.provider == "none":
             return "none"
         if self.provider == "openai-compatible":
-            return f"openai-compatible:{self.model}@{self.base_url}"
+            return f"openai-compatible:{self.model}@{redact_url(self.base_url or '')}"
         return f"{self.provider}:{self.model}"
 
 
@@ -58,13 +63,14 @@ def parse_model_spec(spec: str) -> ModelSpec:
         ModelSpecError: on an unknown provider, an empty model name, or a missing base URL.
     """
     text = spec.strip()
+    shown = redact_model_spec(text)
     if text.lower() in {"none", "", "extractive"}:
         return ModelSpec("none")
     provider, sep, rest = text.partition(":")
     provider = provider.strip().lower()
     if not sep or not rest.strip():
         raise ModelSpecError(
-            f"model spec {spec!r} needs the form provider:model "
+            f"model spec {shown!r} needs the form provider:model "
             "(openai:gpt-4o, anthropic:claude-sonnet-4-5, openai-compatible:MODEL@BASE_URL or none)"
         )
     rest = rest.strip()
@@ -72,13 +78,13 @@ def parse_model_spec(spec: str) -> ModelSpec:
         model, at, base_url = rest.partition("@")
         if not at or not base_url.startswith(("http://", "https://")) or not model:
             raise ModelSpecError(
-                f"model spec {spec!r}: use openai-compatible:MODEL@http(s)://host:port/v1"
+                f"model spec {shown!r}: use openai-compatible:MODEL@http(s)://host:port/v1"
             )
         return ModelSpec("openai-compatible", model, base_url.rstrip("/"))
     if provider in {"openai", "anthropic"}:
         return ModelSpec(provider, rest)  # type: ignore[arg-type]
     raise ModelSpecError(
-        f"unknown model provider {provider!r} in {spec!r}; "
+        f"unknown model provider {provider!r} in {shown!r}; "
         "use openai, anthropic, openai-compatible or none"
     )
 

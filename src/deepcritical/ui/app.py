@@ -27,7 +27,7 @@ import gradio as gr
 from gradio.events import api as gr_api
 from pydantic import SecretStr
 
-from deepcritical.config import Settings
+from deepcritical.config import Settings, redact_model_spec
 from deepcritical.events import ResearchEvent
 from deepcritical.models import RunResult
 from deepcritical.state import RunNotFoundError, RunStore
@@ -47,9 +47,9 @@ from deepcritical.ui.session import (
     SettingsError,
     mode_notice,
     redact,
-    run_settings,
     secret_values,
     source_choices,
+    visitor_settings,
 )
 from deepcritical.ui.streams import closing
 
@@ -77,7 +77,7 @@ Outputs = tuple[str, str, str, str, str, list[str] | None]
 
 
 def _notice_md(settings: Settings) -> str:
-    return mode_notice(settings) or f"Model: `{html.escape(settings.llm)}`"
+    return mode_notice(settings) or f"Model: `{html.escape(redact_model_spec(settings.llm))}`"
 
 
 async def stream_run(
@@ -194,7 +194,7 @@ def build_app(
     ) -> AsyncIterator[Outputs]:
         try:
             choice = _choice(llm, api_key, sources, max_rounds, max_sources, orchestrator)
-            per_run = run_settings(settings, choice)
+            per_run = await visitor_settings(settings, choice)
             del api_key, choice  # the key lives on only inside per_run, as a SecretStr
         except SettingsError as exc:
             view = fail(ProgressView(), str(exc))
@@ -230,8 +230,8 @@ def build_app(
         with gr.Accordion("Settings", open=False):
             with gr.Row():
                 llm = gr.Dropdown(
-                    choices=list(dict.fromkeys([settings.llm, *MODEL_CHOICES])),
-                    value=settings.llm,
+                    choices=list(dict.fromkeys([redact_model_spec(settings.llm), *MODEL_CHOICES])),
+                    value=redact_model_spec(settings.llm),
                     allow_custom_value=True,
                     label="Model (provider:model)",
                     elem_id="dc-llm",
