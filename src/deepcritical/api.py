@@ -26,6 +26,7 @@ from deepcritical.evidence.screening import default_calibration
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.cache import CachedModel
 from deepcritical.llm.chat_cache import CachedChatClient
+from deepcritical.llm.errors import describe_error
 from deepcritical.llm.providers import (
     ModelSpecError,
     build_chat_client,
@@ -254,7 +255,7 @@ async def _research(
             persisted.end("cancelled", "the run was stopped before its report")
             raise
         except Exception as exc:
-            persisted.end("failed", f"{type(exc).__name__}: {exc}"[:2000])
+            persisted.end("failed", describe_error(exc)[:2000])
             raise
         persisted.end("failed", "the run ended without a report")
 

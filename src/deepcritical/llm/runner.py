@@ -22,7 +22,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import RunUsage
 
-from deepcritical.llm.errors import AgentModelError, AgentOutputError
+from deepcritical.llm.errors import AgentModelError, AgentOutputError, describe_error
 from deepcritical.llm.usage import UsageTracker
 
 __all__ = ["TODAY_LINE", "ModelRetry", "StructuredAgent"]
@@ -134,8 +134,9 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             ) from exc
         except (ModelAPIError, UsageLimitExceeded, AgentRunError) as exc:
             self._record(usage, failed=True)
-            log.warning("agent model call failed", role=self.role, error=str(exc))
-            raise AgentModelError(self.role, f"{type(exc).__name__}: {exc}") from exc
+            described = describe_error(exc)  # never the server's answer (docs/security.md)
+            log.warning("agent model call failed", role=self.role, error=described)
+            raise AgentModelError(self.role, described) from exc
         self._record(result.usage, failed=False)
         return result.output
 

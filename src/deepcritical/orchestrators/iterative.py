@@ -24,6 +24,7 @@ from contextlib import aclosing
 import structlog
 
 from deepcritical.events import ResearchEvent
+from deepcritical.llm.errors import describe_error
 from deepcritical.models import JudgeAssessment, ReportPreferences, StopReason
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.progress import gathering_stop_rule
@@ -83,7 +84,7 @@ class IterativeOrchestrator:
         except Exception as exc:
             log.exception("gathering failed")
             state.stop_reason = "error"
-            run.warn(f"gathering stopped by an error: {type(exc).__name__}: {exc}")
+            run.warn(f"gathering stopped by an error: {describe_error(exc)}")
         await run.finish(await run.write_draft())
 
     async def _gather(self, run: ResearchRun) -> StopReason:

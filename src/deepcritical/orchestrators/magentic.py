@@ -63,6 +63,7 @@ from agent_framework.orchestrations import (
 from pydantic_ai.usage import RunUsage
 
 from deepcritical.events import ResearchEvent
+from deepcritical.llm.errors import describe_error
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import ReportPreferences, ResearchPlan, StopReason
 from deepcritical.orchestrators.deps import RunDeps
@@ -467,7 +468,7 @@ class MagenticOrchestrator:
             end.timed_out = True
         # a participant or the manager raised: the run goes on
         except Exception as exc:  # noqa: BLE001 (see above)
-            log.warning("magentic workflow failed", error=f"{type(exc).__name__}: {exc}")
+            log.warning("magentic workflow failed", error=describe_error(exc))
             end.error = exc
         return end
 
@@ -603,7 +604,7 @@ class MagenticOrchestrator:
                 else ""
             )
             return (
-                f"stopped by an error: {type(end.error).__name__}: {end.error}{failures}",
+                f"stopped by an error: {describe_error(end.error)}{failures}",
                 "error",
             )
         if progress.final_text.startswith(ROUND_LIMIT_TEXT):
@@ -636,7 +637,7 @@ class MagenticOrchestrator:
             "replans": progress.replans,
             "satisfied": progress.satisfied,
             "timed_out": end.timed_out,
-            "error": None if end.error is None else f"{type(end.error).__name__}: {end.error}",
+            "error": None if end.error is None else describe_error(end.error),
             "speakers": dict(progress.speakers),
             "final_answer": progress.final_text[:2000],
         }

@@ -33,6 +33,7 @@ from deepcritical.agents.screener import LLMSourceScreener
 from deepcritical.agents.search import SearchRound
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.screening import screen_items
+from deepcritical.llm.errors import describe_error
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
     SOURCE_LABELS,
@@ -232,10 +233,10 @@ class ResearchRun:
                 raise
             except Exception as exc:  # noqa: BLE001 - any role failure falls back, with a warning
                 if self.fallback is None:
-                    self.warn(f"{role} failed: {type(exc).__name__}: {exc}")
+                    self.warn(f"{role} failed: {describe_error(exc)}")
                     return None
                 self.warn(
-                    f"{role} failed ({type(exc).__name__}: {exc}); "
+                    f"{role} failed ({describe_error(exc)}); "
                     "its extractive implementation was used instead"
                 )
             try:
@@ -243,7 +244,7 @@ class ResearchRun:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the step goes without, with a warning
-                self.warn(f"extractive {role} failed too: {type(exc).__name__}: {exc}")
+                self.warn(f"extractive {role} failed too: {describe_error(exc)}")
                 return None
 
     # --- steps ------------------------------------------------------------------------------

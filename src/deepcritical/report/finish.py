@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.keysentences import rank_sentences
+from deepcritical.llm.errors import describe_error
 from deepcritical.models import (
     Evidence,
     Hypothesis,
@@ -230,7 +231,7 @@ async def finish_report(
             except Exception as exc:  # noqa: BLE001 - keep the validated report, and say so
                 degrade(
                     report,
-                    f"the grounding check failed ({type(exc).__name__}: {exc}); citations were "
+                    f"the grounding check failed ({describe_error(exc)}); citations were "
                     "validated, but sentences were not checked against their sources",
                 )
             problems = citation_problems(report, evidence_by_id)
