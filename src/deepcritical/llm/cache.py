@@ -33,6 +33,7 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
+from deepcritical.config import redact_url
 from deepcritical.llm.fencing import NONCE_ATTRIBUTE
 from deepcritical.llm.runner import TODAY_LINE
 
@@ -88,6 +89,15 @@ def strip_volatile(value: Any) -> Any:
     return value
 
 
+def _public_response(response: ModelResponse) -> ModelResponse:
+    """``response`` with its ``provider_url`` through :func:`~deepcritical.config.redact_url`
+    (a base URL may carry credentials; the cached answer is stored). Returned live and
+    cached alike, so the next request's messages are the same either way."""
+    if not response.provider_url:
+        return response
+    return dataclasses.replace(response, provider_url=redact_url(response.provider_url))
+
+
 class CachedModel(WrapperModel):
     """``wrapped`` with non-streaming requests cached in ``cache`` (see the module docstring).
 
@@ -136,7 +146,9 @@ class CachedModel(WrapperModel):
             if cached and isinstance(cached[0], ModelResponse):
                 self.cached_requests += 1
                 return cached[0]
-        response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        response = _public_response(
+            await self.wrapped.request(messages, model_settings, model_request_parameters)
+        )
         self.live_requests += 1
         self.input_tokens += response.usage.input_tokens
         self.output_tokens += response.usage.output_tokens
