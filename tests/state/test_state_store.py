@@ -382,3 +382,46 @@ async def test_resume_keeps_the_report_preferences(
     assert seen["question"] == "Does aspirin prevent stroke?"
     assert seen["preferences"] == wanted
     assert seen["run_id"] == record.id
+
+
+@pytest.mark.parametrize("budget", [0.000001, 0.0001, 0.001, 0.01])
+async def test_any_time_budget_ends_with_a_report_and_its_stop_reason(
+    database_url: str, tmp_path: Path, budget: float
+) -> None:
+    """Issue 13: a recorded run with a tiny time budget (the deadline fires during planning,
+    searching or while the consumer checkpoints an event) ends with ``done`` and a report,
+    never a cancellation; 5 tries per budget, 20 in all."""
+    settings = Settings(
+        llm="none",
+        sources=["pubmed"],
+        data_dir=tmp_path,
+        database_url=database_url,
+        max_rounds=3,
+        results_per_query=4,
+        time_budget_seconds=budget,
+    )
+    store = RunStore.open_url(database_url)
+    try:
+        for attempt in range(5):
+            events = [
+                e
+                async for e in research(
+                    f"Does aspirin t{attempt} prevent stroke?",
+                    settings,
+                    sources=[RunSource(f"t{attempt}")],
+                    embedder=HashingEmbedder(),
+                )
+            ]
+            last = events[-1]
+            assert last.type == "done", [e.message for e in events]
+            assert last.result is not None
+            report = last.result.report
+            if budget <= 0.001:  # no time to finish: the budget stopped it
+                assert report.metadata.stop_reason in {"time_budget", "insufficient_evidence"}
+            assert report.metadata.stop_reason != "error"
+            assert report.to_markdown().strip()
+            record = store.get_run(events[0].data["run_id"])
+            assert record is not None
+            assert record.report_markdown
+    finally:
+        store.close()
