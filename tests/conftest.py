@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,3 +84,17 @@ def minilm_embedder():  # type: ignore[no-untyped-def]
     from deepcritical.evidence.embeddings import shared_embedder
 
     return shared_embedder()
+
+
+def hashed_corpus(root: Path, records: Sequence[dict[str, Any]]) -> Path:
+    """A local corpus under ``root / "corpus"`` holding ``records`` (PubMedQA-style JSONL
+    rows, written to ``root / "records.jsonl"``), embedded with :class:`HashingEmbedder`;
+    asserts every record was imported. Returns the corpus directory."""
+    from deepcritical.corpus.index import LocalCorpus
+
+    source = root / "records.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    directory = root / "corpus"
+    with LocalCorpus(directory, HashingEmbedder()) as local:
+        assert local.add_file(source).added == len(records)
+    return directory

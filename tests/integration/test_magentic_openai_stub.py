@@ -22,12 +22,11 @@ import pytest
 
 from deepcritical.api import research
 from deepcritical.config import Settings
-from deepcritical.corpus.index import LocalCorpus
 from deepcritical.events import ResearchEvent
 from deepcritical.llm.providers import ModelSpecError
 from deepcritical.models import RunResult
 from deepcritical.report.validation import citation_problems
-from tests.conftest import HashingEmbedder
+from tests.conftest import HashingEmbedder, hashed_corpus
 from tests.integration.chat_stub import ChatCompletionsStub, ManagerScript, RoleScript, Tally
 
 QUESTION = "Does metformin reduce cancer risk in people with diabetes?"
@@ -111,12 +110,7 @@ RECORDS: list[dict[str, Any]] = [
 def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small local corpus (metformin and cancer, plus unrelated abstracts), hashed."""
     root = tmp_path_factory.mktemp("magentic-corpus")
-    source = root / "records.jsonl"
-    source.write_text("\n".join(json.dumps(r) for r in RECORDS) + "\n", encoding="utf-8")
-    directory = root / "corpus"
-    with LocalCorpus(directory, HashingEmbedder()) as local:
-        assert local.add_file(source).added == len(RECORDS)
-    return directory
+    return hashed_corpus(root, RECORDS)
 
 
 @pytest.fixture

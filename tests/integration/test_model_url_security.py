@@ -25,11 +25,10 @@ from structlog.testing import capture_logs
 
 from deepcritical.api import research
 from deepcritical.config import Settings
-from deepcritical.corpus.index import LocalCorpus
 from deepcritical.events import ResearchEvent
 from deepcritical.ui.app import build_app
 from deepcritical.ui.session import VISITOR_URL_NEEDS_KEY
-from tests.conftest import HashingEmbedder
+from tests.conftest import HashingEmbedder, hashed_corpus
 from tests.integration.chat_stub import ChatCompletionsStub, ManagerScript, RoleScript
 from tests.integration.test_magentic_openai_stub import QUESTION, RECORDS
 
@@ -80,12 +79,7 @@ class Listener:
 @pytest.fixture(scope="module")
 def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("keys-corpus")
-    source = root / "records.jsonl"
-    source.write_text("\n".join(json.dumps(r) for r in RECORDS) + "\n", encoding="utf-8")
-    directory = root / "corpus"
-    with LocalCorpus(directory, HashingEmbedder()) as local:
-        assert local.add_file(source).added == len(RECORDS)
-    return directory
+    return hashed_corpus(root, RECORDS)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ Completions stub with persistence on, whose second run must not reach the manage
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,14 +16,13 @@ from pydantic import BaseModel
 
 from deepcritical.api import research
 from deepcritical.config import Settings
-from deepcritical.corpus.index import LocalCorpus
 from deepcritical.events import ResearchEvent
 from deepcritical.llm.chat_cache import KIND, CachedChatClient
 from deepcritical.llm.providers import close_chat_client
 from deepcritical.models import RunResult
 from deepcritical.state import RunStore
 from deepcritical.state.cache import CallCache
-from tests.conftest import HashingEmbedder
+from tests.conftest import HashingEmbedder, hashed_corpus
 from tests.integration.chat_stub import (
     ChatCompletionsStub,
     ManagerScript,
@@ -191,12 +189,7 @@ async def test_close_chat_client_still_closes_the_wrapped_http_client(runs: RunS
 # --------------------------------------------------------------------------- end to end
 @pytest.fixture
 def corpus_dir(tmp_path: Path) -> Path:
-    source = tmp_path / "records.jsonl"
-    source.write_text("\n".join(json.dumps(r) for r in RECORDS) + "\n", encoding="utf-8")
-    directory = tmp_path / "corpus"
-    with LocalCorpus(directory, HashingEmbedder()) as local:
-        assert local.add_file(source).added == len(RECORDS)
-    return directory
+    return hashed_corpus(tmp_path, RECORDS)
 
 
 def done(events: list[ResearchEvent]) -> RunResult:
