@@ -32,7 +32,7 @@ from agent_framework import (
 
 from deepcritical.agents.search import SearchRound
 from deepcritical.models import JudgeAssessment, StopReason
-from deepcritical.orchestrators.progress import gathering_stop_rule
+from deepcritical.orchestrators.progress import gathering_stop_rule, judged_stop
 from deepcritical.orchestrators.run import ResearchRun
 
 __all__ = [
@@ -324,13 +324,13 @@ class JudgeParticipant(ResearchParticipant):
             return "Nothing on-topic in the evidence store to judge. Ask SearchAgent first."
         reflection = await run.reflect(state.rounds, run.evidence_slice())
         assessment = await run.judge(state.rounds, run.evidence_slice())
-        all_satisfied = reflection is not None and reflection.all_satisfied
+        if state.stop_reason is None:
+            state.stop_reason = judged_stop(
+                sufficient=None if assessment is None else assessment.sufficient,
+                all_satisfied=reflection is not None and reflection.all_satisfied,
+            )
         if assessment is None:
-            if all_satisfied and state.stop_reason is None:
-                state.stop_reason = "all_satisfied"
             return "The judge failed (see the run's warnings). " + self._missing()
-        if assessment.sufficient and state.stop_reason is None:
-            state.stop_reason = "all_satisfied" if all_satisfied else "sufficient"
         verdict = "sufficient" if assessment.sufficient else "not sufficient"
         text = (
             f"Evidence {verdict}"

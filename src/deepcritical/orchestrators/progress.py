@@ -28,6 +28,7 @@ __all__ = [
     "RunAccounting",
     "RunState",
     "gathering_stop_rule",
+    "judged_stop",
     "number_hypotheses",
 ]
 
@@ -65,6 +66,17 @@ class RunState:
     collection_note: str | None = None
 
 
+def judged_stop(*, sufficient: bool | None, all_satisfied: bool) -> StopReason | None:
+    """The stop rules of the judgement and reflection (rules 1 and 2 of
+    :func:`gathering_stop_rule`): ``sufficient`` is the judge's verdict (``None``: no
+    judgement), ``all_satisfied`` the reflection's."""
+    if sufficient:
+        return "all_satisfied" if all_satisfied else "sufficient"
+    if sufficient is None and all_satisfied:
+        return "all_satisfied"
+    return None
+
+
 def gathering_stop_rule(
     *,
     sufficient: bool | None,
@@ -89,10 +101,9 @@ def gathering_stop_rule(
     3. the evidence limit (``max_sources``), a later round adding nothing
        (``no_new_evidence``), the round limit (``max_rounds``).
     """
-    if sufficient:
-        return "all_satisfied" if all_satisfied else "sufficient"
-    if sufficient is None and all_satisfied:
-        return "all_satisfied"
+    judged = judged_stop(sufficient=sufficient, all_satisfied=all_satisfied)
+    if judged is not None:
+        return judged
     if store_size >= max_sources:
         return "max_sources"
     if round_no > 1 and added == 0:
