@@ -171,12 +171,48 @@ def test_positive_finding_does_not_settle_a_skeptical_question() -> None:
 
 def test_null_finding_after_a_context_sentence_decides_but_a_positive_one_does_not() -> None:
     context_first = ["COPD is underdiagnosed in the United States."]
-    null = stance_of_sentences([*context_first, "Symptoms did not predict COPD."], QUESTION)
+    question = "Do respiratory symptoms predict COPD?"
+    null = stance_of_sentences([*context_first, "Symptoms did not predict COPD."], question)
     assert null.stance is Stance.CONTRADICTS
     assert null.sentence == "Symptoms did not predict COPD."
-    positive = stance_of_sentences([*context_first, "Symptoms predicted COPD."], QUESTION)
+    positive = stance_of_sentences([*context_first, "Symptoms predicted COPD."], question)
     assert positive.stance is Stance.NEUTRAL
     assert positive.reason == "its main conclusion states no finding"
+
+
+def test_a_conclusion_about_something_else_does_not_settle_the_question() -> None:
+    # PubMedQA-like: the question asks about cocaine; the conclusion's finding is about
+    # cigarettes and violence, so its "associated with" answers nothing about cocaine
+    sentences = ["Smoking and violence in childhood are associated with delinquency."]
+    question = "Are there effects of intrauterine cocaine exposure on teenage conduct?"
+    reading = stance_of_sentences(sentences, question)
+    assert reading.stance is Stance.NEUTRAL
+    assert reading.finding is Finding.UNDECIDED
+    assert reading.reason.endswith("its conclusion names none of the question's terms")
+    on_topic = ["Prenatal cocaine exposure is associated with delinquency."]
+    assert stance_of_sentences(on_topic, question).stance is Stance.SUPPORTS
+
+
+@pytest.mark.parametrize(
+    ("sentence", "cue"),
+    [
+        ("Fixation alone does not prevent a second hip fracture.", "alone"),
+        ("Fixation should not be chosen on the basis of bone density solely.", "solely"),
+        ("Fixation is not necessarily useful in hip fracture.", "not necessarily"),
+        ("Fixation modestly reduced hip fracture.", "modestly"),
+        ("Fixation reduced hip fracture only in women over 80.", "only"),
+    ],
+)
+def test_a_conclusion_restricted_in_scope_is_not_decisive(sentence: str, cue: str) -> None:
+    reading = stance_of_sentences([sentence], "Does prophylactic fixation prevent hip fracture?")
+    assert reading.stance is Stance.NEUTRAL
+    assert reading.reason.endswith(f'its conclusion is restricted in scope ("{cue}")')
+
+
+def test_not_only_is_not_a_restriction() -> None:
+    sentences = ["Fixation not only reduced hip fracture but also improved mobility."]
+    reading = stance_of_sentences(sentences, "Does prophylactic fixation prevent hip fracture?")
+    assert reading.stance is Stance.SUPPORTS
 
 
 def test_unlabelled_abstract_uses_conclusion_like_sentences() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "GENERIC_WORDS",
     "STOPWORDS",
+    "content_stems",
     "extract_key_terms",
     "key_term_query",
     "matched_terms",
@@ -165,6 +166,21 @@ def _stemmer() -> Any:
 def stems(text: str) -> set[str]:
     """Snowball (English) stems of the words of ``text`` longer than one character."""
     words = [w for w in _WORD.findall(text.lower()) if len(w) > 1]
+    return set(_stemmer().stemWords(words))
+
+
+def content_stems(text: str) -> set[str]:
+    """:func:`stems` of the words of ``text`` that are neither :data:`STOPWORDS` nor
+    :data:`GENERIC_WORDS`: what a sentence must share with a question to be about it.
+
+    >>> sorted(content_stems("Does metformin reduce the risk of cancer?"))
+    ['cancer', 'metformin']
+    """
+    words = [
+        w
+        for w in _WORD.findall(text.lower())
+        if len(w) > 1 and w not in STOPWORDS and w not in GENERIC_WORDS
+    ]
     return set(_stemmer().stemWords(words))
 
 
