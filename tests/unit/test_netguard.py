@@ -91,6 +91,12 @@ REFUSED = [
     ("http://metadata.google.internal/computeMetadata/v1/", "local name"),
     ("http://router.home.arpa/", "local name"),
     ("http://intranet/", "single-label"),
+    # not valid DNS names (the resolver's IDNA encoding would raise UnicodeError)
+    ("http://" + "a" * 300 + "/", "too long"),
+    ("http://" + "a" * 296 + ".com/", "too long"),
+    ("http://" + "a" * 64 + ".example.com/", "longer than 63"),
+    ("http://a..example.com/", "empty label"),
+    ("http://.example.com/", "empty label"),
     # userinfo tricks: judged by the host httpx connects to
     ("http://example.org@127.0.0.1/", "loopback"),
     # no host
@@ -162,6 +168,22 @@ async def test_any_non_public_answer_refuses(addresses: list[str]) -> None:
 async def test_unresolvable_name_is_refused() -> None:
     with pytest.raises(UnsafeURLError, match="does not resolve"):
         await check_public_url_async("https://nx.example.com/", resolver=FakeResolver({}))
+
+
+@pytest.mark.parametrize("host", ["a" * 300, "a" * 296 + ".com", "b." * 127 + "com"])
+async def test_an_overlong_host_is_refused_by_the_guard_not_by_the_idna_codec(host: str) -> None:
+    """Issue 13: a host of 300 characters raised UnicodeError (IDNA encoding in the system
+    resolver) instead of the guard's UnsafeURLError; the system resolver is the default."""
+    with pytest.raises(UnsafeURLError, match="too long"):
+        await check_public_url_async(f"https://{host}/v1")
+
+
+async def test_a_resolver_that_cannot_encode_the_name_is_a_refusal() -> None:
+    async def idna_failure(host: str, port: int) -> Sequence[str]:
+        raise UnicodeError("encoding with 'idna' codec failed")
+
+    with pytest.raises(UnsafeURLError, match="does not resolve"):
+        await check_public_url_async("https://odd.example.com/", resolver=idna_failure)
 
 
 async def test_ip_literal_is_not_resolved() -> None:

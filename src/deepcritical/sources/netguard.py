@@ -13,6 +13,9 @@ Web search results are untrusted input: a result (or a redirect from one) may po
 * the legacy ``inet_aton`` spellings the C resolver accepts: ``http://2130706433/``,
   ``http://0x7f.1/``, ``http://0177.0.0.1/``, ``http://127.1/``; a host whose last label is
   numeric but is not a valid address is refused as ambiguous;
+* host names that are not valid DNS names: longer than 253 characters, or with an empty
+  label or a label longer than 63 characters (RFC 1035; the resolver's IDNA encoding would
+  raise :class:`UnicodeError` on them);
 * ``localhost`` and names under ``.localhost``, ``.local``, ``.internal``, ``.localdomain``,
   ``.home.arpa``, ``.lan``, ``.intranet``, and single-label names (resolved through local
   search domains);
@@ -57,6 +60,10 @@ BLOCKED_SUFFIXES = (
     ".intranet",
 )
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+MAX_HOST_CHARS = 253
+"""The longest DNS name (RFC 1035, without the trailing dot)."""
+MAX_LABEL_CHARS = 63
+"""The longest label of a DNS name (RFC 1035)."""
 _MAX_URL_IN_MESSAGE = 200
 
 
@@ -194,6 +201,14 @@ def _static_check(url: str) -> tuple[str, int, IPAddress | None]:
             raise UnsafeURLError(url, f"host {ip} is not a public address ({reason})")
         return host, port, ip
     labels = host.split(".")
+    if len(host) > MAX_HOST_CHARS:
+        raise UnsafeURLError(
+            url, f"host name is too long ({len(host)} characters; at most {MAX_HOST_CHARS})"
+        )
+    if any(not 0 < len(label) <= MAX_LABEL_CHARS for label in labels):
+        raise UnsafeURLError(
+            url, f"host name has an empty label or one longer than {MAX_LABEL_CHARS} characters"
+        )
     if _looks_numeric(labels[-1]):
         raise UnsafeURLError(url, f"host {host!r} is an ambiguous numeric address")
     if host in BLOCKED_NAMES or host.endswith(BLOCKED_SUFFIXES):
@@ -211,8 +226,9 @@ def check_public_url(url: str) -> None:
 
     Raises:
         UnsafeURLError: unparsable URL, non-http(s) scheme, no host, a non-public IP literal
-            (any spelling), an ambiguous numeric host, ``localhost``, a local/internal name or
-            a single-label name.
+            (any spelling), a host name that is not a valid DNS name (too long, an empty or
+            over-long label), an ambiguous numeric host, ``localhost``, a local/internal name
+            or a single-label name.
     """
     _static_check(url)
 
@@ -241,7 +257,8 @@ async def check_public_url_async(url: str, *, resolver: Resolver | None = None) 
 
     Raises:
         UnsafeURLError: the static checks fail, the name does not resolve (or resolves to
-            nothing), or any address it resolves to is not public.
+            nothing, or the resolver cannot encode it), or any address it resolves to is not
+            public. Never :class:`UnicodeError`.
     """
     host, port, ip = _static_check(url)
     if ip is not None:
@@ -249,7 +266,7 @@ async def check_public_url_async(url: str, *, resolver: Resolver | None = None) 
     resolve = resolver or system_resolver
     try:
         addresses = list(await resolve(host, port))
-    except OSError as exc:
+    except (OSError, UnicodeError) as exc:  # UnicodeError: the resolver's IDNA encoding
         raise UnsafeURLError(url, f"host {host!r} does not resolve ({exc})") from exc
     if not addresses:
         raise UnsafeURLError(url, f"host {host!r} resolves to no address")
