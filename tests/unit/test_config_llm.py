@@ -6,7 +6,12 @@ import pytest
 from pydantic import ValidationError
 
 from deepcritical.config import Settings
-from deepcritical.llm.providers import ModelSpecError, build_model, parse_model_spec
+from deepcritical.llm.providers import (
+    ModelSpecError,
+    build_chat_client,
+    build_model,
+    parse_model_spec,
+)
 
 
 def test_sources_accept_comma_list_and_reject_unknown() -> None:
@@ -89,3 +94,47 @@ def test_build_model_selects_provider() -> None:
     anth = build_model(Settings(llm="anthropic:claude-x", anthropic_api_key="k"))
     assert anth is not None
     assert anth.system == "anthropic"
+
+
+@pytest.mark.parametrize("retries", [0, 3])
+@pytest.mark.parametrize(
+    "llm", ["openai:gpt-4o", "openai-compatible:qwen2.5@http://127.0.0.1:9/v1", "anthropic:c"]
+)
+def test_the_provider_sdk_client_retries_llm_retries_times(llm: str, retries: int) -> None:
+    """Issue 13: the SDK clients retried twice whatever DEEPCRITICAL_LLM_RETRIES said."""
+    settings = Settings(llm=llm, llm_retries=retries, openai_api_key="k", anthropic_api_key="k")
+    model = build_model(settings)
+    assert model is not None
+    assert model.client.max_retries == retries  # type: ignore[attr-defined]
+
+
+class FakeAnthropicChatClient:
+    """agent-framework-anthropic's ``AnthropicClient`` as far as its constructor goes."""
+
+    def __init__(
+        self, *, model_id: str | None = None, anthropic_client: object | None = None
+    ) -> None:
+        self.model_id = model_id
+        self.anthropic_client = anthropic_client
+
+
+def test_the_anthropic_chat_client_gets_an_sdk_client_with_the_settings_retries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+    import types
+
+    from anthropic import AsyncAnthropic
+
+    module = types.ModuleType("agent_framework_anthropic")
+    module.AnthropicClient = FakeAnthropicChatClient  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agent_framework_anthropic", module)
+    settings = Settings(
+        llm="anthropic:claude-x", anthropic_api_key="k", llm_retries=0, llm_timeout_seconds=7
+    )
+    client = build_chat_client(settings)
+    assert isinstance(client, FakeAnthropicChatClient)
+    assert client.model_id == "claude-x"
+    assert isinstance(client.anthropic_client, AsyncAnthropic)
+    assert client.anthropic_client.max_retries == 0
+    assert client.anthropic_client.timeout == 7

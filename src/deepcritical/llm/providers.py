@@ -92,6 +92,11 @@ def parse_model_spec(spec: str) -> ModelSpec:
 def build_model(settings: Settings) -> Model | None:
     """The pydantic-ai model for ``settings.llm``, or ``None`` for the extractive mode.
 
+    The provider SDK's client (``AsyncOpenAI`` / ``AsyncAnthropic``, built by pydantic-ai's
+    provider, which keeps managing its HTTP client) retries a failed request (connection
+    error, HTTP 408/409/429/5xx) ``settings.llm_retries`` times, not the SDK's default 2:
+    ``DEEPCRITICAL_LLM_RETRIES=0`` sends each request once.
+
     Raises:
         ModelSpecError: bad spec, or no API key for OpenAI/Anthropic.
     """
@@ -107,10 +112,11 @@ def build_model(settings: Settings) -> Model | None:
                 "anthropic models need an API key: set ANTHROPIC_API_KEY "
                 "or DEEPCRITICAL_ANTHROPIC_API_KEY"
             )
-        return AnthropicModel(
-            spec.model,
-            provider=AnthropicProvider(api_key=settings.anthropic_api_key.get_secret_value()),
+        anthropic_provider = AnthropicProvider(
+            api_key=settings.anthropic_api_key.get_secret_value()
         )
+        anthropic_provider.client.max_retries = settings.llm_retries
+        return AnthropicModel(spec.model, provider=anthropic_provider)
 
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -128,6 +134,7 @@ def build_model(settings: Settings) -> Model | None:
             base_url=spec.base_url,
             api_key=key.get_secret_value() if key is not None else "not-needed",
         )
+    provider.client.max_retries = settings.llm_retries
     return OpenAIChatModel(spec.model, provider=provider)
 
 
@@ -137,8 +144,9 @@ def build_chat_client(settings: Settings) -> SupportsChatGetResponse[Any]:
     OpenAI and OpenAI-compatible servers get agent-framework's Chat Completions client over an
     ``AsyncOpenAI`` client configured here (base URL, key, ``llm_timeout_seconds``,
     ``llm_retries``), so no ``OPENAI_*``/``AZURE_*`` environment variable is consulted behind
-    the settings' back. Anthropic needs the optional ``agent-framework-anthropic`` package.
-    Close the client with :func:`close_chat_client`.
+    the settings' back. Anthropic needs the optional ``agent-framework-anthropic`` package;
+    its client gets an ``AsyncAnthropic`` configured the same way when it accepts one
+    (``anthropic_client``). Close the client with :func:`close_chat_client`.
 
     Raises:
         ModelSpecError: ``none`` (the manager needs a model), a bad spec, a missing API key,
@@ -196,9 +204,19 @@ def _anthropic_chat_client(settings: Settings, spec: ModelSpec) -> SupportsChatG
     client_class = module.AnthropicClient
     params = inspect.signature(client_class).parameters
     model_kw = "model" if "model" in params else "model_id"
-    client: SupportsChatGetResponse[Any] = client_class(
-        **{model_kw: spec.model, "api_key": settings.anthropic_api_key.get_secret_value()}
-    )
+    key = settings.anthropic_api_key.get_secret_value()
+    options: dict[str, Any] = {model_kw: spec.model}
+    if "anthropic_client" in params:  # the SDK client carries the retries and the timeout
+        from anthropic import AsyncAnthropic
+
+        options["anthropic_client"] = AsyncAnthropic(
+            api_key=key,
+            timeout=settings.llm_timeout_seconds,
+            max_retries=settings.llm_retries,
+        )
+    else:
+        options["api_key"] = key
+    client: SupportsChatGetResponse[Any] = client_class(**options)
     return client
 
 
