@@ -36,7 +36,7 @@ from deepcritical.llm.providers import (
 )
 from deepcritical.models import ReportPreferences
 from deepcritical.orchestrators.agent_set import build_agents
-from deepcritical.orchestrators.deps import RunDeps, check_question
+from deepcritical.orchestrators.deps import RunDeps, check_context, check_question
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.factory import build_sources
@@ -192,6 +192,7 @@ async def _research(
     run_id: str | None = None,
 ) -> AsyncGenerator[ResearchEvent, None]:
     question = check_question(question, settings.max_question_chars)
+    context = check_context(context)
     _log_to_stderr()
     llm_model = model if model is not None else build_model(settings)
     llm_label = str(parse_model_spec(settings.llm)) if model is None else _model_label(model)

@@ -18,8 +18,9 @@ from deepcritical.evidence.screening import RelevanceCalibration
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.state.sources import SourceCollector
+from deepcritical.text.control import strip_control_chars
 
-__all__ = ["QuestionError", "RunDeps", "check_question"]
+__all__ = ["QuestionError", "RunDeps", "check_context", "check_question"]
 
 
 class QuestionError(ValueError):
@@ -27,13 +28,16 @@ class QuestionError(ValueError):
 
 
 def check_question(question: str, max_chars: int) -> str:
-    """The question with its white space collapsed (runs of spaces and newlines become one
-    space, none at either end).
+    """The question without control characters (NUL, escape sequences...:
+    :func:`~deepcritical.text.control.strip_control_chars`) and with its white space
+    collapsed (runs of spaces and newlines become one space, none at either end): the form
+    every step, output and the run database get.
 
     Raises:
-        QuestionError: empty, or more than ``max_chars`` characters.
+        QuestionError: empty (also when it held control characters only), or more than
+            ``max_chars`` characters.
     """
-    text = " ".join(question.split())
+    text = " ".join(strip_control_chars(question).split())
     if not text:
         raise QuestionError("the research question is empty")
     if len(text) > max_chars:
@@ -42,6 +46,15 @@ def check_question(question: str, max_chars: int) -> str:
             "(put background material in the context instead)"
         )
     return text
+
+
+def check_context(context: str | None) -> str | None:
+    """The user's background text for the planner without control characters
+    (:func:`~deepcritical.text.control.strip_control_chars`; lines and tabs kept); ``None``
+    when there is none or nothing is left."""
+    if context is None:
+        return None
+    return strip_control_chars(context).strip() or None
 
 
 @dataclass(frozen=True)
