@@ -16,6 +16,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 DEFAULT_SOURCES = ["pubmed", "trials", "europepmc", "openalex", "web"]
 ALL_SOURCES = [*DEFAULT_SOURCES, "local"]
 
+MAX_RECORD_CHARS = 200_000
+"""The default of ``Settings.max_record_chars``: characters of text kept per record (a
+PubMed abstract is rarely over 5,000; a full paper's text is about 50,000)."""
+
 REDACTED = "[redacted]"
 SECRET_QUERY_KEYS = frozenset(
     {
@@ -179,6 +183,14 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     corpus_dir: Path | None = Field(
         default=None, description="Local corpus directory; defaults to <data_dir>/corpus."
+    )
+    max_record_chars: int = Field(
+        default=MAX_RECORD_CHARS,
+        ge=1000,
+        description="Characters of text kept per record: a corpus record over it (title, "
+        "abstract and metadata together) is cut at a sentence or word boundary when it is "
+        "imported (counted in the import summary), and so is the text of every item a "
+        "source returns.",
     )
     http_timeout_seconds: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=3, ge=1)

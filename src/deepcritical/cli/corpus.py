@@ -3,6 +3,7 @@ abstracts (default ``<data-dir>/corpus``) that the ``local`` source searches."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -35,9 +36,20 @@ def corpus_add(
         ),
     ],
     corpus: CorpusDir = None,
+    skip_bad_lines: Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad-lines",
+            help="JSONL: import the good lines of a file with bad ones, and list the line "
+            "numbers skipped (default: a bad line imports nothing from its file).",
+        ),
+    ] = False,
 ) -> None:
-    """Import abstracts into the local corpus; records already there are skipped."""
-    from deepcritical.corpus.readers import CorpusFormatError
+    """Import abstracts into the local corpus; records already there are skipped.
+
+    A record over DEEPCRITICAL_MAX_RECORD_CHARS characters (default 200,000) is cut at a
+    sentence or word boundary; control characters are removed."""
+    from deepcritical.corpus.readers import CorpusFormatError, corpus_file_kind
     from deepcritical.evidence.embeddings import EmbeddingModelError
 
     settings = settings_from_options(corpus_dir=corpus)
@@ -46,13 +58,33 @@ def corpus_add(
         local = _open_corpus(settings)
         for path in files:
             with console.status(f"Importing {path} (embedding abstracts)…"):
-                result = local.add_file(path)
+                result = local.add_file(
+                    path,
+                    max_record_chars=settings.max_record_chars,
+                    skip_bad_lines=skip_bad_lines,
+                )
             console.print(
                 f"[green]✓[/green] {path}: {result.read} records read, {result.added} added, "
                 f"{result.skipped_existing} already in the corpus"
             )
+            if result.truncated:
+                console.print(
+                    f"[yellow]Warning:[/yellow] {path}: {result.truncated} record(s) over "
+                    f"{settings.max_record_chars:,} characters truncated "
+                    "(DEEPCRITICAL_MAX_RECORD_CHARS)"
+                )
+            if result.bad_lines:
+                console.print(
+                    f"[yellow]Warning:[/yellow] {path}: skipped {len(result.bad_lines)} bad "
+                    f"line(s): {_line_list(result.bad_lines)}"
+                )
         console.print(f"Corpus {directory}: {local.count()} documents")
-    except (CorpusFormatError, EmbeddingModelError, OSError) as exc:
+    except CorpusFormatError as exc:
+        hint = ""
+        if exc.line is not None and not skip_bad_lines and corpus_file_kind(exc.path) == "jsonl":
+            hint = " (nothing was imported from it; --skip-bad-lines imports the other lines)"
+        raise fail(f"{exc}{hint}") from exc
+    except (EmbeddingModelError, OSError) as exc:
         raise fail(str(exc)) from exc
 
 
@@ -66,6 +98,12 @@ def corpus_info(corpus: CorpusDir = None) -> None:
     if not LocalCorpus.exists(directory):
         raise fail(f"no corpus in {directory}: run `deepcritical corpus add FILE` first")
     out_console.print(f"{directory}: {_open_corpus(settings).count()} documents")
+
+
+def _line_list(lines: Sequence[int], shown: int = 20) -> str:
+    """``"2, 5, 9"``: the first ``shown`` line numbers, then how many more there are."""
+    text = ", ".join(str(n) for n in lines[:shown])
+    return f"{text} and {len(lines) - shown} more" if len(lines) > shown else text
 
 
 def _open_corpus(settings: Settings) -> LocalCorpus:

@@ -34,6 +34,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from deepcritical.config import MAX_RECORD_CHARS
 from deepcritical.corpus.dense import DenseIndex
 from deepcritical.corpus.documents import DocumentStore, ImportedFile, count_documents
 from deepcritical.corpus.errors import (
@@ -45,6 +46,7 @@ from deepcritical.corpus.errors import (
 )
 from deepcritical.corpus.lexical import LexicalIndex
 from deepcritical.corpus.readers import read_corpus_file
+from deepcritical.corpus.records import check_record
 from deepcritical.corpus.text import index_text
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.fusion import RRF_K, reciprocal_rank_fusion
@@ -74,7 +76,11 @@ class ImportResult(BaseModel):
     """What one import did. ``read == added + skipped_existing + skipped_empty``.
 
     ``skipped_existing`` counts records whose PMID was already in the corpus, or earlier in
-    the same file; ``skipped_empty`` records with neither title nor abstract text.
+    the same file; ``skipped_empty`` records with neither title nor abstract text;
+    ``truncated`` the records read that were over the size limit and were cut
+    (:func:`~deepcritical.corpus.records.check_record`); ``bad_lines`` the 1-based numbers
+    of the JSONL lines skipped as bad (``add_file(..., skip_bad_lines=True)``; not counted
+    in ``read``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -83,6 +89,8 @@ class ImportResult(BaseModel):
     added: int = Field(ge=0)
     skipped_existing: int = Field(ge=0)
     skipped_empty: int = Field(default=0, ge=0)
+    truncated: int = Field(default=0, ge=0)
+    bad_lines: tuple[int, ...] = ()
 
 
 class ScoredDocument(BaseModel):
@@ -104,6 +112,10 @@ def _model_name(embedder: Embedder) -> str | None:
     """The embedder's ``model_name`` attribute (hub name or path), if it has one."""
     name = getattr(embedder, "model_name", None)
     return name if isinstance(name, str) and name else None
+
+
+def _ignore(_error: CorpusFormatError) -> None:
+    """A bad line seen again on the import pass (the validation pass counted it)."""
 
 
 def file_sha256(path: Path) -> tuple[str, int]:
@@ -215,11 +227,22 @@ class LocalCorpus:
 
     # ----------------------------------------------------------------------- importing
 
-    def add_file(self, path: Path) -> ImportResult:
+    def add_file(
+        self,
+        path: Path,
+        *,
+        max_record_chars: int = MAX_RECORD_CHARS,
+        skip_bad_lines: bool = False,
+    ) -> ImportResult:
         """Import a JSONL (PubMedQA format) or PubMed XML (``.xml``/``.xml.gz``) file.
 
         The file is read once in full to validate it before anything is written: a bad record
-        aborts the import and leaves the corpus unchanged. Records whose PMID is already in
+        aborts the import and leaves the corpus unchanged, unless ``skip_bad_lines`` (JSONL
+        only): then bad lines are skipped and their numbers returned
+        (``ImportResult.bad_lines``), and the good records imported. Every record is cleaned
+        and bounded (:func:`~deepcritical.corpus.records.check_record`: control characters
+        removed, at most ``max_record_chars`` characters of text, cut at a sentence or word
+        boundary; counted in ``ImportResult.truncated``). Records whose PMID is already in
         the corpus are skipped (the stored version is kept: a revised record in a PubMed update
         file does not replace it, and ``DeleteCitation`` blocks are ignored), so importing a
         file again adds nothing. New records are embedded (title + abstract) in batches of
@@ -228,36 +251,50 @@ class LocalCorpus:
         index is rebuilt.
 
         Raises:
-            CorpusFormatError: unknown suffix or a bad record (file and line in the message).
+            CorpusFormatError: unknown suffix, a bad record (file and line in the message;
+                JSONL only without ``skip_bad_lines``), malformed XML or a corrupt gzip
+                stream.
             OSError: the file cannot be read.
             deepcritical.evidence.embeddings.EmbeddingModelError: the model cannot be loaded.
             CorpusMismatchError: the embedder's vectors have another dimension than stored.
         """
         path = Path(path)
-        for _ in read_corpus_file(path):  # validation pass: raises before any write
+        bad_lines: list[int] = []
+
+        def skip(error: CorpusFormatError) -> None:
+            if error.line is not None:
+                bad_lines.append(error.line)
+
+        validating = skip if skip_bad_lines else None
+        for _ in read_corpus_file(path, on_bad_line=validating):  # raises before any write
             pass
         sha, size = file_sha256(path)
         with self._lock:
-            result = self._add(read_corpus_file(path), source_sha256=sha)
+            records = read_corpus_file(path, on_bad_line=_ignore if skip_bad_lines else None)
+            result = self._add(records, sha, max_record_chars)
             self._docs.record_import(sha, path.resolve(), size, result.read, result.added)
             if result.added:
                 self._refresh_lexical()
-            return result
+            return result.model_copy(update={"bad_lines": tuple(bad_lines)})
 
-    def add_articles(self, articles: Iterable[PubmedArticle]) -> ImportResult:
+    def add_articles(
+        self, articles: Iterable[PubmedArticle], *, max_record_chars: int = MAX_RECORD_CHARS
+    ) -> ImportResult:
         """Import records already in memory (same rules as :meth:`add_file`, no manifest row).
 
         Unlike :meth:`add_file` nothing is validated up front: an iterable that raises midway
         leaves the batches before it imported.
         """
         with self._lock:
-            result = self._add(iter(articles), source_sha256=None)
+            result = self._add(iter(articles), None, max_record_chars)
             if result.added:
                 self._refresh_lexical()
             return result
 
-    def _add(self, articles: Iterator[PubmedArticle], source_sha256: str | None) -> ImportResult:
-        read = added = skipped = empty = 0
+    def _add(
+        self, articles: Iterator[PubmedArticle], source_sha256: str | None, max_chars: int
+    ) -> ImportResult:
+        read = added = skipped = empty = truncated = 0
         seen: set[str] = set()
         batch: list[tuple[PubmedArticle, str]] = []
 
@@ -273,8 +310,11 @@ class LocalCorpus:
                 added += len(new)
             batch.clear()
 
-        for article in articles:
+        for original in articles:
             read += 1
+            checked = check_record(original, max_chars)
+            article = checked.article
+            truncated += checked.truncated
             text = index_text(article)
             if not text:
                 empty += 1
@@ -286,7 +326,13 @@ class LocalCorpus:
                 if len(batch) >= _BATCH:
                     flush()
         flush()
-        return ImportResult(read=read, added=added, skipped_existing=skipped, skipped_empty=empty)
+        return ImportResult(
+            read=read,
+            added=added,
+            skipped_existing=skipped,
+            skipped_empty=empty,
+            truncated=truncated,
+        )
 
     def _write(self, rows: list[tuple[PubmedArticle, str]], source_sha256: str | None) -> None:
         vectors = self._embedder.embed([t for _, t in rows])

@@ -18,18 +18,22 @@ Supported formats, chosen by file suffix (case-insensitive):
 Readers stream (constant memory per record) and raise :class:`CorpusFormatError`, naming the
 file and the line, on the first bad record. They never write anything: the caller
 (:meth:`deepcritical.corpus.index.LocalCorpus.add_file`) reads a whole file once to validate it
-before importing, so a bad line aborts the import with nothing written.
+before importing, so a bad line aborts the import with nothing written. A JSONL reader given
+``on_bad_line`` hands it each bad line's error instead and goes on with the next line
+(``deepcritical corpus add --skip-bad-lines``); a corrupt gzip stream or malformed XML still
+raises, since nothing after it can be read.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -43,6 +47,7 @@ from deepcritical.formats.pubmed_xml import (
 
 __all__ = [
     "SUPPORTED_SUFFIXES",
+    "BadLineHandler",
     "CorpusFormatError",
     "corpus_file_kind",
     "read_corpus_file",
@@ -52,6 +57,9 @@ __all__ = [
 
 SUPPORTED_SUFFIXES = (".jsonl", ".jsonl.gz", ".xml", ".xml.gz")
 """File name endings :func:`read_corpus_file` accepts."""
+
+BadLineHandler = Callable[[CorpusFormatError], None]
+"""Called with the error of each bad JSONL line that is skipped (its ``line`` is set)."""
 
 _PMID = re.compile(r"^\d+$")
 _LIST_FIELDS = ("mesh_terms", "authors", "keywords", "publication_types")
@@ -74,17 +82,22 @@ def corpus_file_kind(path: Path) -> str:
     )
 
 
-def read_corpus_file(path: Path) -> Iterator[PubmedArticle]:
+def read_corpus_file(
+    path: Path, *, on_bad_line: BadLineHandler | None = None
+) -> Iterator[PubmedArticle]:
     """Stream the records of a corpus file, dispatching on its suffix (see module docs).
 
+    ``on_bad_line``: for JSONL files, called with the error of each bad line, which is then
+    skipped (see :func:`read_jsonl`); ignored for XML files.
+
     Raises:
-        CorpusFormatError: unknown suffix, a bad record (the message names file and line), or a
-            corrupt gzip stream.
+        CorpusFormatError: unknown suffix, a bad record (the message names file and line;
+            for JSONL only without ``on_bad_line``), malformed XML, or a corrupt gzip stream.
         OSError: the file cannot be opened or read.
     """
     kind = corpus_file_kind(path)
     if kind == "jsonl":
-        return read_jsonl(path)
+        return read_jsonl(path, on_bad_line=on_bad_line)
     return read_pubmed_xml(path)
 
 
@@ -102,49 +115,71 @@ def read_pubmed_xml(path: Path) -> Iterator[PubmedArticle]:
         raise CorpusFormatError(path, str(exc), line if isinstance(line, int) else None) from exc
 
 
-def read_jsonl(path: Path) -> Iterator[PubmedArticle]:
+def read_jsonl(path: Path, *, on_bad_line: BadLineHandler | None = None) -> Iterator[PubmedArticle]:
     """Stream the records of a PubMedQA-format JSONL file (``.gz`` when the name says so).
 
+    Each line is decoded on its own (UTF-8; a byte-order mark on the first line is allowed),
+    so one line of other bytes is one bad line.
+
+    Args:
+        path: the file.
+        on_bad_line: ``None``: the first bad line raises. Else it is called with each bad
+            line's :class:`CorpusFormatError` (``line`` = its 1-based number) and the line is
+            skipped.
+
     Raises:
-        CorpusFormatError: a line that is not JSON, not an object, has no usable ``pmid``
-            (digits, as a string or an integer) or has fields of the wrong type; a file that
-            is not UTF-8; a corrupt or truncated gzip stream.
+        CorpusFormatError: (without ``on_bad_line``) a line that is not UTF-8, not JSON, not
+            an object, has no usable ``pmid`` (digits, as a string or an integer) or has
+            fields of the wrong type; (always) a corrupt or truncated gzip stream.
         OSError: the file cannot be opened.
     """
-    with _open_text(path) as handle:
+    with _open_binary(path) as handle:
         lineno = 0
         try:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
+            for lineno, raw in enumerate(handle, start=1):
+                try:
+                    record = _jsonl_record(path, lineno, raw)
+                except CorpusFormatError as exc:
+                    if on_bad_line is None:
+                        raise
+                    on_bad_line(exc)
                     continue
-                yield _jsonl_record(path, lineno, line)
-        except UnicodeDecodeError as exc:
-            raise CorpusFormatError(path, f"not UTF-8 text ({exc.reason})", lineno + 1) from exc
+                if record is not None:
+                    yield record
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise CorpusFormatError(path, f"corrupt gzip file: {exc}", lineno + 1) from exc
 
 
-def _open_text(path: Path) -> TextIO:
+def _open_binary(path: Path) -> io.BufferedIOBase:
     if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
+        return gzip.open(path, "rb")
+    return path.open("rb")
 
 
-def _jsonl_record(path: Path, lineno: int, line: str) -> PubmedArticle:
+def _jsonl_record(path: Path, lineno: int, raw: bytes) -> PubmedArticle | None:
+    """The record of one JSONL line (``None`` for a blank line)."""
     try:
-        raw = json.loads(line)
+        line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusFormatError(path, f"not UTF-8 text ({exc.reason})", lineno) from exc
+    if not line.strip():
+        return None
+    try:
+        parsed = json.loads(line)
     except json.JSONDecodeError as exc:
         raise CorpusFormatError(path, f"invalid JSON: {exc.msg}", lineno) from exc
-    if not isinstance(raw, dict):
-        raise CorpusFormatError(path, f"expected a JSON object, found {type(raw).__name__}", lineno)
-    pmid = raw.get("pmid")
+    if not isinstance(parsed, dict):
+        raise CorpusFormatError(
+            path, f"expected a JSON object, found {type(parsed).__name__}", lineno
+        )
+    pmid = parsed.get("pmid")
     if isinstance(pmid, int) and not isinstance(pmid, bool):
         pmid = str(pmid)
     if not isinstance(pmid, str) or not _PMID.match(pmid.strip()):
-        what = "missing" if pmid in (None, "") else f"not a PMID (digits): {pmid!r}"
+        what = "missing" if pmid in (None, "") else f"not a PMID (digits): {repr(pmid)[:40]}"
         raise CorpusFormatError(path, f"'pmid' is {what}", lineno)
     try:
-        return PubmedArticle.model_validate(_article_fields(raw, pmid.strip()))
+        return PubmedArticle.model_validate(_article_fields(parsed, pmid.strip()))
     except (ValidationError, TypeError, ValueError) as exc:
         raise CorpusFormatError(path, f"bad record for PMID {pmid}: {_short(exc)}", lineno) from exc
 
