@@ -9,6 +9,7 @@ import httpx
 from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.sources.base import SearchSource
+from deepcritical.sources.bounded import BoundedSource
 
 
 class _HttpOptions(TypedDict):
@@ -21,7 +22,9 @@ class _HttpOptions(TypedDict):
 def build_sources(
     settings: Settings, client: httpx.AsyncClient, embedder: Embedder
 ) -> list[SearchSource]:
-    """One source object per name in ``settings.sources``, in that order.
+    """One source object per name in ``settings.sources``, in that order, each wrapped in a
+    :class:`~deepcritical.sources.bounded.BoundedSource` (items of at most
+    ``settings.max_record_chars`` characters of content and title, no control characters).
 
     Raises:
         deepcritical.corpus.index.CorpusNotFoundError: ``local`` is asked for and the corpus
@@ -35,9 +38,8 @@ def build_sources(
             from deepcritical.corpus.index import LocalCorpus
             from deepcritical.sources.local import LocalCorpusSource
 
-            built.append(
-                LocalCorpusSource(LocalCorpus.open(settings.resolved_corpus_dir, embedder))
-            )
+            corpus = LocalCorpus.open(settings.resolved_corpus_dir, embedder)
+            built.append(LocalCorpusSource(corpus, settings.max_record_chars))
         elif name == "pubmed":
             from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
             from deepcritical.sources.pubmed import PubMedSource
@@ -81,4 +83,4 @@ def build_sources(
             built.append(WebSearchSource(client, base_url=urls.get(name), **http))
         else:  # Settings validates names; this guards programmatic misuse
             raise ValueError(f"unknown source {name!r}")
-    return built
+    return [BoundedSource(source, settings.max_record_chars) for source in built]

@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import asyncio
 
+from deepcritical.config import MAX_RECORD_CHARS
 from deepcritical.corpus.index import LocalCorpus, ScoredDocument
+from deepcritical.corpus.records import check_record
 from deepcritical.evidence.titles import with_derived_title
 from deepcritical.formats.pubmed_xml import article_to_evidence
 from deepcritical.models import Evidence, SourceName
 from deepcritical.sources.base import SourceError
 
 
-def hits_to_evidence(hits: list[ScoredDocument], query: str) -> list[Evidence]:
+def hits_to_evidence(
+    hits: list[ScoredDocument], query: str, max_record_chars: int = MAX_RECORD_CHARS
+) -> list[Evidence]:
     """Evidence items in hit order; ``relevance`` = RRF score / best RRF score (best = 1.0).
 
-    A record without a title (every PubMedQA record) gets the title derived from its abstract
+    Each record is first cleaned and bounded to ``max_record_chars`` characters
+    (:func:`~deepcritical.corpus.records.check_record`, as on import: a corpus imported
+    before the import had a size limit may hold bigger records). A record without a title
+    (every PubMedQA record) gets the title derived from its abstract
     (``citation.derived_title``, see :mod:`deepcritical.evidence.titles`).
     """
     if not hits:
@@ -29,7 +36,7 @@ def hits_to_evidence(hits: list[ScoredDocument], query: str) -> list[Evidence]:
     return [
         with_derived_title(
             article_to_evidence(
-                h.article,
+                check_record(h.article, max_record_chars).article,
                 source=SourceName.LOCAL.value,
                 query=query,
                 relevance=min(1.0, max(0.0, h.score / best)) if best > 0 else 0.0,
@@ -43,13 +50,16 @@ class LocalCorpusSource:
     """Hybrid (BM25 + dense, RRF) search over a local corpus, returning PubMed evidence.
 
     Citations have ``source="local"``, ``id`` = ``pmid`` = the PMID and the PubMed URL.
+    Records hold at most ``max_record_chars`` characters of text (see
+    :func:`hits_to_evidence`).
     Queries to one source run one at a time (the corpus serialises them).
     """
 
     name = SourceName.LOCAL.value
 
-    def __init__(self, corpus: LocalCorpus) -> None:
+    def __init__(self, corpus: LocalCorpus, max_record_chars: int = MAX_RECORD_CHARS) -> None:
         self.corpus = corpus
+        self.max_record_chars = max_record_chars
 
     async def search(self, query: str, limit: int) -> list[Evidence]:
         """Up to ``limit`` evidence items for ``query``, best first; ``[]`` for an empty query.
@@ -64,4 +74,4 @@ class LocalCorpusSource:
             hits = await asyncio.to_thread(self.corpus.search, query, limit)
         except Exception as exc:  # the protocol allows only SourceError out of a source
             raise SourceError(self.name, str(exc) or type(exc).__name__) from exc
-        return hits_to_evidence(hits, query)
+        return hits_to_evidence(hits, query, self.max_record_chars)
