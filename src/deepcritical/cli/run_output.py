@@ -2,15 +2,19 @@
 a progress line, then the report files (markdown at ``--out``, JSON next to it) and the
 summary and usage tables.
 
-Exit codes of a run: 0 with a report, 1 when the run failed or ended without one, 2 for the
-errors a command names as bad input (e.g. an unknown model provider), 130 when interrupted.
+Exit codes of a run: 0 with a report, 1 when the run failed or ended without one (or its
+report files could not be written: the message names the run id and the ``runs export``
+command), 2 for an ``--out`` that cannot be written (checked before the run) and the errors a
+command names as bad input (e.g. an unknown model provider), 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -18,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from deepcritical.cli.context import console, fail
+from deepcritical.cli.context import console, fail, global_options
 from deepcritical.events import ResearchEvent
 from deepcritical.models import SOURCE_LABELS, RunResult
 
@@ -42,9 +46,16 @@ _STYLE = {"warning": "yellow", "error": "red", "done": "green"}
 def check_out_path(out: Path) -> None:
     """Refuse, before any work, an ``--out`` the report could not be written to.
 
+    Both files (``out`` and the JSON next to it) are really opened for writing, without
+    changing anything: an existing file is opened for appending and closed unwritten; a new
+    one is created and removed again, with any directory made for it (:func:`_probe_write`).
+    So a path the system refuses (``/proc/x.md``, a read-only mount, a full quota of inodes)
+    fails here, not after the run.
+
     Raises:
-        typer.Exit: code 2 when ``out`` ends in ``.json``, is a directory, or lies under a
-            file or an unwritable directory.
+        typer.Exit: code 2 when ``out`` ends in ``.json``, is a directory, lies under a file,
+            or either file cannot be opened for writing (the message gives the system's
+            reason).
     """
     if out.suffix.lower() == ".json":
         raise fail(
@@ -52,16 +63,46 @@ def check_out_path(out: Path) -> None:
             "to it with the suffix .json",
             2,
         )
-    if out.exists() and out.is_dir():
+    if out.is_dir():
         raise fail(f"--out {out} is a directory; give a file path such as {out}/report.md", 2)
-    parent = out.parent
-    for ancestor in [parent, *parent.parents]:
+    for ancestor in out.parents:
         if ancestor.exists():
             if not ancestor.is_dir():
                 raise fail(f"--out {out}: {ancestor} is a file, not a directory", 2)
-            if not os.access(ancestor, os.W_OK):
-                raise fail(f"--out {out}: {ancestor} is not writable", 2)
             break
+    for path in (out, out.with_suffix(".json")):
+        try:
+            _probe_write(path)
+        except OSError as exc:
+            raise fail(f"--out {out}: {path} cannot be written ({_reason(exc)})", 2) from None
+
+
+def _probe_write(path: Path) -> None:
+    """Open ``path`` for writing and leave everything as it was: an existing file is opened
+    for appending (nothing written, so not truncated); a new file is created exclusively and
+    removed, and the directories made for it are removed again.
+
+    Raises:
+        OSError: the file or a directory above it cannot be created or opened for writing.
+    """
+    if path.exists():
+        with path.open("ab"):
+            return
+    made = [d for d in reversed(path.parents) if not d.exists()]
+    try:
+        for directory in made:
+            directory.mkdir()
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        path.unlink()
+    finally:
+        for directory in reversed(made):
+            with contextlib.suppress(OSError):  # not made, or not empty: leave it
+                directory.rmdir()
+
+
+def _reason(exc: OSError) -> str:
+    """The system's reason for ``exc`` (``"Permission denied"``), without the path."""
+    return exc.strerror or type(exc).__name__
 
 
 def run_to_report(
@@ -81,51 +122,84 @@ def run_to_report(
         bad_input: errors of the run that mean bad input (printed; exit code 2).
         interrupt_hint: printed after ``Interrupted.`` on Ctrl-C (exit code 130).
 
+    A report file that cannot be written after the run (the disk filled up, the directory
+    went away) ends with exit code 1 and a message, never a traceback: it names the run id
+    and the ``deepcritical runs export`` command that gets the stored report back (or says
+    the run was not recorded).
+
     Raises:
-        typer.Exit: always: 0 with the report written, 1 when the run failed or ended
-            without a report, 2 on ``bad_input``, 130 when interrupted.
+        typer.Exit: always: 0 with the report written, 1 when the run failed, ended without
+            a report or its files could not be written, 2 on ``bad_input``, 130 when
+            interrupted.
     """
+    outcome = _Outcome()
     try:
-        code, result = asyncio.run(_consume(start, bad_input))
+        code = asyncio.run(_consume(start, bad_input, outcome))
     except KeyboardInterrupt:
         hint = f" {interrupt_hint}" if interrupt_hint else ""
         console.print(f"[yellow]Interrupted.[/yellow]{hint}")
         raise typer.Exit(130) from None
-    if result is not None:
-        _write_outputs(result, out)
+    if outcome.result is not None:
+        try:
+            _write_outputs(outcome.result, out)
+        except OSError as exc:
+            raise fail(_unwritten(out, exc, outcome.run_id)) from None
     raise typer.Exit(code)
 
 
-async def _consume(
-    start: EventStream, bad_input: tuple[type[Exception], ...]
-) -> tuple[int, RunResult | None]:
-    """Print the events of ``start()`` (the latest also on a progress line) and return
-    ``(exit code, result)``: ``(0, result)`` after ``done``; ``(1, None)`` after ``error`` or
-    when the stream ends without a result; ``(2, None)`` when it raises one of ``bad_input``
-    (printed). The run id of the ``started`` event is printed with the command that resumes it.
-    """
+@dataclass
+class _Outcome:
+    """What a run's events told: its run id (``None`` when it is not recorded) and result."""
+
+    run_id: str | None = None
     result: RunResult | None = None
+
+
+def _unwritten(out: Path, exc: OSError, run_id: str | None) -> str:
+    """The message for report files that could not be written after the run."""
+    where = exc.filename or out
+    text = f"the report could not be written to {where} ({_reason(exc)})."
+    if run_id is None:
+        return text + " The run was not recorded (persist_runs is off), so it is lost."
+    data_dir = global_options.data_dir
+    option = f" --data-dir {data_dir}" if data_dir is not None else ""
+    return (
+        f"{text} The run and its report are stored in the run database as run {run_id}: "
+        f"`deepcritical{option} runs export {run_id} --out report.json` writes them to a file."
+    )
+
+
+async def _consume(
+    start: EventStream, bad_input: tuple[type[Exception], ...], outcome: _Outcome
+) -> int:
+    """Print the events of ``start()`` (the latest also on a progress line), record the run
+    id and the result in ``outcome`` and return the exit code: 0 after ``done``; 1 after
+    ``error`` or when the stream ends without a result; 2 when it raises one of
+    ``bad_input`` (printed). The run id of the ``started`` event is printed with the command
+    that resumes it.
+    """
     try:
         with console.status("Starting…") as status:
             async for event in start():
                 status.update(f"[bold]{event.type}[/bold]: {event.message[:100]}")
                 _print_event(event)
                 if event.type == "started" and event.data.get("run_id"):
-                    run_id = event.data["run_id"]
+                    run_id = str(event.data["run_id"])
+                    outcome.run_id = run_id
                     console.print(
                         f"{'run id':>16} {run_id} (resume: deepcritical runs resume {run_id})"
                     )
                 if event.type == "done":
-                    result = event.result
+                    outcome.result = event.result
                 elif event.type == "error":
-                    return 1, None
+                    return 1
     except bad_input as exc:
         console.print(f"[red]Error:[/red] {exc}")
-        return 2, None
-    if result is None:
+        return 2
+    if outcome.result is None:
         console.print("[red]Error:[/red] the run ended without a report")
-        return 1, None
-    return 0, result
+        return 1
+    return 0
 
 
 def _write_outputs(result: RunResult, out: Path) -> None:
