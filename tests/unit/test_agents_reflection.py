@@ -104,6 +104,18 @@ def test_apply_reflection_never_satisfies_an_item_without_evidence() -> None:
     assert not applied.all_satisfied
 
 
+def test_apply_reflection_never_counts_an_item_without_evidence_as_partial() -> None:
+    """Issue 13: a nonsense question showed checklist coverage beside "No evidence found";
+    an item nothing answers adds nothing to the coverage, whatever the model says."""
+    p = plan(U, P)
+    given = Reflection(
+        items=[ItemReflection(key="k1", status=P), ItemReflection(key="k2", status=P)]
+    )
+    applied = apply_reflection(p, given)
+    assert [(i.key, i.status) for i in applied.items] == [("k1", U), ("k2", P)]
+    assert p.coverage() == 0.25
+
+
 class ReflectionScript:
     def __init__(self, output: dict[str, Any]) -> None:
         self.output = output

@@ -29,6 +29,7 @@ from deepcritical.models import (
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.orchestrators.deps import QuestionError, RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
+from deepcritical.orchestrators.progress import gathering_stop_rule
 from deepcritical.report.validation import citation_problems
 from deepcritical.sources.base import SourceError
 from tests.conftest import HashingEmbedder
@@ -286,6 +287,64 @@ async def test_stops_when_a_round_adds_nothing_new() -> None:
     assert report.metadata.stop_reason == "no_new_evidence"
     assert report.metadata.iterations == 2
     assert len(store) == 3
+
+
+class EmptySource:
+    """Answers every query with nothing (a question whose words match no record)."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def search(self, query: str, limit: int) -> list[Evidence]:
+        self.calls.append(query)
+        return []
+
+
+@pytest.mark.parametrize(("mode", "rounds"), [("extractive", 1), ("llm", 2)])
+async def test_a_run_that_finds_nothing_on_topic_stops_after_its_empty_rounds(
+    mode: str, rounds: int
+) -> None:
+    """Issue 13: a question of nonsense words searched all its rounds. Extractive queries
+    stop after one empty round; queries written by a model get one rephrased round more."""
+    source = EmptySource()
+    settings = Settings(max_rounds=5, results_per_query=3, sources=["local"])
+    orch, _ = orchestrator([source], settings=settings, agent_set=agents(mode=mode))
+    events = await collect(orch)
+    report = final(events)
+    assert report.metadata.stop_reason == "insufficient_evidence"
+    assert report.metadata.iterations == rounds
+    assert source.calls == [f"q{n}" for n in range(1, rounds + 1)]
+    assert report.references == []
+    assert report.metadata.checklist_coverage == 0.0
+    assert not [e for e in events if e.type in {"judge_assessment", "reflection"}]
+
+
+@pytest.mark.parametrize(
+    ("on_topic", "round_no", "empty_rounds", "sufficient", "expected"),
+    [
+        (0, 1, 1, None, "insufficient_evidence"),
+        (0, 1, 2, None, None),
+        (0, 2, 2, None, "insufficient_evidence"),
+        (3, 1, 1, None, None),
+        (3, 1, 1, True, "sufficient"),
+    ],
+)
+def test_the_empty_round_rule(
+    on_topic: int, round_no: int, empty_rounds: int, sufficient: bool | None, expected: str | None
+) -> None:
+    stop = gathering_stop_rule(
+        sufficient=sufficient,
+        on_topic=on_topic,
+        empty_rounds=empty_rounds,
+        store_size=10,
+        max_sources=60,
+        round_no=round_no,
+        added=10,
+        max_rounds=3,
+    )
+    assert stop == expected
 
 
 async def test_failing_source_is_reported_and_run_goes_on() -> None:

@@ -341,6 +341,40 @@ async def test_a_screener_model_error_falls_back_with_a_warning() -> None:
     assert "not screened for relevance" in result.report.methodology
 
 
+class AsthmaSource(PaperSource):
+    """Only asthma papers: nothing the search agent's model saves for a metformin question."""
+
+    async def search(self, query: str, limit: int) -> list[Evidence]:
+        await super().search(query, limit)
+        return [asthma_paper(8000 + 10 * len(self.calls) + i, query) for i in range(limit)]
+
+
+async def test_model_written_queries_get_one_rephrased_round_when_nothing_is_on_topic() -> None:
+    """Issue 13: with a model, a round that found nothing on-topic is followed by one more
+    (rephrased) round; a second empty round ends the search with an abstention."""
+    s = settings(max_rounds=4)
+    store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
+    roles = RoleScript(off_topic_text=OFF_TOPIC_MARK)
+    deps = RunDeps(
+        settings=s,
+        agents=build_llm_agents(s, roles.model()),
+        store=store,
+        search=SearchAgent([AsthmaSource()], store, s.results_per_query),
+        source_names=["fake"],
+        fallback=build_extractive_agents(s, HashingEmbedder()),
+        llm_label="scripted",
+    )
+    events = [e async for e in IterativeOrchestrator(deps).run(QUESTION)]
+    assert events[-1].type == "done", [(e.type, e.message) for e in events[-6:]]
+    assert events[-1].result is not None
+    report = events[-1].result.report
+    assert [e.round for e in events if e.type == "searching"] == [1, 2]
+    assert report.metadata.stop_reason == "insufficient_evidence"
+    assert report.metadata.checklist_coverage == 0.0
+    assert report.references == []
+    assert "judge" not in roles.prompts  # nothing on-topic was ever judged
+
+
 # --------------------------------------------------------------------------- magentic
 async def test_magentic_search_agent_screens_out_what_it_does_not_save() -> None:
     roles = RoleScript(off_topic_text=OFF_TOPIC_MARK)

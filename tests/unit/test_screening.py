@@ -139,8 +139,16 @@ async def test_off_topic_records_stay_in_the_store_but_never_reach_the_report() 
 
 
 async def test_a_run_that_finds_nothing_on_topic_abstains() -> None:
-    _, result = await run(OFF_TOPIC)
+    events, result = await run(OFF_TOPIC)
     report = result.report
+    # one empty round ends an extractive search (issue 13), and nothing counts as covered
+    assert report.metadata.iterations == 1
+    assert [e.round for e in events if e.type == "searching"] == [1]
+    assert report.metadata.checklist_coverage == 0.0
+    assert result.plan is not None
+    assert {c.status.value for c in result.plan.checklist} == {"unsatisfied"}
+    assert "coverage 0%" in report.methodology
+    assert "checklist coverage: 0%" in report.to_markdown()
     statement = "The sources searched (Local corpus) hold no evidence that addresses"
     assert report.executive_summary.startswith(statement)
     assert report.references == []

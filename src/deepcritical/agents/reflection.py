@@ -69,15 +69,16 @@ def apply_reflection(
 ) -> Reflection:
     """Set the plan's checklist statuses from ``reflection``; return the reflection as
     applied (every plan item once, in plan order; unknown keys ignored; items the
-    reflection left out keep their status; "satisfied" without evidence becomes
-    "unsatisfied", and evidence ids in ``off_topic`` do not count as evidence)."""
+    reflection left out keep their status; "satisfied" or "partial" without evidence becomes
+    "unsatisfied", so checklist coverage never counts an item that nothing answers, and
+    evidence ids in ``off_topic`` do not count as evidence)."""
     given = {r.key: r for r in reflection.items}
     applied: list[ItemReflection] = []
     for item in plan.checklist:
         r = given.get(item.key)
         status = r.status if r is not None else item.status
         counted = [i for i in item.evidence_ids if i not in off_topic]
-        if status == ChecklistStatus.SATISFIED and not counted:
+        if not counted:
             status = ChecklistStatus.UNSATISFIED
         item.status = status
         applied.append(ItemReflection(key=item.key, status=status, missing=r.missing if r else ""))

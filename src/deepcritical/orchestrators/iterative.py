@@ -3,8 +3,9 @@ hypothesise -> reflect -> judge) x rounds -> report -> validate -> ground.
 
 Stop rules live in code, whatever the judge says (:func:`~deepcritical.orchestrators.progress.
 gathering_stop_rule`, shared with the ``magentic`` orchestrator): the judge's ``sufficient``
-verdict, every checklist item satisfied (the reflection step), the round limit, the
-evidence limit (``max_sources``), the time budget, and a round that adds no new evidence.
+verdict, every checklist item satisfied (the reflection step), nothing on-topic found (after
+one round, two when a model writes the queries), the round limit, the evidence limit
+(``max_sources``), the time budget, and a round that adds no new evidence.
 The steps and the report stage are those of
 :class:`~deepcritical.orchestrators.run.ResearchRun`. Every run that gets past planning
 ends with a validated report built from the evidence store, and the report metadata says why
@@ -99,16 +100,19 @@ class IterativeOrchestrator:
             result = await run.run_search(round_no, queries)
             if len(store) == 0 and len(result.failures) == len(run.source_names):
                 return "no_sources"
-            if not run.on_topic_ids():  # nothing to assess yet: search again
-                continue
-            evidence_slice = run.evidence_slice()
-            await run.hypothesise(round_no, evidence_slice)
-            reflection = await run.reflect(round_no, evidence_slice)
-            judged = await run.judge(round_no, evidence_slice)
-            assessment = judged or assessment
+            on_topic = run.on_topic_ids()
+            reflection, judged = None, None
+            if on_topic:  # else nothing to assess: search again, or stop (rule 3)
+                evidence_slice = run.evidence_slice()
+                await run.hypothesise(round_no, evidence_slice)
+                reflection = await run.reflect(round_no, evidence_slice)
+                judged = await run.judge(round_no, evidence_slice)
+                assessment = judged or assessment
             stop = gathering_stop_rule(
                 sufficient=None if judged is None else judged.sufficient,
                 all_satisfied=reflection is not None and reflection.all_satisfied,
+                on_topic=len(on_topic),
+                empty_rounds=run.empty_round_limit,
                 store_size=len(store),
                 max_sources=s.max_sources,
                 round_no=round_no,

@@ -91,6 +91,9 @@ def stop_reason_text(reason: StopReason, run: ResearchRun) -> str:
         "no_new_evidence": "the last search found nothing new",
         "no_sources": "every source failed",
         "time_budget": "the time budget is spent",
+        "insufficient_evidence": (
+            f"{run.state.rounds} search round(s) found nothing on-topic for the question"
+        ),
     }.get(reason, reason.replace("_", " "))
 
 
@@ -245,6 +248,8 @@ class SearchParticipant(ResearchParticipant):
             return "no_sources"
         return gathering_stop_rule(
             sufficient=False,
+            on_topic=len(run.on_topic_ids()),
+            empty_rounds=run.empty_round_limit,
             store_size=len(run.store),
             max_sources=run.settings.max_sources,
             round_no=round_no,

@@ -25,12 +25,21 @@ from deepcritical.models import (
 )
 
 __all__ = [
+    "REPHRASED_EMPTY_ROUNDS",
     "RunAccounting",
     "RunState",
     "gathering_stop_rule",
     "judged_stop",
     "number_hypotheses",
 ]
+
+REPHRASED_EMPTY_ROUNDS = 2
+"""Search rounds a run whose queries a model writes may spend without finding anything
+on-topic before gathering stops (``insufficient_evidence``): the model rephrases after an
+empty round (synonyms, broader or MeSH terms, the search agent's next queries), which can
+find what the question's own words did not. A run with extractive queries stops after one
+empty round: its next queries only add checklist words to the same key terms, and a key
+term that matched nothing on-topic still matches nothing."""
 
 
 @dataclass
@@ -81,6 +90,8 @@ def gathering_stop_rule(
     *,
     sufficient: bool | None,
     all_satisfied: bool = False,
+    on_topic: int,
+    empty_rounds: int = 1,
     store_size: int,
     max_sources: int,
     round_no: int,
@@ -88,22 +99,29 @@ def gathering_stop_rule(
     max_rounds: int,
 ) -> StopReason | None:
     """The stop rules in code, checked after a search round (its reflection, then its
-    judgement, which sees the checklist statuses the reflection wrote). ``None``: keep
-    gathering.
+    judgement, which sees the checklist statuses the reflection wrote; neither runs while
+    nothing on-topic has been found). ``None``: keep gathering.
 
     ``sufficient`` is the judge's verdict this round (``None``: no judgement, e.g. every
-    judge failed). The judge has the last word on the evidence, so the log never says
-    "not sufficient → continue" before a stop for sufficiency: in order,
+    judge failed or nothing on-topic to judge). ``on_topic`` is the number of items in the
+    store that screening did not find off-topic; ``empty_rounds`` the rounds a run may
+    search without finding any (1; :data:`REPHRASED_EMPTY_ROUNDS` when a model writes the
+    queries). The judge has the last word on the evidence, so the log never says "not
+    sufficient → continue" before a stop for sufficiency: in order,
 
     1. the judge found it sufficient: ``all_satisfied`` when every checklist item is also
        satisfied, else ``sufficient``;
     2. no judgement, and every checklist item satisfied: ``all_satisfied``;
-    3. the evidence limit (``max_sources``), a later round adding nothing
+    3. nothing on-topic after ``empty_rounds`` rounds: ``insufficient_evidence`` (the
+       report abstains);
+    4. the evidence limit (``max_sources``), a later round adding nothing
        (``no_new_evidence``), the round limit (``max_rounds``).
     """
     judged = judged_stop(sufficient=sufficient, all_satisfied=all_satisfied)
     if judged is not None:
         return judged
+    if on_topic == 0 and round_no >= empty_rounds:
+        return "insufficient_evidence"
     if store_size >= max_sources:
         return "max_sources"
     if round_no > 1 and added == 0:

@@ -52,7 +52,12 @@ from deepcritical.models import (
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.orchestrators.channel import EventChannel
 from deepcritical.orchestrators.deps import RunDeps
-from deepcritical.orchestrators.progress import RunAccounting, RunState, number_hypotheses
+from deepcritical.orchestrators.progress import (
+    REPHRASED_EMPTY_ROUNDS,
+    RunAccounting,
+    RunState,
+    number_hypotheses,
+)
 from deepcritical.report.finish import GroundingOptions, RunFacts, finish_report
 from deepcritical.report.grounding import RewriteFunction
 from deepcritical.state.runs import RunStore
@@ -218,6 +223,13 @@ class ResearchRun:
     def elapsed(self) -> float:
         """Seconds since the run started."""
         return self.clock() - self.started
+
+    @property
+    def empty_round_limit(self) -> int:
+        """Search rounds this run may spend finding nothing on-topic before gathering stops:
+        :data:`~deepcritical.orchestrators.progress.REPHRASED_EMPTY_ROUNDS` when a model
+        writes the queries (LLM agents), else 1."""
+        return REPHRASED_EMPTY_ROUNDS if self.agents.mode == "llm" else 1
 
     # --- guarded role calls ---------------------------------------------------------------
 
