@@ -39,6 +39,7 @@ from deepcritical.orchestrators.agent_set import build_agents
 from deepcritical.orchestrators.deps import RunDeps, check_context, check_question
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.sources.base import SearchSource
+from deepcritical.sources.bounded import bound_sources
 from deepcritical.sources.factory import build_sources
 from deepcritical.sources.http import new_http_client
 from deepcritical.state.errors import RunNotFoundError, RunNotResumableError
@@ -223,7 +224,10 @@ async def _research(
             list(sources) if sources is not None else build_sources(settings, client, embedder)
         )
         if persisted is not None and sources is None:
-            run_sources = persisted.wrap_sources(run_sources)
+            # the call cache keeps bounded items; answers it kept before a lower limit are
+            # bounded again on the way out
+            cached = persisted.wrap_sources(run_sources)
+            run_sources = bound_sources(cached, settings.max_evidence_chars)
         if persisted is not None and model is None and llm_model is not None:
             llm_model = persisted.cached_model = CachedModel(llm_model, persisted.cache)
         if persisted is not None and chat_client is None and manager_client is not None:

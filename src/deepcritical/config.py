@@ -20,6 +20,10 @@ MAX_RECORD_CHARS = 200_000
 """The default of ``Settings.max_record_chars``: characters of text kept per record (a
 PubMed abstract is rarely over 5,000; a full paper's text is about 50,000)."""
 
+MAX_EVIDENCE_CHARS = 20_000
+"""The default of ``Settings.max_evidence_chars``: characters of an item's text a run keeps
+(the web source keeps 4,000 of a page; a structured abstract or a trial summary fits whole)."""
+
 REDACTED = "[redacted]"
 SECRET_QUERY_KEYS = frozenset(
     {
@@ -187,10 +191,16 @@ class Settings(BaseSettings):
     max_record_chars: int = Field(
         default=MAX_RECORD_CHARS,
         ge=1000,
-        description="Characters of text kept per record: a corpus record over it (title, "
+        description="Characters of text kept per corpus record: a record over it (title, "
         "abstract and metadata together) is cut at a sentence or word boundary when it is "
-        "imported (counted in the import summary), and so is the text of every item a "
-        "source returns.",
+        "imported (counted in the import summary).",
+    )
+    max_evidence_chars: int = Field(
+        default=MAX_EVIDENCE_CHARS,
+        ge=1000,
+        description="Characters of text a run keeps of each item a source returns (its "
+        "content, and its title), cut at a sentence or word boundary: every step reads, "
+        "splits and embeds each item's sentences, several times per run.",
     )
     http_timeout_seconds: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=3, ge=1)

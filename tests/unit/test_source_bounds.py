@@ -1,5 +1,6 @@
-"""Every source's items are bounded (issue 13 item 5): at most ``max_record_chars`` of content
-and title, no control characters, also from a corpus imported before the import limit."""
+"""Every source's items are bounded (issue 13 item 5): at most ``max_evidence_chars`` of
+content and title, no control characters, also from a corpus imported before the import
+limit."""
 
 from __future__ import annotations
 
@@ -54,13 +55,17 @@ async def test_a_bounded_source_bounds_what_its_source_returns() -> None:
     assert "\x00" not in found.content + found.citation.title
 
 
+def test_a_run_keeps_20k_characters_of_an_item_by_default() -> None:
+    assert Settings(_env_file=None).max_evidence_chars == 20_000
+
+
 async def test_every_built_source_is_bounded_by_the_setting(tmp_path: Path) -> None:
     corpus = LocalCorpus(tmp_path / "corpus", HashingEmbedder())
     corpus.add_articles([PubmedArticle(pmid="1", title="Metformin and cancer")])
     settings = Settings(
         sources=["local", "pubmed", "web"],
         corpus_dir=tmp_path / "corpus",
-        max_record_chars=5000,
+        max_evidence_chars=5000,
         _env_file=None,
     )
     async with httpx.AsyncClient() as client:
@@ -77,7 +82,7 @@ async def test_an_oversized_record_of_an_old_corpus_is_bounded_when_found(tmp_pa
         pmid="7", abstract_sections=[AbstractSection(label="RESULTS", text=SENTENCE * 70_000)]
     )
     assert corpus.add_articles([huge], max_record_chars=10_000_000).truncated == 0
-    [found] = await LocalCorpusSource(corpus, max_record_chars=20_000).search("metformin", 3)
+    [found] = await LocalCorpusSource(corpus, max_chars=20_000).search("metformin", 3)
     assert len(found.content) <= 20_000
     assert found.content.endswith("cancer.")
     assert found.citation.derived_title

@@ -2,20 +2,23 @@
 
 A record of 50 MB in the local corpus (imported before the import had a size limit) was kept
 whole by the evidence store, copied into the run database once per search call by the call
-cache, split into sentences and embedded: minutes and gigabytes for one record.
-:class:`BoundedSource` wraps a source so that what it returns holds at most
-``Settings.max_record_chars`` characters of content and of title, without control characters,
-whatever the source (an old corpus, an API payload, a mirror) sent.
+cache, split into sentences and embedded by several steps: minutes and gigabytes for one
+record. Even a record at the import limit (200,000 characters) costs the extractive steps
+about a minute. :class:`BoundedSource` wraps a source so that what it returns holds at most
+``Settings.max_evidence_chars`` characters (default 20,000) of content and of title, without
+control characters, whatever the source (a corpus, an API payload, a mirror) sent.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from deepcritical.models import Evidence
 from deepcritical.sources.base import SearchSource
 from deepcritical.text.control import strip_control_chars
 from deepcritical.text.truncation import cut_at_boundary
 
-__all__ = ["BoundedSource", "bound_evidence"]
+__all__ = ["BoundedSource", "bound_evidence", "bound_sources"]
 
 
 def bound_evidence(item: Evidence, max_chars: int) -> Evidence:
@@ -47,3 +50,8 @@ class BoundedSource:
     async def search(self, query: str, limit: int) -> list[Evidence]:
         """``inner.search(query, limit)``, each item bounded."""
         return [bound_evidence(e, self.max_chars) for e in await self.inner.search(query, limit)]
+
+
+def bound_sources(sources: Sequence[SearchSource], max_chars: int) -> list[SearchSource]:
+    """Each of ``sources`` wrapped in a :class:`BoundedSource` of ``max_chars``."""
+    return [BoundedSource(source, max_chars) for source in sources]

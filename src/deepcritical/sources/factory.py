@@ -9,7 +9,7 @@ import httpx
 from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.sources.base import SearchSource
-from deepcritical.sources.bounded import BoundedSource
+from deepcritical.sources.bounded import bound_sources
 
 
 class _HttpOptions(TypedDict):
@@ -24,7 +24,7 @@ def build_sources(
 ) -> list[SearchSource]:
     """One source object per name in ``settings.sources``, in that order, each wrapped in a
     :class:`~deepcritical.sources.bounded.BoundedSource` (items of at most
-    ``settings.max_record_chars`` characters of content and title, no control characters).
+    ``settings.max_evidence_chars`` characters of content and title, no control characters).
 
     Raises:
         deepcritical.corpus.index.CorpusNotFoundError: ``local`` is asked for and the corpus
@@ -39,7 +39,7 @@ def build_sources(
             from deepcritical.sources.local import LocalCorpusSource
 
             corpus = LocalCorpus.open(settings.resolved_corpus_dir, embedder)
-            built.append(LocalCorpusSource(corpus, settings.max_record_chars))
+            built.append(LocalCorpusSource(corpus, settings.max_evidence_chars))
         elif name == "pubmed":
             from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
             from deepcritical.sources.pubmed import PubMedSource
@@ -83,4 +83,4 @@ def build_sources(
             built.append(WebSearchSource(client, base_url=urls.get(name), **http))
         else:  # Settings validates names; this guards programmatic misuse
             raise ValueError(f"unknown source {name!r}")
-    return [BoundedSource(source, settings.max_record_chars) for source in built]
+    return bound_sources(built, settings.max_evidence_chars)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from deepcritical.config import MAX_RECORD_CHARS
+from deepcritical.config import MAX_EVIDENCE_CHARS
 from deepcritical.corpus.index import LocalCorpus, ScoredDocument
 from deepcritical.corpus.records import check_record
 from deepcritical.evidence.titles import with_derived_title
@@ -20,13 +20,14 @@ from deepcritical.sources.base import SourceError
 
 
 def hits_to_evidence(
-    hits: list[ScoredDocument], query: str, max_record_chars: int = MAX_RECORD_CHARS
+    hits: list[ScoredDocument], query: str, max_chars: int = MAX_EVIDENCE_CHARS
 ) -> list[Evidence]:
     """Evidence items in hit order; ``relevance`` = RRF score / best RRF score (best = 1.0).
 
-    Each record is first cleaned and bounded to ``max_record_chars`` characters
-    (:func:`~deepcritical.corpus.records.check_record`, as on import: a corpus imported
-    before the import had a size limit may hold bigger records). A record without a title
+    Each record is first cleaned and bounded to ``max_chars`` characters of text
+    (:func:`~deepcritical.corpus.records.check_record`; ``Settings.max_evidence_chars``: a
+    corpus keeps records of up to ``max_record_chars``, and one imported before the import
+    had a size limit may hold more). A record without a title
     (every PubMedQA record) gets the title derived from its abstract
     (``citation.derived_title``, see :mod:`deepcritical.evidence.titles`).
     """
@@ -36,7 +37,7 @@ def hits_to_evidence(
     return [
         with_derived_title(
             article_to_evidence(
-                check_record(h.article, max_record_chars).article,
+                check_record(h.article, max_chars).article,
                 source=SourceName.LOCAL.value,
                 query=query,
                 relevance=min(1.0, max(0.0, h.score / best)) if best > 0 else 0.0,
@@ -50,16 +51,15 @@ class LocalCorpusSource:
     """Hybrid (BM25 + dense, RRF) search over a local corpus, returning PubMed evidence.
 
     Citations have ``source="local"``, ``id`` = ``pmid`` = the PMID and the PubMed URL.
-    Records hold at most ``max_record_chars`` characters of text (see
-    :func:`hits_to_evidence`).
+    Records hold at most ``max_chars`` characters of text (see :func:`hits_to_evidence`).
     Queries to one source run one at a time (the corpus serialises them).
     """
 
     name = SourceName.LOCAL.value
 
-    def __init__(self, corpus: LocalCorpus, max_record_chars: int = MAX_RECORD_CHARS) -> None:
+    def __init__(self, corpus: LocalCorpus, max_chars: int = MAX_EVIDENCE_CHARS) -> None:
         self.corpus = corpus
-        self.max_record_chars = max_record_chars
+        self.max_chars = max_chars
 
     async def search(self, query: str, limit: int) -> list[Evidence]:
         """Up to ``limit`` evidence items for ``query``, best first; ``[]`` for an empty query.
@@ -74,4 +74,4 @@ class LocalCorpusSource:
             hits = await asyncio.to_thread(self.corpus.search, query, limit)
         except Exception as exc:  # the protocol allows only SourceError out of a source
             raise SourceError(self.name, str(exc) or type(exc).__name__) from exc
-        return hits_to_evidence(hits, query, self.max_record_chars)
+        return hits_to_evidence(hits, query, self.max_chars)
