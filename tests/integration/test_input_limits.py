@@ -21,6 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -253,7 +254,7 @@ async def test_answers_cached_before_a_lower_limit_are_bounded_on_the_way_out(
         "abstract_sections": [{"label": "RESULTS", "text": HUGE_SENTENCE * 800}],  # ~85,000
     }
     corpus = hashed_corpus(tmp_path, [*RECORDS, long_record])
-    base = {
+    base: dict[str, Any] = {
         "llm": "none",
         "sources": ["local"],
         "corpus_dir": corpus,
