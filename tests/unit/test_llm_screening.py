@@ -391,3 +391,20 @@ async def test_magentic_search_agent_screens_out_what_it_does_not_save() -> None
     answer = next(m.text for m in client.seen if m.author_name == "SearchAgent")
     assert "4 on-topic of 6 in store" in answer
     assert "Collection check:" in answer
+
+
+async def test_magentic_search_closes_after_two_rounds_with_nothing_on_topic() -> None:
+    """The Magentic search agent applies the same empty-round rule: after two rounds that
+    found nothing on-topic it refuses to search again and points the manager to the report."""
+    roles = RoleScript(off_topic_text=OFF_TOPIC_MARK)
+    script = ManagerScript(speakers=("SearchAgent",) * 3 + ("ReportAgent", None))
+    orch, _, client, _ = make(script, roles, sources=[AsthmaSource()])
+    events = await collect(orch)
+    assert events[-1].type == "done", [(e.type, e.message) for e in events[-6:]]
+    result = events[-1].result
+    assert result is not None
+    assert [e.round for e in events if e.type == "searching"] == [1, 2]
+    assert result.report.metadata.stop_reason == "insufficient_evidence"
+    answers = [m.text for m in client.seen if m.author_name == "SearchAgent"]
+    assert "2 search round(s) found nothing on-topic" in answers[-1]
+    assert "Search is closed" in answers[-1]
