@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 import time
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -98,3 +101,39 @@ async def test_rate_limit_spaces_requests() -> None:
     # 6 requests at 10/s: at least ~5 intervals of 0.1 s (the first goes at once).
     assert elapsed >= 0.45
     assert http.requests_made == 6
+
+
+@respx.mock
+async def test_an_answer_over_the_body_limit_is_refused_while_it_streams_in() -> None:
+    """Issue 13: API payloads were read whole, however big."""
+    sent: list[int] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(100):  # 100 MiB if it were all read
+            sent.append(1)
+            yield b"x" * 2**20
+
+    route = respx.get(URL).mock(return_value=httpx.Response(200, content=chunks()))
+    async with httpx.AsyncClient() as client:
+        http = SourceHttp(client, "pubmed", requests_per_second=1000.0, max_body_bytes=3 * 2**20)
+        with pytest.raises(SourceError, match=r"answer from api\.example\.org is over 3,145,728"):
+            await http.get(URL)
+    assert route.call_count == 1  # not retried
+    assert len(sent) <= 5  # the rest was never read
+
+
+@respx.mock
+async def test_a_compressed_answer_is_read_decoded_once() -> None:
+    payload = json.dumps({"ok": True, "text": "é" * 1000}).encode()
+    respx.get(URL).mock(
+        return_value=httpx.Response(
+            200,
+            content=gzip.compress(payload),
+            headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
+        )
+    )
+    async with httpx.AsyncClient() as client:
+        response = await _http(client).get(URL)
+    assert response.json() == {"ok": True, "text": "é" * 1000}
+    assert response.headers["content-type"] == "application/json"
+    assert "content-encoding" not in response.headers

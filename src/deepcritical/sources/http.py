@@ -32,6 +32,11 @@ from deepcritical.sources.base import SourceError
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 USER_AGENT = "DeepCritical/0.1 (biomedical research agent; +https://github.com/deepcritical)"
 MAX_RETRY_AFTER_SECONDS = 30.0
+MAX_BODY_BYTES = 32 * 2**20
+"""The largest answer body a source reads (32 MiB; an efetch of 100 PubMed records is about
+1 MiB): a bigger one is refused while it streams in, so a misbehaving API or mirror cannot
+fill the memory."""
+_STALE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 BODY_START_BYTES = 80
 """Bytes of a body quoted in an error reason (:func:`body_start`)."""
 NOT_JSON = "response is not JSON ({content_type}, HTTP {status}): {start}"
@@ -155,6 +160,8 @@ class SourceHttp:
         timeout_seconds: per-attempt timeout.
         tries: attempts in all (first try included) for 429/5xx/timeouts/connection errors.
         backoff_seconds: first backoff; doubles each retry (with jitter), capped at 10 s.
+        max_body_bytes: the largest body read (decoded bytes); a longer one is a
+            :class:`SourceError`, not retried.
     """
 
     def __init__(
@@ -166,12 +173,14 @@ class SourceHttp:
         timeout_seconds: float = 20.0,
         tries: int = 3,
         backoff_seconds: float = 0.5,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.client = client
         self.source = source
         self.timeout_seconds = timeout_seconds
         self.tries = tries
         self.backoff_seconds = backoff_seconds
+        self.max_body_bytes = max_body_bytes
         # aiolimiter is a leaky bucket: max_rate requests per time_period seconds. A bucket of 1
         # per 1/rate seconds spaces requests evenly (no bursts that trip NCBI's limiter).
         self.limiter = AsyncLimiter(1, 1.0 / requests_per_second)
@@ -188,9 +197,12 @@ class SourceHttp:
         returns True (returned at once, unretried: for APIs that put an answer in an error
         body, e.g. "no results" sent as HTTP 500).
 
+        The body is read as it streams in, at most ``max_body_bytes`` of it.
+
         Raises:
-            SourceError: non-retryable status (e.g. 400, 404), or retries exhausted, or
-                timeouts on every try. The message names the last failure and the try count.
+            SourceError: non-retryable status (e.g. 400, 404), a body over
+                ``max_body_bytes``, or retries exhausted, or timeouts on every try. The
+                message names the last failure and the try count.
         """
         attempts = 0
         try:
@@ -205,7 +217,7 @@ class SourceHttp:
                     async with self.limiter:
                         self.requests_made += 1
                         response = await asyncio.wait_for(
-                            self.client.get(url, params=params), timeout=self.timeout_seconds
+                            self._fetch(url, params), timeout=self.timeout_seconds
                         )
                     if accept is not None and response.status_code >= 400 and accept(response):
                         return response
@@ -229,6 +241,30 @@ class SourceHttp:
                 self.source, f"connection failed ({type(exc).__name__}) after {attempts} tries"
             ) from exc
         raise SourceError(self.source, "no attempt was made")  # pragma: no cover
+
+    async def _fetch(self, url: str, params: Mapping[str, Any] | None) -> httpx.Response:
+        """GET ``url``; the response with its (decoded) body read, at most
+        ``max_body_bytes`` of it.
+
+        Raises:
+            SourceError: the body is longer.
+            httpx.HTTPError: the request or the body failed (as ``client.get`` raises).
+        """
+        body = bytearray()
+        async with self.client.stream("GET", url, params=params) as streamed:
+            async for chunk in streamed.aiter_bytes():
+                body += chunk
+                if len(body) > self.max_body_bytes:
+                    raise SourceError(
+                        self.source,
+                        f"answer from {_host(url)} is over {self.max_body_bytes:,} bytes",
+                    )
+        headers = [
+            (k, v) for k, v in streamed.headers.multi_items() if k.lower() not in _STALE_HEADERS
+        ]
+        return httpx.Response(
+            streamed.status_code, headers=headers, content=bytes(body), request=streamed.request
+        )
 
     async def get_json(
         self, url: str, params: Mapping[str, Any] | None = None, *, reason: str = NOT_JSON
