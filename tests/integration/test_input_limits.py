@@ -39,8 +39,6 @@ from tests.integration.test_cli_research import (
 )
 from tests.integration.test_magentic_openai_stub import QUESTION, RECORDS
 
-pytestmark = pytest.mark.slow  # loads the embedding model in the CLI processes
-
 HUGE_PMID = "39999999"
 HUGE_SENTENCE = (
     "Metformin use was associated with a lower incidence of cancer in people with type 2 "
@@ -115,6 +113,7 @@ def huge_corpus(tmp_path_factory: pytest.TempPathFactory) -> HugeCorpus:
     return HugeCorpus(root, data_dir, source, add)
 
 
+@pytest.mark.slow  # the CLI loads the embedding model
 def test_a_50_mb_record_is_truncated_on_import(huge_corpus: HugeCorpus) -> None:
     add = huge_corpus.add
     assert add.returncode == 0, add.describe()
@@ -129,6 +128,7 @@ def test_a_50_mb_record_is_truncated_on_import(huge_corpus: HugeCorpus) -> None:
     assert db.stat().st_size < 10_000_000
 
 
+@pytest.mark.slow  # the CLI loads the embedding model
 def test_skip_bad_lines_lists_the_lines_it_skipped(huge_corpus: HugeCorpus) -> None:
     add = huge_corpus.add
     assert add.returncode == 0, add.describe()
@@ -151,6 +151,7 @@ def test_without_skip_bad_lines_the_first_bad_line_is_named_and_nothing_imported
     assert info.returncode != 0  # no corpus: nothing was imported
 
 
+@pytest.mark.slow  # the CLI loads the embedding model
 def test_a_run_over_the_corpus_with_the_huge_record_stays_under_1_gb(
     huge_corpus: HugeCorpus,
 ) -> None:
@@ -180,6 +181,7 @@ def test_a_run_over_the_corpus_with_the_huge_record_stays_under_1_gb(
     assert database.stat().st_size < 50_000_000
 
 
+@pytest.mark.slow  # the CLI loads the embedding model
 def test_a_nonsense_question_stops_after_one_round_with_an_abstention(
     huge_corpus: HugeCorpus,
 ) -> None:
