@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from deepcritical.cli.context import global_options
+from deepcritical.cli.context import fail, global_options
 
 __all__ = ["serve"]
 
@@ -30,10 +30,17 @@ def serve(
 
     Settings come from the environment (DEEPCRITICAL_LLM, DEEPCRITICAL_SOURCES, API keys...)
     and --data-dir; each browser session may override model, key, sources and depth.
+    Sign-in: DEEPCRITICAL_UI_AUTH / DEEPCRITICAL_UI_AUTH_FILE (user:password) or
+    DEEPCRITICAL_UI_HF_OAUTH=true; without either, all visitors share one run history.
     """
     from deepcritical.ui.app import build_app
+    from deepcritical.ui.auth import Access, AuthConfigError
     from deepcritical.ui.launch import concurrency_from_env, launch, server_settings
 
+    try:
+        access = Access.from_env()
+    except AuthConfigError as exc:
+        raise fail(f"sign-in settings: {exc}", 2) from None
     settings = server_settings(global_options.data_dir)
-    demo = build_app(settings, concurrency=concurrency or concurrency_from_env())
-    launch(demo, host=host, port=port, mcp_server=mcp)
+    demo = build_app(settings, concurrency=concurrency or concurrency_from_env(), access=access)
+    launch(demo, host=host, port=port, mcp_server=mcp, access=access)
