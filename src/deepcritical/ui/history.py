@@ -106,8 +106,8 @@ def open_report(store: RunHistory, run_id: str, owner: str | None) -> tuple[str,
 
 def export_to_file(store: RunHistory, run_id: str, owner: str | None, directory: Path) -> Path:
     """Write the export of ``owner``'s run ``run_id`` to ``<directory>/<random>/run-<id>.json``
-    and return the path: a fresh directory per export, so one caller's file path never
-    names another's export (Gradio serves the files it returned to anyone with the path).
+    and return the path: a fresh directory per export, so two callers exporting the same
+    run never share, overwrite or read one file.
 
     Raises:
         RunNotFoundError: unknown ``run_id``, or another owner's.
