@@ -89,8 +89,9 @@ def test_a_bad_file_names_its_line_only(tmp_path: Path) -> None:
 
 def test_hugging_face_sign_in_and_its_switches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
-    assert Access.from_settings(settings(hf_oauth=True)).mode == "huggingface"
+    assert Access.from_settings(settings(hf_oauth=True), space_oauth=True).mode == "huggingface"
     assert Access.from_settings(settings(), space_oauth=True).mode == "huggingface"
+    assert Access.from_settings(settings()).mode == "none"
     assert Access.from_settings(settings(hf_oauth=False), space_oauth=True).mode == "none"
     # passwords on a Space with OAuth: the operator must switch Hugging Face sign-in off
     with pytest.raises(AuthConfigError, match="choose one sign-in"):
@@ -106,7 +107,31 @@ def test_hugging_face_sign_in_needs_gradios_oauth_packages(
         importlib.util, "find_spec", lambda name: None if name == "authlib" else object()
     )
     with pytest.raises(AuthConfigError, match=r"authlib missing\): pip install 'gradio\[oauth\]'"):
+        Access.from_settings(settings(), space_oauth=True)
+
+
+def test_hugging_face_sign_in_is_refused_off_a_space(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Off a Space, Gradio's mocked login makes every visitor the machine's Hugging Face user
+    and signs sessions with a fixed key: asking for it fails at start-up."""
+    monkeypatch.chdir(tmp_path)  # no .env of the checkout
+    monkeypatch.delenv("DEEPCRITICAL_UI_AUTH", raising=False)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    with pytest.raises(AuthConfigError, match="works only on a Hugging Face Space"):
         Access.from_settings(settings(hf_oauth=True))
+    monkeypatch.delenv("SYSTEM", raising=False)
+    monkeypatch.setenv("SPACE_ID", "me/deepcritical")
+    monkeypatch.setenv("OAUTH_CLIENT_ID", "id")
+    monkeypatch.setenv("OAUTH_CLIENT_SECRET", "secret")
+    monkeypatch.setenv("DEEPCRITICAL_UI_HF_OAUTH", "true")
+    with pytest.raises(AuthConfigError, match="works only on a Hugging Face Space"):
+        Access.from_env()  # SPACE_ID without SYSTEM=spaces: Gradio would mock the login
+    monkeypatch.setenv("SYSTEM", "spaces")
+    assert Access.from_env().mode == "huggingface"
+    monkeypatch.delenv("OAUTH_CLIENT_SECRET")
+    with pytest.raises(AuthConfigError, match="works only on a Hugging Face Space"):
+        Access.from_env()
 
 
 def test_the_owner_is_the_signed_in_user_with_its_kind() -> None:

@@ -8,10 +8,13 @@ Three modes, chosen by the operator in the environment (:class:`AuthSettings`, p
   (one ``user:password`` a line). Gradio's login page guards every page and API route
   (``launch(auth=...)``, checked by :meth:`Access.check_password`); a caller's runs belong to
   ``user:<name>``.
-- ``huggingface``: "Sign in with Hugging Face" (``gr.LoginButton``, Gradio's OAuth), with
-  ``DEEPCRITICAL_UI_HF_OAUTH=true``, or by default on a Space whose OAuth is enabled
-  (``hf_oauth: true`` in its metadata sets ``OAUTH_CLIENT_ID``). The page stays public; a
-  caller's runs belong to ``hf:<username>`` and a caller who has not signed in gets nothing.
+- ``huggingface``: "Sign in with Hugging Face" (``gr.LoginButton``, Gradio's OAuth), on a
+  Space whose OAuth is enabled (``hf_oauth: true`` in its metadata sets ``OAUTH_CLIENT_ID``
+  and ``OAUTH_CLIENT_SECRET``): by default there, or required by
+  ``DEEPCRITICAL_UI_HF_OAUTH=true``. Anywhere else it is refused: Gradio then mocks the login
+  (every visitor would be the machine's own Hugging Face user) and signs its session cookies
+  with a fixed key (anyone could forge one). The page stays public; a caller's runs belong to
+  ``hf:<username>`` and a caller who has not signed in gets nothing.
 - ``none``: no sign-in; every visitor is the local user (owner ``None``) and shares one run
   history with the CLI (the start-up warning of :func:`deepcritical.ui.launch.launch`).
 
@@ -68,8 +71,9 @@ class AuthSettings(BaseSettings):
             may hold ``:`` but not ``,``; use the file for those).
         auth_file: ``DEEPCRITICAL_UI_AUTH_FILE``, a UTF-8 file of ``user:password`` lines
             (blank lines and ``#`` comments ignored).
-        hf_oauth: ``DEEPCRITICAL_UI_HF_OAUTH``: "Sign in with Hugging Face" on (``true``) or
-            off (``false``); unset, it is on when running on a Space whose OAuth is enabled.
+        hf_oauth: ``DEEPCRITICAL_UI_HF_OAUTH``: "Sign in with Hugging Face" required
+            (``true``: start-up fails unless on a Space whose OAuth is enabled) or off
+            (``false``); unset, it is on exactly when on such a Space.
     """
 
     model_config = SettingsConfigDict(
@@ -98,13 +102,15 @@ class Access:
             AuthConfigError: malformed accounts, an unreadable file, both kinds of sign-in,
                 or Hugging Face sign-in without Gradio's OAuth packages.
         """
-        on_space = bool(os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"))
-        return cls.from_settings(AuthSettings(), space_oauth=on_space)
+        on_space = os.environ.get("SYSTEM") == "spaces" and bool(os.environ.get("SPACE_ID"))
+        oauth = all(os.environ.get(k) for k in ("OAUTH_CLIENT_ID", "OAUTH_CLIENT_SECRET"))
+        return cls.from_settings(AuthSettings(), space_oauth=on_space and oauth)
 
     @classmethod
     def from_settings(cls, settings: AuthSettings, *, space_oauth: bool = False) -> Access:
-        """The sign-in ``settings`` configure; ``space_oauth``: the app runs on a Space with
-        OAuth enabled (Hugging Face sign-in unless ``settings.hf_oauth`` is false).
+        """The sign-in ``settings`` configure; ``space_oauth``: the app runs on a Hugging Face
+        Space with OAuth enabled (Hugging Face sign-in unless ``settings.hf_oauth`` is false;
+        the only place it is allowed).
 
         Raises:
             AuthConfigError: as :meth:`from_env`.
@@ -131,6 +137,12 @@ class Access:
             )
         if accounts:
             return cls("password", accounts)
+        if hf and not space_oauth:
+            raise AuthConfigError(
+                "Sign in with Hugging Face works only on a Hugging Face Space with OAuth "
+                "enabled (hf_oauth: true in its metadata); elsewhere Gradio mocks the login and "
+                "signs sessions with a fixed key. Use DEEPCRITICAL_UI_AUTH instead"
+            )
         if hf:
             missing = [p for p in OAUTH_PACKAGES if importlib.util.find_spec(p) is None]
             if missing:
