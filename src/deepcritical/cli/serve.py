@@ -30,8 +30,8 @@ def serve(
 
     Settings come from the environment (DEEPCRITICAL_LLM, DEEPCRITICAL_SOURCES, API keys...)
     and --data-dir; each browser session may override model, key, sources and depth.
-    Sign-in: DEEPCRITICAL_UI_AUTH / DEEPCRITICAL_UI_AUTH_FILE (user:password) or
-    DEEPCRITICAL_UI_HF_OAUTH=true; without either, all visitors share one run history.
+    Sign-in: DEEPCRITICAL_UI_AUTH / DEEPCRITICAL_UI_AUTH_FILE (user:password), or Sign in with
+    Hugging Face on a Space with OAuth; without sign-in, all visitors share one run history.
     """
     from deepcritical.ui.app import build_app
     from deepcritical.ui.auth import Access, AuthConfigError

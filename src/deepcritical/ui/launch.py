@@ -16,8 +16,8 @@ from deepcritical.ui.auth import Access
 DEFAULT_CONCURRENCY = 2
 SHARED_HISTORY_WARNING = (
     "the web app has no sign-in: every visitor shares one run history (History lists, opens, "
-    "exports and resumes every visitor's runs). Set DEEPCRITICAL_UI_AUTH (passwords) or "
-    "DEEPCRITICAL_UI_HF_OAUTH=true (Sign in with Hugging Face) to keep each user's runs "
+    "exports and resumes every visitor's runs). Set DEEPCRITICAL_UI_AUTH (passwords) or, on a "
+    "Hugging Face Space, hf_oauth: true (Sign in with Hugging Face) to keep each user's runs "
     "apart; see docs/security.md"
 )
 AUTH_MESSAGE = "Sign in to DeepCritical: each user sees only their own runs."
