@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
@@ -41,6 +42,11 @@ def serve(
         access = Access.from_env()
     except AuthConfigError as exc:
         raise fail(f"sign-in settings: {exc}", 2) from None
+    # a server shows the app's warnings (the shared history's), which the CLI's errors-only
+    # logging would hide
+    ui_log = logging.getLogger("deepcritical.ui")
+    if ui_log.getEffectiveLevel() > logging.WARNING:
+        ui_log.setLevel(logging.WARNING)
     settings = server_settings(global_options.data_dir)
     demo = build_app(settings, concurrency=concurrency or concurrency_from_env(), access=access)
     launch(demo, host=host, port=port, mcp_server=mcp, access=access)
