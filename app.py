@@ -3,6 +3,8 @@
 Settings and secrets come from environment variables (Space secrets): ``OPENAI_API_KEY`` /
 ``ANTHROPIC_API_KEY`` / ``NCBI_API_KEY``, ``DEEPCRITICAL_LLM`` (e.g. ``openai:gpt-4o``;
 default ``none``, the extractive mode), ``DEEPCRITICAL_SOURCES``, ``DEEPCRITICAL_DATA_DIR``.
+Sign-in: with ``hf_oauth: true`` in the Space's metadata, "Sign in with Hugging Face" keeps
+each user's runs apart (see docs/security.md).
 Run locally with ``python app.py`` or ``deepcritical serve``.
 """
 
@@ -16,9 +18,11 @@ try:
 except ImportError:  # a Space installs requirements.txt only: use the source tree
     sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 
+from deepcritical.ui.auth import Access
 from deepcritical.ui.launch import build_from_env, launch
 
-demo = build_from_env()
+access = Access.from_env()
+demo = build_from_env(access)
 
 if __name__ == "__main__":
-    launch(demo)
+    launch(demo, access=access)

@@ -64,6 +64,7 @@ async def research(
     embedder: Embedder | None = None,
     chat_client: SupportsChatGetResponse[Any] | None = None,
     syllabus: Syllabus | None = None,
+    owner: str | None = None,
 ) -> AsyncIterator[ResearchEvent]:
     """Research ``question`` and stream :class:`ResearchEvent`; the last is ``done`` (its
     ``result`` holds the report and the evidence) or ``error``.
@@ -82,6 +83,9 @@ async def research(
             :func:`~deepcritical.llm.providers.build_chat_client` makes from ``settings.llm`` (tests
             pass scripted clients here); used when ``settings.orchestrator`` is ``magentic``.
         syllabus: a fixed syllabus whose questions replace the planner's checklist.
+        owner: the user the recorded run belongs to (the web app passes its signed-in user,
+            ``user:alice`` or ``hf:alice``); ``None``, the default, is the local user, whose
+            runs the CLI's ``deepcritical runs`` commands show.
 
     Recording (``settings.persist_runs``, default on): the run is stored in the run database
     (``settings.database_url`` or ``<data_dir>/deepcritical.db``) and checkpointed after every
@@ -106,6 +110,7 @@ async def research(
             embedder=embedder,
             chat_client=chat_client,
             syllabus=syllabus,
+            owner=owner,
         )
     ) as events:
         async for event in events:
@@ -120,8 +125,10 @@ async def resume(
     sources: Sequence[SearchSource] | None = None,
     embedder: Embedder | None = None,
     chat_client: SupportsChatGetResponse[Any] | None = None,
+    owner: str | None = None,
 ) -> AsyncIterator[ResearchEvent]:
-    """Continue the stored run ``run_id`` to its report, streaming events as :func:`research`.
+    """Continue the stored run ``run_id`` of ``owner`` (``None``, the default: the local user)
+    to its report, streaming events as :func:`research`.
 
     The stored question, context, report preferences, syllabus and settings are used again;
     API keys and the database location come from ``settings`` (default: the environment) at
@@ -131,7 +138,8 @@ async def resume(
     ``completed``).
 
     Raises:
-        RunNotFoundError: no run with this id (a unique prefix of 6+ characters is accepted).
+        RunNotFoundError: no run with this id among ``owner``'s runs (a unique prefix of 6+
+            characters is accepted; another owner's run is not found).
         RunNotResumableError: the run already completed (its report is stored).
     """
     from deepcritical.state.runs import RunStore
@@ -139,7 +147,7 @@ async def resume(
     base = settings or Settings()
     store = await asyncio.to_thread(RunStore.open, base)
     try:
-        record = await asyncio.to_thread(store.get_run, run_id)
+        record = await asyncio.to_thread(lambda: store.get_run(run_id, owner=owner))
     finally:
         store.close()
     if record is None:
@@ -173,6 +181,7 @@ async def resume(
             chat_client=chat_client,
             syllabus=syllabus,
             run_id=record.id,
+            owner=owner,
         )
     ) as events:
         async for event in events:
@@ -191,6 +200,7 @@ async def _research(
     chat_client: SupportsChatGetResponse[Any] | None,
     syllabus: Syllabus | None,
     run_id: str | None = None,
+    owner: str | None = None,
 ) -> AsyncGenerator[ResearchEvent, None]:
     question = check_question(question, settings.max_question_chars)
     context = check_context(context)
@@ -212,6 +222,7 @@ async def _research(
                 syllabus,
                 run_id,
                 preferences=preferences.model_dump(mode="json") if preferences else None,
+                owner=owner,
             )
             stack.push_async_callback(persisted.aclose)
         if model is None and llm_model is not None:  # its provider's HTTP client is ours

@@ -128,9 +128,12 @@ def app_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @contextmanager
-def running_server(data_dir: Path, root: Path, concurrency: int) -> Iterator[AppServer]:
+def running_server(
+    data_dir: Path, root: Path, concurrency: int, **settings: str
+) -> Iterator[AppServer]:
     """``deepcritical serve`` on 127.0.0.1 (free port) over a copy of ``data_dir``, its model
-    the scripted Chat Completions stub (never "sufficient": runs stop at max rounds)."""
+    the scripted Chat Completions stub (never "sufficient": runs stop at max rounds);
+    ``settings`` are more ``DEEPCRITICAL_<NAME>`` variables (``ui_auth="alice:pw"``)."""
     own_data = root / "data"
     shutil.copytree(data_dir, own_data)
     stub = ChatCompletionsStub(ManagerScript(), RoleScript())
@@ -157,6 +160,7 @@ def running_server(data_dir: Path, root: Path, concurrency: int) -> Iterator[App
                 results_per_query="3",
                 llm_retries="0",
                 llm_timeout_seconds="30",
+                **settings,
             ),
             stdout=log,
             stderr=subprocess.STDOUT,

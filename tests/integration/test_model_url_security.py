@@ -116,16 +116,21 @@ class RecordingResearch:
         self.calls = 0
 
     def __call__(
-        self, question: str, settings: Settings, *, context: str | None = None
+        self,
+        question: str,
+        settings: Settings,
+        *,
+        context: str | None = None,
+        owner: str | None = None,
     ) -> AsyncIterator[ResearchEvent]:
         self.calls += 1
-        return self._stream(question, settings, context)
+        return self._stream(question, settings, context, owner)
 
     async def _stream(
-        self, question: str, settings: Settings, context: str | None
+        self, question: str, settings: Settings, context: str | None, owner: str | None
     ) -> AsyncIterator[ResearchEvent]:
         async for event in research(
-            question, settings, context=context, embedder=HashingEmbedder()
+            question, settings, context=context, embedder=HashingEmbedder(), owner=owner
         ):
             self.events.append(event)
             yield event

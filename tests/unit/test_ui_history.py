@@ -1,4 +1,5 @@
-"""The history panel's helpers against a fake of the durable run store's interface."""
+"""The history panel's helpers against a fake of the durable run store's interface: each
+helper sees only the caller's runs."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class Record:
     updated_at: datetime = T0
     error: str | None = None
     report_markdown: str | None = "# Report\n"
+    owner: str | None = None
 
 
 @dataclass
@@ -36,14 +38,16 @@ class FakeStore:
     closed: int = 0
     limits: list[int] = field(default_factory=list)
 
-    def list_runs(self, limit: int = 50) -> list[Any]:
+    def list_runs(self, limit: int = 50, *, owner: str | None = None) -> list[Any]:
         self.limits.append(limit)
-        return self.records[:limit]
+        return [r for r in self.records if r.owner == owner][:limit]
 
-    def get_run(self, run_id: str) -> Any:
-        return next((r for r in self.records if r.id == run_id), None)
+    def get_run(self, run_id: str, *, owner: str | None = None) -> Any:
+        return next((r for r in self.records if r.id == run_id and r.owner == owner), None)
 
-    def export_run(self, run_id: str) -> dict[str, Any]:
+    def export_run(self, run_id: str, *, owner: str | None = None) -> dict[str, Any]:
+        if self.get_run(run_id, owner=owner) is None:
+            raise RunNotFoundError(run_id)
         return {"id": run_id, "events": [{"type": "done"}], "at": T0}
 
     def close(self) -> None:
@@ -64,36 +68,49 @@ def store() -> FakeStore:
                 report_markdown=None,
             ),
             Record("r1", "Q1"),
+            Record("a1", "Alice's question", owner="user:alice"),
         ]
     )
 
 
 def test_rows_newest_first_plain_text(store: FakeStore) -> None:
-    rows = hist.history_rows(store, limit=10)
+    rows = hist.history_rows(store, None, limit=10)
     assert store.limits == [10]
     assert rows[0][0] == "r2"
     assert len(rows[0][1]) == 120
     assert rows[0][1].endswith("…")
     assert rows[0][2:] == ["failed", "searching", "40%", "2026-01-02 03:04"]
     assert rows[1][:3] == ["r1", "Q1", "completed"]
+    assert len(rows) == 2  # the local user's runs only
     assert len(hist.HEADERS) == len(rows[0])
+    assert [r[0] for r in hist.history_rows(store, "user:alice")] == ["a1"]
+    assert hist.history_rows(store, "user:bob") == []
 
 
 def test_open_report_and_unknown_id(store: FakeStore) -> None:
-    assert hist.open_report(store, " r1 ") == ("completed", "# Report\n")
-    assert hist.open_report(store, "r2") == ("failed — boom", "")
-    with pytest.raises(RunNotFoundError):
-        hist.open_report(store, "nope")
+    assert hist.open_report(store, " r1 ", None) == ("completed", "# Report\n")
+    assert hist.open_report(store, "r2", None) == ("failed — boom", "")
+    assert hist.open_report(store, "a1", "user:alice") == ("completed", "# Report\n")
+    for run_id, owner in [("nope", None), ("a1", None), ("a1", "user:bob"), ("r1", "user:alice")]:
+        with pytest.raises(RunNotFoundError):
+            hist.open_report(store, run_id, owner)
 
 
 def test_export_writes_json(store: FakeStore, tmp_path: Path) -> None:
-    path = hist.export_to_file(store, "r1", tmp_path / "exports")
+    path = hist.export_to_file(store, "r1", None, tmp_path / "exports")
     assert path.name == "run-r1.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["id"] == "r1"
     assert data["events"] == [{"type": "done"}]
+    # each export has a directory of its own: one caller's path never names another's file
+    again = hist.export_to_file(store, "r1", None, tmp_path / "exports")
+    assert again.parent != path.parent
+    assert path.parent.parent == again.parent.parent == tmp_path / "exports"
     with pytest.raises(RunNotFoundError):
-        hist.export_to_file(store, "../etc/passwd", tmp_path)
+        hist.export_to_file(store, "../etc/passwd", None, tmp_path)
+    with pytest.raises(RunNotFoundError):
+        hist.export_to_file(store, "a1", "user:bob", tmp_path / "bob")
+    assert not (tmp_path / "bob").exists()  # nothing written for another owner's run
 
 
 def test_resume_events_resumes_the_stripped_id(
@@ -101,13 +118,13 @@ def test_resume_events_resumes_the_stripped_id(
 ) -> None:
     from deepcritical import api
 
-    seen: list[tuple[str, Settings]] = []
+    seen: list[tuple[str, Settings, str | None]] = []
 
-    def fake_resume(run_id: str, settings: Settings) -> Any:
-        seen.append((run_id, settings))
+    def fake_resume(run_id: str, settings: Settings, owner: str | None) -> Any:
+        seen.append((run_id, settings, owner))
         return iter(())
 
     monkeypatch.setattr(api, "resume", fake_resume)
     settings = Settings(data_dir=tmp_path, _env_file=None)
-    hist.resume_events(" r1 ", settings)
-    assert seen == [("r1", settings)]
+    hist.resume_events(" r1 ", settings, "user:alice")
+    assert seen == [("r1", settings, "user:alice")]

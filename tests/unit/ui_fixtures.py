@@ -115,18 +115,25 @@ def script(result: RunResult | None, run_id: str | None = "run-42") -> list[Rese
 
 @dataclass
 class FakeResearch:
-    """A ``research(question, settings, context=...)`` streaming ``events``; records calls
-    and whether its generator was closed."""
+    """A ``research(question, settings, context=..., owner=...)`` streaming ``events``;
+    records calls, their owners and whether its generator was closed."""
 
     events: Sequence[ResearchEvent]
     raise_at: int | None = None
     calls: list[tuple[str, Settings, str | None]] = field(default_factory=list)
+    owners: list[str | None] = field(default_factory=list)
     closed: int = 0
 
     def __call__(
-        self, question: str, settings: Settings, *, context: str | None = None
+        self,
+        question: str,
+        settings: Settings,
+        *,
+        context: str | None = None,
+        owner: str | None = None,
     ) -> AsyncIterator[ResearchEvent]:
         self.calls.append((question, settings, context))
+        self.owners.append(owner)
         return self._stream()
 
     async def _stream(self) -> AsyncIterator[ResearchEvent]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
 
-from deepcritical.cli.context import global_options
+from deepcritical.cli.context import fail, global_options
 
 __all__ = ["serve"]
 
@@ -30,10 +31,22 @@ def serve(
 
     Settings come from the environment (DEEPCRITICAL_LLM, DEEPCRITICAL_SOURCES, API keys...)
     and --data-dir; each browser session may override model, key, sources and depth.
+    Sign-in: DEEPCRITICAL_UI_AUTH / DEEPCRITICAL_UI_AUTH_FILE (user:password), or Sign in with
+    Hugging Face on a Space with OAuth; without sign-in, all visitors share one run history.
     """
     from deepcritical.ui.app import build_app
+    from deepcritical.ui.auth import Access, AuthConfigError
     from deepcritical.ui.launch import concurrency_from_env, launch, server_settings
 
+    try:
+        access = Access.from_env()
+    except AuthConfigError as exc:
+        raise fail(f"sign-in settings: {exc}", 2) from None
+    # a server shows the app's warnings (the shared history's), which the CLI's errors-only
+    # logging would hide
+    ui_log = logging.getLogger("deepcritical.ui")
+    if ui_log.getEffectiveLevel() > logging.WARNING:
+        ui_log.setLevel(logging.WARNING)
     settings = server_settings(global_options.data_dir)
-    demo = build_app(settings, concurrency=concurrency or concurrency_from_env())
-    launch(demo, host=host, port=port, mcp_server=mcp)
+    demo = build_app(settings, concurrency=concurrency or concurrency_from_env(), access=access)
+    launch(demo, host=host, port=port, mcp_server=mcp, access=access)

@@ -2,7 +2,8 @@
 checkpoints and resume.
 
 Public interface: :class:`RunStore` (``RunStore.open(settings)``, ``list_runs``, ``get_run``,
-``export_run``, ``close``) and :class:`RunRecord`. The database is SQLite
+``export_run``, ``close``; each read takes the caller's ``owner`` and sees only that owner's
+runs) and :class:`RunRecord`. The database is SQLite
 (``<data_dir>/deepcritical.db``) unless ``DEEPCRITICAL_DATABASE_URL`` names another (PostgreSQL).
 """
 

@@ -70,11 +70,14 @@ class PersistentRun:
         syllabus: Syllabus | None,
         run_id: str | None = None,
         preferences: dict[str, Any] | None = None,
+        owner: str | None = None,
     ) -> PersistentRun:
-        """Open the database and create the run (``run_id=None``) or reopen ``run_id``.
+        """Open the database and create the run (``run_id=None``) or reopen ``run_id``; the
+        run belongs to ``owner`` (``None``: the local user), and a run reopened must be
+        ``owner``'s.
 
         Raises:
-            RunNotFoundError: ``run_id`` is not in the database.
+            RunNotFoundError: ``run_id`` is not in the database, or is another owner's.
             sqlalchemy.exc.SQLAlchemyError, OSError: the database cannot be opened.
         """
         runs = await asyncio.to_thread(RunStore.open, settings)
@@ -87,9 +90,10 @@ class PersistentRun:
                     context=context,
                     syllabus=syllabus,
                     preferences=preferences,
+                    owner=owner,
                 )
                 return cls(runs, new_id, settings, syllabus, resuming=False)
-            record = await asyncio.to_thread(runs.get_run, run_id)
+            record = await asyncio.to_thread(lambda: runs.get_run(run_id, owner=owner))
             if record is None:
                 from deepcritical.state.errors import RunNotFoundError
 

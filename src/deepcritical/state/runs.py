@@ -6,6 +6,11 @@ database is momentarily locked or the connection drops (tenacity). A run killed 
 ``in_progress`` in the database; :attr:`RunRecord.interrupted` says so when no process has
 updated it for :data:`STALE_AFTER_SECONDS` (running runs touch ``updated_at`` every
 :data:`HEARTBEAT_SECONDS`).
+
+Runs belong to an owner (``RunRow.owner``: the web app's signed-in user, such as
+``user:alice`` or ``hf:alice``; ``None`` is the local user of the CLI and the Python API).
+Every read takes the caller's ``owner`` and sees only that owner's runs: a run of another
+owner is "not found", exactly like a run that does not exist, never revealed.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import Engine, func, select
+from sqlalchemy import ColumnElement, Engine, func, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from tenacity import (
@@ -61,13 +66,15 @@ STALE_AFTER_SECONDS = 60.0
 class RunRecord(BaseModel):
     """One run as stored (a read-only snapshot).
 
-    ``progress`` is 0..1; ``stage`` the step the run was in (``planning``, ``searching``...);
+    ``owner`` is the user the run belongs to (``None``: the local user); ``progress`` is 0..1;
+    ``stage`` the step the run was in (``planning``, ``searching``...);
     ``interrupted`` is true for an ``in_progress`` run nobody has updated for
     :data:`STALE_AFTER_SECONDS` (its process died: resume it); ``sources`` the number of saved
     sources; ``attempts`` 1 + the number of resumes.
     """
 
     id: str
+    owner: str | None = None
     question: str
     context: str | None = None
     status: str
@@ -94,6 +101,12 @@ class RunRecord(BaseModel):
     def resumable(self) -> bool:
         """True unless the run already delivered its report."""
         return self.status not in FINISHED_STATUSES
+
+
+def _owned_by(owner: str | None) -> ColumnElement[bool]:
+    """The SQL condition "the run belongs to ``owner``" (``owner IS NULL`` for the local
+    user)."""
+    return RunRow.owner.is_(None) if owner is None else RunRow.owner == owner
 
 
 def _retrying(fn: Callable[[], T]) -> T:
@@ -170,12 +183,15 @@ class RunStore:
         context: str | None = None,
         syllabus: Syllabus | None = None,
         preferences: dict[str, Any] | None = None,
+        owner: str | None = None,
     ) -> str:
         """Insert a ``pending`` run and return its id (32 hex characters).
 
         ``settings`` must already be public (:meth:`Settings.public_dict`: no secrets);
         ``preferences`` are the user's report preferences
-        (:class:`~deepcritical.models.ReportPreferences` as JSON), kept for a resume.
+        (:class:`~deepcritical.models.ReportPreferences` as JSON), kept for a resume;
+        ``owner`` is the user the run belongs to (at most 200 characters; ``None``: the
+        local user).
         """
         run_id = uuid.uuid4().hex
 
@@ -184,6 +200,7 @@ class RunStore:
             session.add(
                 RunRow(
                     id=run_id,
+                    owner=owner,
                     question=question,
                     context=context,
                     settings=settings,
@@ -228,27 +245,36 @@ class RunStore:
 
         self.transact(work)
 
-    def get_run(self, run_id: str) -> RunRecord | None:
-        """The run with ``run_id`` (a unique prefix of at least 6 characters works too), or
-        ``None``."""
+    def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord | None:
+        """The run with ``run_id`` (a unique prefix of at least 6 characters works too) that
+        belongs to ``owner`` (``None``: the local user), or ``None``; a prefix is matched
+        among ``owner``'s runs only, so another owner's run is never found or counted."""
 
         def read(session: Session) -> RunRecord | None:
             row = session.get(RunRow, run_id)
+            if row is not None and row.owner != owner:
+                row = None
             if row is None and len(run_id) >= 6:
                 rows = session.scalars(
-                    select(RunRow).where(RunRow.id.startswith(run_id, autoescape=True)).limit(2)
+                    select(RunRow)
+                    .where(RunRow.id.startswith(run_id, autoescape=True), _owned_by(owner))
+                    .limit(2)
                 ).all()
                 row = rows[0] if len(rows) == 1 else None
             return None if row is None else self._record(session, row, full=True)
 
         return self.transact(read)
 
-    def list_runs(self, limit: int = 50) -> list[RunRecord]:
-        """The ``limit`` newest runs, newest first (without checklist, iterations, settings)."""
+    def list_runs(self, limit: int = 50, *, owner: str | None = None) -> list[RunRecord]:
+        """The ``limit`` newest runs of ``owner`` (``None``: the local user), newest first
+        (without checklist, iterations, settings)."""
 
         def read(session: Session) -> list[RunRecord]:
             rows = session.scalars(
-                select(RunRow).order_by(RunRow.created_at.desc(), RunRow.id).limit(limit)
+                select(RunRow)
+                .where(_owned_by(owner))
+                .order_by(RunRow.created_at.desc(), RunRow.id)
+                .limit(limit)
             ).all()
             counted = session.execute(
                 select(SourceRow.run_id, func.count())
@@ -271,6 +297,7 @@ class RunStore:
         stale = utc_now() - updated > timedelta(seconds=STALE_AFTER_SECONDS)
         return RunRecord(
             id=row.id,
+            owner=row.owner,
             question=row.question,
             context=row.context,
             status=row.status,
@@ -294,19 +321,20 @@ class RunStore:
             preferences=row.preferences,
         )
 
-    def export_run(self, run_id: str) -> dict[str, Any]:
-        """Everything stored about a run, JSON-able: ``{"run": {...}, "checklist": [...],
-        "iterations": [...], "sources_by_question": {key: [source, ...]}, "screening":
-        {...}, "report": {...} | None, "report_markdown": str | None}``. Sources assigned to
-        no question are under ``"_unassigned"``; every source carries its screening status
-        and reason (:class:`~deepcritical.state.saved.SavedSource`). ``"screening"`` counts
-        the sources per status and lists the excluded (off-topic) ones: ``{"counts":
-        {status: n}, "excluded": [{"citation_id", "title", "url", "relevance", "reason"}]}``.
+    def export_run(self, run_id: str, *, owner: str | None = None) -> dict[str, Any]:
+        """Everything stored about ``owner``'s run (``None``: the local user), JSON-able:
+        ``{"run": {...}, "checklist": [...], "iterations": [...], "sources_by_question":
+        {key: [source, ...]}, "screening": {...}, "report": {...} | None,
+        "report_markdown": str | None}``. Sources assigned to no question are under
+        ``"_unassigned"``; every source carries its screening status and reason
+        (:class:`~deepcritical.state.saved.SavedSource`). ``"screening"`` counts the sources
+        per status and lists the excluded (off-topic) ones: ``{"counts": {status: n},
+        "excluded": [{"citation_id", "title", "url", "relevance", "reason"}]}``.
 
         Raises:
-            RunNotFoundError: no run with this id.
+            RunNotFoundError: no run with this id, or it belongs to another owner.
         """
-        record = self.get_run(run_id)
+        record = self.get_run(run_id, owner=owner)
         if record is None:
             raise RunNotFoundError(
                 f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"

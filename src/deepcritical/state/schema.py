@@ -1,6 +1,7 @@
 """The tables of the run database (SQLAlchemy 2.0 typed ORM).
 
-- ``runs``: one row per research run (the tool trace), updated at every checkpoint.
+- ``runs``: one row per research run (the tool trace), updated at every checkpoint; its
+  ``owner`` is the user it belongs to (``None``: the local user).
 - ``sources``: every source a run saved, once per run (unique on ``source_type`` +
   ``external_id``, and on ``citation_id``); ``number`` is the run-local source number (#1...).
 - ``source_keys``: identifier keys of a source (``pmid:...``, ``doi:...``; see
@@ -44,6 +45,8 @@ __all__ = [
 
 MAX_EXTERNAL_ID_CHARS = 2000
 MAX_KEY_CHARS = 1000
+MAX_OWNER_CHARS = 200
+"""Longest owner name stored (``kind:username``)."""
 
 
 def aware(value: datetime) -> datetime:
@@ -56,11 +59,16 @@ class Base(DeclarativeBase):
 
 
 class RunRow(Base):
-    """One research run: question, settings (no secrets), status and everything learned."""
+    """One research run: question, settings (no secrets), status and everything learned.
+
+    ``owner`` is the user the run belongs to (``user:alice``, ``hf:alice``: the web app's
+    signed-in user); ``None`` is the local user (CLI, Python API, a web app without sign-in).
+    """
 
     __tablename__ = "runs"
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    owner: Mapped[str | None] = mapped_column(String(MAX_OWNER_CHARS), index=True)
     question: Mapped[str] = mapped_column(Text)
     context: Mapped[str | None] = mapped_column(Text)
     settings: Mapped[dict[str, Any]] = mapped_column(JSON)

@@ -11,6 +11,12 @@ others their position; *Stop* cancels the running generator, which closes the ru
 The same Blocks expose ``deep_research`` (:mod:`deepcritical.ui.mcp_tool`) as an API
 endpoint and, with ``launch(mcp_server=True)``, as an MCP tool; the UI's own handlers are
 private (they take the session's API key and must not become tools).
+
+Being private hides a handler from the API page and the MCP tools, but anyone can still call
+it by its index through ``/gradio_api/queue/join``. So every handler that records or reads
+runs (research, History's refresh, open, export, resume) takes the request and asks
+:meth:`~deepcritical.ui.auth.Access.owner` who the caller is: it works on that owner's runs
+only, and with sign-in on, a request without a signed-in user gets nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from deepcritical.events import ResearchEvent
 from deepcritical.models import RunResult
 from deepcritical.state import RunNotFoundError, RunStore
 from deepcritical.ui import history as hist
+from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.downloads import write_downloads
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
 from deepcritical.ui.progress import ProgressView, fail, fold
@@ -161,6 +168,7 @@ def build_app(
     store_opener: hist.StoreOpener = RunStore.open,
     concurrency: int = 2,
     downloads_dir: Path | None = None,
+    access: Access | None = None,
 ) -> gr.Blocks:
     """The web app for runs with ``settings`` (the server's defaults: model, keys from the
     environment, sources, data dir); each session may override model, key, sources, depth
@@ -168,7 +176,7 @@ def build_app(
 
     Args:
         settings: the server's settings.
-        research_fn: ``research(question, settings, context=...)`` (default
+        research_fn: ``research(question, settings, context=..., owner=...)`` (default
             :func:`deepcritical.api.research`); tests pass scripted ones.
         store_opener: opens the durable run store for the History tab, once per action
             (default ``RunStore.open``); tests pass one that returns a fake store.
@@ -176,11 +184,14 @@ def build_app(
             see their position.
         downloads_dir: where each run's download files are written (default: a temporary
             directory).
+        access: the deployment's sign-in (default: none, every visitor is the local user);
+            with Hugging Face sign-in the page gets a "Sign in with Hugging Face" button.
     """
     run_fn: ResearchFn = research_fn if research_fn is not None else default_research()
+    sign_in = access or Access()
     root = downloads_dir or Path(tempfile.mkdtemp(prefix="deepcritical-ui-"))
     root.mkdir(parents=True, exist_ok=True)
-    deep_research = make_deep_research_tool(settings, research_fn)
+    deep_research = make_deep_research_tool(settings, research_fn, sign_in)
 
     async def run(
         question: str,
@@ -191,16 +202,19 @@ def build_app(
         max_rounds: float,
         max_sources: float,
         orchestrator: str,
+        request: gr.Request | None = None,
+        profile: gr.OAuthProfile | None = None,
     ) -> AsyncIterator[Outputs]:
         try:
+            owner = sign_in.owner(request, profile)
             choice = _choice(llm, api_key, sources, max_rounds, max_sources, orchestrator)
             per_run = await visitor_settings(settings, choice)
             del api_key, choice  # the key lives on only inside per_run, as a SecretStr
-        except SettingsError as exc:
+        except (SettingsError, SignInRequired) as exc:
             view = fail(ProgressView(), str(exc))
             yield _notice_md(settings), progress_html(view), "", "", "", None
             return
-        events = run_fn(question, per_run, context=context.strip() or None)
+        events = run_fn(question, per_run, context=context.strip() or None, owner=owner)
         async for out in stream_run(events, per_run, root):
             yield out
 
@@ -214,6 +228,8 @@ def build_app(
             "hypotheses and writes a report whose every citation is checked against the "
             "evidence collected. A run takes minutes."
         )
+        if sign_in.mode == "huggingface":
+            gr.LoginButton(elem_id="dc-login")
         notice = gr.Markdown(_notice_md(settings), elem_id="dc-notice")
         with gr.Row():
             with gr.Column(scale=4):
@@ -274,6 +290,7 @@ def build_app(
                 settings,
                 root,
                 [notice, progress, report, evidence, hypotheses, files],
+                sign_in,
             )
         outputs = [notice, progress, report, evidence, hypotheses, files]
         run_event = run_btn.click(
@@ -302,8 +319,10 @@ def _history_tab(
     settings: Settings,
     root: Path,
     outputs: list[Any],
+    access: Access,
 ) -> None:
-    """The *History* tab: past runs from the durable store; open, resume, export."""
+    """The *History* tab: the caller's past runs from the durable store; open, resume,
+    export. Each handler asks ``access`` who the caller is before it opens the store."""
 
     def with_store(action: Any) -> Any:
         store = opener(settings)
@@ -312,27 +331,50 @@ def _history_tab(
         finally:
             store.close()
 
-    def refresh() -> list[list[str]]:
-        rows: list[list[str]] = with_store(hist.history_rows)
+    def refresh(
+        request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
+    ) -> list[list[str]]:
+        try:
+            owner = access.owner(request, profile)
+        except SignInRequired:
+            return []
+        rows: list[list[str]] = with_store(lambda s: hist.history_rows(s, owner))
         return rows
 
-    def open_run(run_id: str) -> tuple[str, str]:
+    def open_run(
+        run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, str]:
         try:
-            status, markdown = with_store(lambda s: hist.open_report(s, run_id))
-        except RunNotFoundError as exc:
+            owner = access.owner(request, profile)
+            status, markdown = with_store(lambda s: hist.open_report(s, run_id, owner))
+        except (SignInRequired, RunNotFoundError) as exc:
             return html.escape(str(exc)), ""
         body = markdown_to_safe_html(markdown) if markdown else "<p>No report stored.</p>"
         return html.escape(status), body
 
-    def export(run_id: str) -> str | None:
+    def export(
+        run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
+    ) -> str | None:
         try:
-            path: Path = with_store(lambda s: hist.export_to_file(s, run_id, root / "exports"))
-        except RunNotFoundError as exc:
+            owner = access.owner(request, profile)
+            path: Path = with_store(
+                lambda s: hist.export_to_file(s, run_id, owner, root / "exports")
+            )
+        except (SignInRequired, RunNotFoundError) as exc:
             raise gr.Error(str(exc)) from None
         return str(path)
 
-    async def resume(run_id: str) -> AsyncIterator[Outputs]:
-        async for out in stream_run(hist.resume_events(run_id, settings), settings, root):
+    async def resume(
+        run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
+    ) -> AsyncIterator[Outputs]:
+        try:
+            owner = access.owner(request, profile)
+        except SignInRequired as exc:
+            view = fail(ProgressView(), str(exc))
+            yield _notice_md(settings), progress_html(view), "", "", "", None
+            return
+        events = hist.resume_events(run_id, settings, owner)
+        async for out in stream_run(events, settings, root):
             yield out
 
     with gr.Tab("History"):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -10,8 +11,18 @@ import gradio as gr
 
 from deepcritical.config import Settings
 from deepcritical.ui.app import CSS, build_app
+from deepcritical.ui.auth import Access
 
 DEFAULT_CONCURRENCY = 2
+SHARED_HISTORY_WARNING = (
+    "the web app has no sign-in: every visitor shares one run history (History lists, opens, "
+    "exports and resumes every visitor's runs). Set DEEPCRITICAL_UI_AUTH (passwords) or, on a "
+    "Hugging Face Space, hf_oauth: true (Sign in with Hugging Face) to keep each user's runs "
+    "apart; see docs/security.md"
+)
+AUTH_MESSAGE = "Sign in to DeepCritical: each user sees only their own runs."
+
+log = logging.getLogger(__name__)
 
 
 def server_settings(data_dir: Path | None = None) -> Settings:
@@ -42,10 +53,17 @@ def launch(
     host: str | None = None,
     port: int | None = None,
     mcp_server: bool = True,
+    access: Access,
 ) -> None:
     """Serve ``demo`` (blocking) with the MCP server at ``/gradio_api/mcp/``; ``host`` and
     ``port`` default to Gradio's (``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT`` or
-    127.0.0.1:7860). Gradio's browser-side run history is off (it would store the API key)."""
+    127.0.0.1:7860). Gradio's browser-side run history is off (it would store the API key).
+
+    ``access`` must be the sign-in ``demo`` was built with: with passwords, Gradio's login
+    page guards every route; without any sign-in, :data:`SHARED_HISTORY_WARNING` is logged.
+    """
+    if not access.required:
+        log.warning(SHARED_HISTORY_WARNING)
     demo.launch(
         server_name=host,
         server_port=port,
@@ -56,9 +74,12 @@ def launch(
         # Gradio's run history saves every call's inputs in the browser (and can upload them
         # to a Hugging Face bucket): that would keep the session's API key. Off.
         run_history=False,
+        auth=access.gradio_auth(),
+        auth_message=AUTH_MESSAGE if access.mode == "password" else None,
     )
 
 
-def build_from_env(data_dir: Path | None = None) -> gr.Blocks:
-    """The app with :func:`server_settings` and :func:`concurrency_from_env`."""
-    return build_app(server_settings(data_dir), concurrency=concurrency_from_env())
+def build_from_env(access: Access, data_dir: Path | None = None) -> gr.Blocks:
+    """The app with :func:`server_settings`, :func:`concurrency_from_env` and the sign-in
+    ``access`` (:meth:`Access.from_env`; give :func:`launch` the same)."""
+    return build_app(server_settings(data_dir), concurrency=concurrency_from_env(), access=access)

@@ -5,6 +5,12 @@ tool's return structure (:class:`DeepResearchOutput`); :func:`make_deep_research
 it in the function Gradio exposes, whose name and docstring become the MCP tool's name and
 description. The tool returns the structure as JSON text: Gradio hands an MCP client the
 ``str()`` of a returned value, and a JSON string is what a calling model can read back.
+
+Its runs belong to the caller (:meth:`deepcritical.ui.auth.Access.owner`): with password
+sign-in, the user of the login cookie the API or MCP client sends (Gradio refuses a call
+without one); with Hugging Face sign-in, the user of the signed browser session (an MCP client
+has none: the tool answers ``status="error"``, asking to sign in); without sign-in, the local
+user, as every visitor.
 """
 
 from __future__ import annotations
@@ -14,16 +20,19 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
+import gradio as gr
 from pydantic import BaseModel, Field
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.models import ChecklistStatus, RunResult
+from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.streams import closing
 
 Status = Literal["completed", "max_iterations_reached", "error"]
 ResearchFn = Callable[..., AsyncIterator[ResearchEvent]]
-"""``research(question, settings, context=...)``, as :func:`deepcritical.api.research`."""
+"""``research(question, settings, context=..., owner=...)``, as
+:func:`deepcritical.api.research`."""
 
 MAX_ITERATIONS = 20
 """Upper bound of ``max_iterations`` (the settings' ``max_rounds`` limit)."""
@@ -115,9 +124,11 @@ async def run_deep_research(
     max_iterations: int,
     settings: Settings,
     research_fn: ResearchFn | None = None,
+    owner: str | None = None,
 ) -> DeepResearchOutput:
     """Run ``question`` to the end with ``settings`` (``max_rounds`` = ``max_iterations``,
-    clamped to 1..20) and map the run onto :class:`DeepResearchOutput`.
+    clamped to 1..20) for ``owner`` (the user the recorded run belongs to; ``None``: the
+    local user) and map the run onto :class:`DeepResearchOutput`.
 
     Never raises for a failed run: an ``error`` event or an exception (bad question, missing
     API key, no local corpus...) gives ``status="error"`` and its message in ``error``.
@@ -129,7 +140,8 @@ async def run_deep_research(
     rounds = max(1, min(int(max_iterations), MAX_ITERATIONS))
     run_settings = settings.model_copy(update={"max_rounds": rounds})
     try:
-        async with closing(run(question, run_settings, context=context or None)) as events:
+        stream = run(question, run_settings, context=context or None, owner=owner)
+        async with closing(stream) as events:
             async for event in events:
                 if event.type == "started" and event.data.get("run_id"):
                     trace_id = str(event.data["run_id"])
@@ -150,13 +162,20 @@ async def run_deep_research(
 
 
 def make_deep_research_tool(
-    settings: Settings, research_fn: ResearchFn | None = None
-) -> Callable[[str, str | None, int], Awaitable[str]]:
+    settings: Settings, research_fn: ResearchFn | None = None, access: Access | None = None
+) -> Callable[..., Awaitable[str]]:
     """The ``deep_research`` function Gradio exposes as API endpoint and MCP tool; runs use
-    ``settings`` (the server's: model and keys from its environment)."""
+    ``settings`` (the server's: model and keys from its environment) and belong to the
+    caller under ``access`` (default: no sign-in, the local user). Gradio injects the
+    request and the Hugging Face profile; they are not parameters of the API or the tool."""
+    sign_in = access or Access()
 
     async def deep_research(
-        question: str, context: str | None = None, max_iterations: int = 10
+        question: str,
+        context: str | None = None,
+        max_iterations: int = 10,
+        request: gr.Request | None = None,
+        profile: gr.OAuthProfile | None = None,
     ) -> str:
         """Deep biomedical literature research on one question; slow: it takes minutes.
 
@@ -178,7 +197,14 @@ def make_deep_research_tool(
             (satisfied, gaps, coverage 0..1); iterations_used; status (completed,
             max_iterations_reached or error) and error (the message when status is error).
         """
-        out = await run_deep_research(question, context, max_iterations, settings, research_fn)
+        try:
+            owner = sign_in.owner(request, profile)
+        except SignInRequired as exc:
+            refused = DeepResearchOutput(trace_id=str(uuid.uuid4()), status="error", error=str(exc))
+            return refused.model_dump_json(indent=1)
+        out = await run_deep_research(
+            question, context, max_iterations, settings, research_fn, owner=owner
+        )
         return out.model_dump_json(indent=1)
 
     return deep_research

@@ -1,0 +1,174 @@
+"""The web app's handlers check the caller themselves (issue 13, item 2), without a server:
+each research run is recorded for the signed-in user, History's refresh, open, export and
+resume see only the caller's runs, and with sign-in on a request without a user gets nothing,
+whether it comes from the page, the API or the MCP tool."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+from pydantic import SecretStr
+
+from deepcritical.config import Settings
+from deepcritical.ui.app import build_app
+from deepcritical.ui.auth import Access
+from deepcritical.ui.mcp_tool import parse_output
+from tests.unit.test_ui_app import handler
+from tests.unit.test_ui_history import FakeStore, Record
+from tests.unit.ui_fixtures import FakeResearch, run_result, script
+
+PASSWORDS = Access("password", {"alice": SecretStr("a"), "bob": SecretStr("b")})
+ALICE = gr.Request(username="alice")
+BOB = gr.Request(username="bob")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path, sources=["local"], _env_file=None)
+
+
+@pytest.fixture
+def store() -> FakeStore:
+    return FakeStore(
+        [
+            Record("a1", "Alice's question", owner="user:alice"),
+            Record("b1", "Bob's question", owner="user:bob"),
+            Record("l1", "A local question"),
+        ]
+    )
+
+
+def hf_profile(username: str) -> gr.OAuthProfile:
+    return gr.OAuthProfile(
+        {"name": username, "preferred_username": username, "profile": "", "picture": ""}
+    )
+
+
+async def collect(stream: AsyncIterator[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    return [out async for out in stream]
+
+
+def test_history_shows_each_user_only_their_runs(settings: Settings, store: FakeStore) -> None:
+    demo = build_app(
+        settings, research_fn=FakeResearch([]), store_opener=lambda s: store, access=PASSWORDS
+    )
+    refresh, open_run, export = (handler(demo, n) for n in ("refresh", "open_run", "export"))
+    assert [row[0] for row in refresh(ALICE, None)] == ["a1"]
+    assert [row[0] for row in refresh(BOB, None)] == ["b1"]
+    assert refresh(None, None) == []  # no signed-in user: nothing, and no store opened
+    assert refresh(gr.Request(username=None), hf_profile("alice")) == []
+    opened = store.closed
+    assert opened == 2
+
+    seen_by_bob = open_run("a1", BOB, None)
+    assert "no stored run" in seen_by_bob[0]
+    assert "Alice" not in str(seen_by_bob)
+    assert open_run("a1", ALICE, None)[0] == "completed"
+    assert "sign in" in open_run("a1", None, None)[0]
+    assert store.closed == opened + 2  # no store opened without a user
+
+    with pytest.raises(gr.Error, match="no stored run"):
+        export("a1", BOB, None)
+    with pytest.raises(gr.Error, match="sign in"):
+        export("a1", None, None)
+    assert Path(export("a1", ALICE, None)).name == "run-a1.json"
+
+
+def test_without_sign_in_everyone_is_the_local_user(settings: Settings, store: FakeStore) -> None:
+    demo = build_app(settings, research_fn=FakeResearch([]), store_opener=lambda s: store)
+    refresh, open_run = handler(demo, "refresh"), handler(demo, "open_run")
+    # a user name Gradio might carry changes nothing: there is no sign-in to trust
+    assert [row[0] for row in refresh(ALICE, None)] == ["l1"]
+    assert [row[0] for row in refresh()] == ["l1"]
+    assert "no stored run" in open_run("a1", ALICE, None)[0]
+
+
+async def test_resume_is_scoped_to_the_caller(
+    settings: Settings, store: FakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deepcritical import api
+
+    owners: list[str | None] = []
+
+    def fake_resume(run_id: str, settings: Settings, owner: str | None) -> Any:
+        owners.append(owner)
+        return FakeResearch(script(run_result()))(run_id, settings)
+
+    monkeypatch.setattr(api, "resume", fake_resume)
+    demo = build_app(
+        settings, research_fn=FakeResearch([]), store_opener=lambda s: store, access=PASSWORDS
+    )
+    resume = handler(demo, "resume")
+    outs = await collect(resume("a1", None, None))
+    assert "sign in" in str(outs[-1][1])
+    assert owners == []
+    outs = await collect(resume("a1", BOB, None))
+    assert owners == ["user:bob"]  # the store then finds no run a1 of bob's
+    assert "Report ready" in str(outs[-1][1])
+
+
+async def test_each_research_run_belongs_to_the_caller(settings: Settings) -> None:
+    fake = FakeResearch(script(run_result()))
+    demo = build_app(settings, research_fn=fake, access=PASSWORDS)
+    run = handler(demo, "run")
+    args = ("Q?", "", "none", "", ["local"], 1, 5, "iterative")
+    refused = await collect(run(*args, None, None))
+    assert "sign in" in str(refused[-1][1])
+    assert fake.calls == []
+    await collect(run(*args, ALICE, None))
+    assert fake.owners == ["user:alice"]
+
+    local = FakeResearch(script(run_result()))
+    await collect(handler(build_app(settings, research_fn=local), "run")(*args, ALICE, None))
+    assert local.owners == [None]
+
+
+async def test_hugging_face_sign_in_owns_by_profile(
+    settings: Settings, store: FakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Gradio's OAuth routes need gradio[oauth]; the handlers do not: a plain button stands in
+    monkeypatch.setattr(gr, "LoginButton", gr.Button)
+    store.records.append(Record("h1", "HF question", owner="hf:alice"))
+    fake = FakeResearch(script(run_result()))
+    demo = build_app(
+        settings, research_fn=fake, store_opener=lambda s: store, access=Access("huggingface")
+    )
+    refresh = handler(demo, "refresh")
+    assert [row[0] for row in refresh(None, hf_profile("alice"))] == ["h1"]
+    assert refresh(ALICE, None) == []  # a password user name is no Hugging Face sign-in
+    await collect(handler(demo, "run")("Q?", "", "none", "", [], 1, 5, "", None, hf_profile("bo")))
+    assert fake.owners == ["hf:bo"]
+
+
+def test_hugging_face_sign_in_shows_the_login_button(settings: Settings) -> None:
+    pytest.importorskip("itsdangerous", reason="gradio[oauth] is not installed")
+    pytest.importorskip("authlib", reason="gradio[oauth] is not installed")
+    demo = build_app(settings, research_fn=FakeResearch([]), access=Access("huggingface"))
+    assert "loginbutton" in {c["type"] for c in demo.get_config_file()["components"]}
+    plain = build_app(settings, research_fn=FakeResearch([]), access=PASSWORDS)
+    assert "loginbutton" not in {c["type"] for c in plain.get_config_file()["components"]}
+
+
+async def test_the_api_and_mcp_tool_run_for_the_signed_in_caller_only(
+    settings: Settings,
+) -> None:
+    fake = FakeResearch(script(run_result()))
+    tool = handler(build_app(settings, research_fn=fake, access=PASSWORDS), "deep_research")
+    refused = parse_output(await tool("Q?", None, 1, None, None))
+    assert refused["status"] == "error"
+    assert "sign in" in refused["error"]
+    assert fake.calls == []
+    done = parse_output(await tool("Q?", None, 1, BOB, None))
+    assert done["status"] == "completed"
+    assert fake.owners == ["user:bob"]
+
+
+def test_the_caller_is_no_api_parameter(settings: Settings) -> None:
+    demo = build_app(settings, research_fn=FakeResearch([]), access=PASSWORDS)
+    endpoint = demo.get_api_info()["named_endpoints"]["/deep_research"]
+    names = [p["parameter_name"] for p in endpoint["parameters"]]
+    assert names == ["question", "context", "max_iterations"]
