@@ -7,6 +7,7 @@ Public interface: :class:`RunStore` (``RunStore.open(settings)``, ``list_runs``,
 """
 
 from deepcritical.state.errors import (
+    RunInProgressError,
     RunNotFoundError,
     RunNotResumableError,
     StateError,
@@ -19,6 +20,7 @@ from deepcritical.state.syllabus import QuestionSpec, Syllabus
 
 __all__ = [
     "QuestionSpec",
+    "RunInProgressError",
     "RunNotFoundError",
     "RunNotResumableError",
     "RunRecord",
