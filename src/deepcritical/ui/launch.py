@@ -10,6 +10,7 @@ import gradio as gr
 
 from deepcritical.config import Settings
 from deepcritical.ui.app import CSS, build_app
+from deepcritical.ui.headers import security_middleware
 
 DEFAULT_CONCURRENCY = 2
 
@@ -45,8 +46,18 @@ def launch(
 ) -> None:
     """Serve ``demo`` (blocking) with the MCP server at ``/gradio_api/mcp/``; ``host`` and
     ``port`` default to Gradio's (``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT`` or
-    127.0.0.1:7860). Gradio's browser-side run history is off (it would store the API key)."""
+    127.0.0.1:7860). Gradio's browser-side run history is off (it would store the API key).
+
+    Every response carries the security headers of :mod:`deepcritical.ui.headers` (frame
+    ancestors from ``DEEPCRITICAL_UI_FRAME_ANCESTORS``); server-side rendering is off, so
+    the Python server, not a Node proxy, answers every request.
+
+    Raises:
+        ValueError: ``DEEPCRITICAL_UI_FRAME_ANCESTORS`` is malformed.
+    """
     demo.launch(
+        app_kwargs={"middleware": [security_middleware()]},
+        ssr_mode=False,
         server_name=host,
         server_port=port,
         mcp_server=mcp_server,
