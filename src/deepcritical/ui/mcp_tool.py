@@ -5,6 +5,11 @@ tool's return structure (:class:`DeepResearchOutput`); :func:`make_deep_research
 it in the function Gradio exposes, whose name and docstring become the MCP tool's name and
 description. The tool returns the structure as JSON text: Gradio hands an MCP client the
 ``str()`` of a returned value, and a JSON string is what a calling model can read back.
+
+A failed run (bad question, missing key, an ``error`` event, no report) is raised as a
+``gr.Error``: Gradio's queue answers it as an error with its message, so an MCP client gets a
+result with ``isError: true`` and the message as text (Gradio's MCP server turns the raised
+error into the MCP error result), and a ``gradio_client`` caller gets an ``AppError``.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
+import gradio as gr
 from pydantic import BaseModel, Field
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
+from deepcritical.llm.errors import describe_error
 from deepcritical.models import ChecklistStatus, RunResult
+from deepcritical.ui.session import redact, secret_values
 from deepcritical.ui.streams import closing
 
 Status = Literal["completed", "max_iterations_reached", "error"]
@@ -120,9 +128,10 @@ async def run_deep_research(
     clamped to 1..20) and map the run onto :class:`DeepResearchOutput`.
 
     Never raises for a failed run: an ``error`` event or an exception (bad question, missing
-    API key, no local corpus...) gives ``status="error"`` and its message in ``error``.
-    ``trace_id`` is the durable run id from the ``started`` event when the run store gives
-    one, else a fresh uuid4.
+    API key, no local corpus...) gives ``status="error"`` and its message in ``error``
+    (:func:`~deepcritical.llm.errors.describe_error`: no model server's answer; the values
+    of the settings' secrets replaced by ``[redacted]``). ``trace_id`` is the durable run id
+    from the ``started`` event when the run store gives one, else a fresh uuid4.
     """
     run = research_fn if research_fn is not None else default_research()
     trace_id = str(uuid.uuid4())
@@ -142,7 +151,9 @@ async def run_deep_research(
     # the tool reports failures; it does not crash the server
     except Exception as exc:  # noqa: BLE001 (see above)
         return DeepResearchOutput(
-            trace_id=trace_id, status="error", error=f"{type(exc).__name__}: {exc}"
+            trace_id=trace_id,
+            status="error",
+            error=redact(describe_error(exc), secret_values(run_settings)),
         )
     return DeepResearchOutput(
         trace_id=trace_id, status="error", error="the run ended without a report"
@@ -153,7 +164,9 @@ def make_deep_research_tool(
     settings: Settings, research_fn: ResearchFn | None = None
 ) -> Callable[[str, str | None, int], Awaitable[str]]:
     """The ``deep_research`` function Gradio exposes as API endpoint and MCP tool; runs use
-    ``settings`` (the server's: model and keys from its environment)."""
+    ``settings`` (the server's: model and keys from its environment). It returns the JSON of
+    :class:`DeepResearchOutput` and raises ``gr.Error`` (``"deep_research failed: <why>
+    (trace_id <id>)"``) when :func:`run_deep_research` gives ``status="error"``."""
 
     async def deep_research(
         question: str, context: str | None = None, max_iterations: int = 10
@@ -175,10 +188,16 @@ def make_deep_research_tool(
         Returns:
             JSON text of an object with: trace_id; answer (markdown report, inline [n]
             citations); sources (number n, id, type, title, url, snippet); checklist_coverage
-            (satisfied, gaps, coverage 0..1); iterations_used; status (completed,
-            max_iterations_reached or error) and error (the message when status is error).
+            (satisfied, gaps, coverage 0..1); iterations_used; status (completed or
+            max_iterations_reached). A failed run is an error result whose text says why.
         """
         out = await run_deep_research(question, context, max_iterations, settings, research_fn)
+        if out.status == "error":
+            raise gr.Error(
+                f"deep_research failed: {out.error} (trace_id {out.trace_id})",
+                title="deep_research failed",
+                print_exception=False,
+            )
         return out.model_dump_json(indent=1)
 
     return deep_research
