@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 import deepcritical.state.lease as lease
 from deepcritical.api import research, resume
 from deepcritical.config import Settings
+from deepcritical.corpus.index import CorpusNotFoundError
 from deepcritical.events import ResearchEvent
 from deepcritical.models import Evidence, utc_now
 from deepcritical.state import (
@@ -307,3 +308,23 @@ async def test_a_run_stopped_by_its_time_budget_resumes_with_a_fresh_budget(
     assert record.attempts == 3
     assert record.status in {"completed", "max_iterations"}
     assert record.settings["time_budget_seconds"] == 0.05  # the stored run keeps its own
+
+
+async def test_a_resume_that_fails_before_the_run_restarts_gives_the_run_back(
+    database_url: str, tmp_path: Path
+) -> None:
+    """The stored run searches a local corpus that is gone: the resume claims the run, fails
+    while building its sources and releases it, so a next resume need not wait 60 s."""
+    settings = settings_for(database_url, tmp_path).model_copy(update={"sources": ["local"]})
+    store = RunStore.open_url(database_url)
+    try:
+        run_id = stored_run(store, settings, "in_progress", STALE_AFTER_SECONDS * 2)
+        with pytest.raises(CorpusNotFoundError):
+            await _drain(resume(run_id, settings, embedder=HashingEmbedder()))
+        record = store.get_run(run_id)
+        assert record is not None
+        assert (record.status, record.attempts) == ("failed", 2)
+        assert record.error == "the resume stopped before the run restarted"
+        assert claim_run(store, run_id) == 3  # at once: no live heartbeat is left behind
+    finally:
+        store.close()
