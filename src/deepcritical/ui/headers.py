@@ -49,9 +49,10 @@ __all__ = [
 ]
 
 FRAME_ANCESTORS_VARIABLE = "DEEPCRITICAL_UI_FRAME_ANCESTORS"
-SPACE_FRAME_ANCESTORS = ("'self'", "https://huggingface.co")
-"""Who may frame the app on a Hugging Face Space: the Space page at huggingface.co."""
 HUB = "https://huggingface.co"
+"""The Hugging Face Hub: it frames a Space's app, and Gradio's front end asks it about it."""
+SPACE_FRAME_ANCESTORS = ("'self'", HUB)
+"""Who may frame the app on a Hugging Face Space: the Space page at huggingface.co."""
 
 _KEYWORDS = {"none": "'none'", "self": "'self'"}
 _ORIGIN = re.compile(r"https?://(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:\d{1,5})?")
