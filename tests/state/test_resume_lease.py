@@ -328,3 +328,24 @@ async def test_a_resume_that_fails_before_the_run_restarts_gives_the_run_back(
         assert claim_run(store, run_id) == 3  # at once: no live heartbeat is left behind
     finally:
         store.close()
+
+
+async def test_the_web_apps_resume_shows_the_refusal(database_url: str, tmp_path: Path) -> None:
+    from deepcritical.ui.app import build_app
+
+    settings = settings_for(database_url, tmp_path)
+    store = RunStore.open_url(database_url)
+    try:
+        run_id = stored_run(store, settings, "in_progress", 2.0)
+    finally:
+        store.close()
+    demo = build_app(settings, downloads_dir=tmp_path / "downloads")
+    resume_handler = next(
+        fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "resume"
+    )
+    assert resume_handler is not None
+    outputs = [out async for out in resume_handler(run_id)]
+    progress = str(outputs[-1][1])
+    assert f"run {run_id} is still running in another process" in progress
+    assert "resume it after it goes stale" in progress
+    assert outputs[-1][5] is None  # no report, no downloads
