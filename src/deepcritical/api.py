@@ -126,6 +126,7 @@ async def resume(
     embedder: Embedder | None = None,
     chat_client: SupportsChatGetResponse[Any] | None = None,
     owner: str | None = None,
+    time_budget_seconds: float | None = None,
 ) -> AsyncIterator[ResearchEvent]:
     """Continue the stored run ``run_id`` of ``owner`` (``None``, the default: the local user)
     to its report, streaming events as :func:`research`.
@@ -137,10 +138,21 @@ async def resume(
     lost, none duplicated) and the same run row is updated (``in_progress`` again, then
     ``completed``).
 
+    The time budget starts afresh at the resume: the stored ``time_budget_seconds``, or
+    ``time_budget_seconds`` when given (seconds, > 0). A run that stopped on its time budget
+    (status ``time_budget``, with a report) can be resumed to search on with a new budget.
+
+    Only one process continues a run (the resume lease,
+    :func:`deepcritical.state.lease.claim_run`): a run whose heartbeat is younger than 60 s
+    is refused; an older one (its process died) is taken over.
+
     Raises:
         RunNotFoundError: no run with this id among ``owner``'s runs (a unique prefix of 6+
             characters is accepted; another owner's run is not found).
         RunNotResumableError: the run already completed (its report is stored).
+        RunInProgressError: the run is still running in another process (on the first
+            iteration, before any event).
+        pydantic.ValidationError: ``time_budget_seconds`` is not > 0.
     """
     from deepcritical.state.runs import RunStore
 
@@ -161,6 +173,8 @@ async def resume(
         )
     stored = {k: v for k, v in record.settings.items() if k in Settings.model_fields}
     stored.update(data_dir=base.data_dir, database_url=base.database_url, persist_runs=True)
+    if time_budget_seconds is not None:
+        stored["time_budget_seconds"] = time_budget_seconds
     run_settings = Settings(**stored)
     syllabus = (
         Syllabus.model_validate(record.syllabus)

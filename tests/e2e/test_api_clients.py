@@ -1,6 +1,7 @@
 """The running app's API through the real clients: ``gradio_client`` calls the named
 ``/deep_research`` endpoint, and the ``mcp`` client lists and calls the ``deep_research`` tool
-over streamable HTTP at ``/gradio_api/mcp/`` (the scripted model, the tiny corpus)."""
+over streamable HTTP at ``/gradio_api/mcp/`` (the scripted model, the tiny corpus); a failed
+run is an error for both (``AppError``; an MCP result with ``isError: true``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 from gradio_client import Client
+from gradio_client.exceptions import AppError
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -87,6 +89,14 @@ def test_mcp_client_lists_and_calls_deep_research(app_server: AppServer) -> None
     assert out["iterations_used"] == 1
     assert out["status"] == "max_iterations_reached"
 
-    failed = parse_output(bad.content[0].text)
-    assert failed["status"] == "error"
-    assert failed["error"]
+    # a failed run is an MCP error result (isError) whose text says why
+    assert bad.isError is True
+    text = " ".join(c.text for c in bad.content if c.type == "text")
+    assert text.startswith("deep_research failed: QuestionError: the research question is empty")
+    assert "trace_id" in text
+
+
+def test_gradio_client_gets_a_failed_run_as_an_app_error(app_server: AppServer) -> None:
+    client = Client(app_server.url, verbose=False)
+    with pytest.raises(AppError, match="deep_research failed: QuestionError"):
+        client.predict("   ", None, 1, api_name="/deep_research")

@@ -30,8 +30,12 @@ API_KEY = "sk-e2e-DO-NOT-LEAK-7f3a9c1e5b"
 HISTORY_QUESTION = "Is metformin use associated with lower cancer mortality in diabetes?"
 
 # Records every stage the progress panel shows (a MutationObserver sees each DOM update, even
-# when the run is fast) and leaves window.__xss undefined unless a payload script runs.
+# when the run is fast) and every Content-Security-Policy violation (window.__csp), and leaves
+# window.__xss undefined unless a payload script runs.
 WATCH_STAGES = """
+window.__csp = [];
+document.addEventListener('securitypolicyviolation',
+  (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));
 window.__stages = [];
 new MutationObserver(() => {
   const el = document.querySelector('#dc-progress .dc-stage');
@@ -67,7 +71,9 @@ def context(browser: Browser) -> Iterator[BrowserContext]:
 
 def open_app(ctx: BrowserContext, server: AppServer) -> Page:
     page = ctx.new_page()
-    page.goto(server.url + "/", wait_until="domcontentloaded")
+    response = page.goto(server.url + "/", wait_until="domcontentloaded")
+    assert response is not None
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
     page.locator("#dc-question textarea").wait_for(state="visible", timeout=60_000)
     return page
 
@@ -192,6 +198,9 @@ def test_research_run_in_the_browser(
     assert config.get("run_history") is False
     for text in (page.content(), storage, markdown, page_html, json.dumps(data), app_server.log()):
         assert API_KEY not in text
+
+    # the app ran under its Content-Security-Policy without a single violation
+    assert page.evaluate("window.__csp") == []
 
 
 def test_two_sessions_each_see_only_their_run(

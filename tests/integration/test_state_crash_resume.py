@@ -6,7 +6,9 @@ stub server (``DEEPCRITICAL_SOURCE_BASE_URLS``). Once the first round's queries 
 checkpointed, the stub holds every request of a later query unanswered, so the process is
 killed with round 2 in flight and nothing of round 2 answered. Then:
 
-- the resumed run completes and writes a report;
+- a resume right after the kill is refused (the run's heartbeat is seconds old: it could be
+  running in another process), with a message, exit 2 and no traceback;
+- once the heartbeat is stale, the resumed run completes and writes a report;
 - every source saved before the kill is still there, once, with the same number and citation;
 - no source is duplicated (by source id or identifier) and every evidence item of the final
   report's run is a saved source;
@@ -20,6 +22,7 @@ import os
 import signal
 import subprocess
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,8 @@ import pytest
 from sqlalchemy import select
 
 from deepcritical.state import RunStore
-from deepcritical.state.schema import SourceKeyRow, SourceRow
+from deepcritical.state.runs import STALE_AFTER_SECONDS
+from deepcritical.state.schema import SourceKeyRow, SourceRow, aware
 from tests.integration.stub_api import RequestRecord, StubAPI
 from tests.integration.test_cli_research import cli_command, run_cli, user_env
 
@@ -67,6 +71,16 @@ def sources_snapshot(store: RunStore, run_id: str) -> dict[tuple[str, str], tupl
         return {(r.source_type, r.external_id): (r.number, r.citation_id) for r in rows}
 
     return store.transact(read)
+
+
+def age_heartbeat(store: RunStore, run_id: str, seconds: float) -> None:
+    """Move the run's last heartbeat ``seconds`` into the past (as if that time had passed)."""
+
+    def work(session: Any) -> None:
+        row = store.require_row(session, run_id)
+        row.updated_at = aware(row.updated_at) - timedelta(seconds=seconds)
+
+    store.transact(work)
 
 
 def wait_for(condition: Any, proc: subprocess.Popen[str], what: str) -> Any:
@@ -162,6 +176,19 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_repeats_no_search(
                 pipe.close()
         stub.release()
 
+    # the killed run's last heartbeat is seconds old: a resume now is refused (it could be
+    # running in another process) ...
+    refused = run_cli(
+        "--data-dir", data_dir, "runs", "resume", run_id[:10], "--out", tmp_path / "early.md",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.describe()
+    assert f"run {run_id} is still running in another process" in refused.output
+    assert "resume it after it goes stale (> 60 s)" in refused.output
+    assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "early.md").exists()
+    assert store is not None
+    age_heartbeat(store, run_id, STALE_AFTER_SECONDS + 1)  # ... and taken over once stale
     resumed = run_cli(
         "--data-dir", data_dir, "runs", "resume", run_id[:10], "--out", tmp_path / "resumed.md",
         cwd=tmp_path,

@@ -373,6 +373,13 @@ async def test_time_budget_bounds_gathering_and_still_reports() -> None:
     report = final(await collect(orch))
     assert loop.time() - t0 < 5
     assert report.metadata.stop_reason == "time_budget"
+    # no source answered in time: the report says so plainly and cites nothing
+    assert report.executive_summary.startswith(
+        "The time budget (0.5 s) ran out before any source was searched."
+    )
+    assert report.references == []
+    assert report.metadata.sources_searched == []
+    assert report.methodology.startswith("Sources chosen (none was searched): slow. 1 search")
 
 
 async def test_failing_llm_agents_fall_back_to_extractive_with_a_note() -> None:

@@ -315,6 +315,8 @@ async def test_time_budget_stops_the_workflow_and_still_reports() -> None:
     report = assert_validated(result_of(events))
     assert report.metadata.stop_reason == "time_budget"
     assert any("time budget" in n for n in report.metadata.notes)
+    assert "ran out before any source was searched" in report.executive_summary
+    assert report.references == []
     await asyncio.sleep(0)
     assert asyncio.all_tasks() - before == set()
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import inspect
 import uuid
 from pathlib import Path
+from typing import Any
 
+import gradio as gr
 import pytest
+from pydantic import SecretStr
 
 from deepcritical.config import Settings
+from deepcritical.orchestrators.deps import QuestionError
 from deepcritical.ui.mcp_tool import make_deep_research_tool, parse_output, run_deep_research
 from tests.unit.ui_fixtures import FakeResearch, run_result, script
 
@@ -79,3 +83,32 @@ async def test_tool_function_name_docstring_and_json(settings: Settings) -> None
     out = parse_output(await tool("Q?", None, 2))
     assert out["status"] == "completed"
     assert out["sources"][0]["number"] == 1
+
+
+async def test_a_failed_run_is_raised_as_a_gradio_error(settings: Settings) -> None:
+    """Gradio turns a raised ``gr.Error`` into an error answer (``isError`` for MCP)."""
+    tool = make_deep_research_tool(settings, FakeResearch(script(None)))
+    with pytest.raises(gr.Error) as failed:
+        await tool("Q?", None, 1)
+    assert failed.value.message == "deep_research failed: writing failed: boom (trace_id run-42)"
+    assert failed.value.print_exception is False
+
+    def bad_question(
+        question: str, settings: Settings, *, context: str | None = None, owner: str | None = None
+    ) -> Any:
+        raise QuestionError("the question is empty")
+
+    with pytest.raises(gr.Error, match=r"failed: QuestionError: the question is empty \(trace"):
+        await make_deep_research_tool(settings, bad_question)("   ", None, 1)
+
+
+async def test_error_messages_never_show_the_servers_keys(settings: Settings) -> None:
+    keyed = settings.model_copy(update={"openai_api_key": SecretStr("sk-server-key-123456")})
+
+    def leaky(
+        question: str, settings: Settings, *, context: str | None = None, owner: str | None = None
+    ) -> Any:
+        raise RuntimeError("401 for key sk-server-key-123456")
+
+    out = await run_deep_research("Q?", None, 1, keyed, leaky)
+    assert out.error == "RuntimeError: 401 for key [redacted]"

@@ -158,9 +158,9 @@ async def test_the_api_and_mcp_tool_run_for_the_signed_in_caller_only(
 ) -> None:
     fake = FakeResearch(script(run_result()))
     tool = handler(build_app(settings, research_fn=fake, access=PASSWORDS), "deep_research")
-    refused = parse_output(await tool("Q?", None, 1, None, None))
-    assert refused["status"] == "error"
-    assert "sign in" in refused["error"]
+    with pytest.raises(gr.Error, match="sign in") as refused:  # an MCP result with isError
+        await tool("Q?", None, 1, None, None)
+    assert refused.value.print_exception is False
     assert fake.calls == []
     done = parse_output(await tool("Q?", None, 1, BOB, None))
     assert done["status"] == "completed"

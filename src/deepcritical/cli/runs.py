@@ -14,7 +14,13 @@ from rich.table import Table
 
 from deepcritical.cli.context import console, fail, out_console, settings_from_options
 from deepcritical.cli.run_output import ReportPath, check_out_path, run_to_report
-from deepcritical.state import RunNotFoundError, RunNotResumableError, RunRecord, RunStore
+from deepcritical.state import (
+    RunInProgressError,
+    RunNotFoundError,
+    RunNotResumableError,
+    RunRecord,
+    RunStore,
+)
 
 __all__ = ["runs_app"]
 
@@ -45,9 +51,12 @@ def _require(store: RunStore, run_id: str) -> RunRecord:
 
 
 def _status(record: RunRecord) -> str:
-    """The run's status, saying when an interrupted run can be resumed."""
+    """The run's status, saying when an interrupted run, or one stopped by its time budget,
+    can be resumed."""
     if record.interrupted:
         return f"{record.status}: interrupted (resumable)"
+    if record.status == "time_budget":
+        return "time_budget: report written (resumable with a fresh budget)"
     return record.status
 
 
@@ -145,17 +154,41 @@ def export_run(
 def resume_run(
     run_id: RunId,
     out: ReportPath = Path("report.md"),
+    time_budget: Annotated[
+        float | None,
+        typer.Option(
+            "--time-budget",
+            help="Seconds for gathering evidence from the resume on (default: the run's own "
+            "budget, started afresh).",
+        ),
+    ] = None,
 ) -> None:
-    """Continue an interrupted run from its last completed step and write its report."""
+    """Continue an interrupted run (or one stopped by its time budget) from its last completed
+    step and write its report.
+
+    The time budget starts afresh at the resume. A run still running in another process (its
+    heartbeat is younger than 60 s) is refused."""
     check_out_path(out)
-    settings = settings_from_options()
+    settings = settings_from_options(time_budget_seconds=time_budget)  # exit 2 unless > 0
+    store = _open()
+    try:
+        record = _require(store, run_id)
+    finally:
+        store.close()
+    budget = time_budget or float(
+        record.settings.get("time_budget_seconds", settings.time_budget_seconds)
+    )
+    console.print(
+        f"Resuming run {record.id} with a fresh time budget of {budget:g} s for gathering "
+        "(the clock restarts at the resume; --time-budget changes it)."
+    )
 
     from deepcritical.api import resume
     from deepcritical.llm.providers import ModelSpecError
 
     run_to_report(
-        lambda: resume(run_id, settings),
+        lambda: resume(record.id, settings, time_budget_seconds=time_budget),
         out,
-        bad_input=(RunNotFoundError, RunNotResumableError, ModelSpecError),
+        bad_input=(RunNotFoundError, RunNotResumableError, RunInProgressError, ModelSpecError),
         interrupt_hint="Resume again with the same command.",
     )

@@ -707,6 +707,8 @@ class ResearchRun:
             duration_seconds=self.elapsed(),
             confidence=self.confidence(),
             notes=list(state.notes),
+            searched=bool(state.sources_answered or state.source_failures),
+            time_budget_seconds=self.settings.time_budget_seconds,
         )
 
     def _rewrite_function(self) -> RewriteFunction | None:
@@ -785,8 +787,10 @@ class ResearchRun:
         """Factual account of the run (built from what happened, never by a model)."""
         plan, state = self.plan, self.state
         labels = [SOURCE_LABELS.get(s, s) for s in self.source_names]
+        searched = state.sources_answered or state.source_failures
         lines = [
-            f"Sources searched: {', '.join(labels)}. "
+            f"{'Sources searched' if searched else 'Sources chosen (none was searched)'}: "
+            f"{', '.join(labels)}. "
             f"{state.rounds} search round(s), {len(state.queries)} queries, "
             f"{len(self.store)} distinct records kept after de-duplication by identifier "
             "(PMID, DOI, PMCID, NCT ID, URL) and by near-duplicate text.",

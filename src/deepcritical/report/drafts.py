@@ -1,5 +1,5 @@
-"""Pieces shared by both report writers and the report stage: the no-evidence, abstention
-and closest-record reports, and the gap limitations."""
+"""Pieces shared by both report writers and the report stage: the no-evidence, abstention,
+closest-record and unsearched (time budget) reports, and the gap limitations."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ __all__ = [
     "design_counts",
     "gap_limitations",
     "no_evidence_report",
+    "unsearched_report",
 ]
 
 FEW_SOURCES = 5
@@ -100,6 +101,32 @@ def abstention_report(
             "conclusion": (
                 "The sources searched hold no evidence that addresses this question, so it "
                 "remains unanswered here."
+            ),
+            "references": [],
+        }
+    )
+
+
+def unsearched_report(
+    draft: ResearchReport, question: str, budget_seconds: float
+) -> ResearchReport:
+    """``draft`` turned into the report of a run whose time budget (``budget_seconds``,
+    seconds) ran out before any source was searched: it says so plainly ("The time budget
+    (X s) ran out before any source was searched."), cites nothing, states no verdict and
+    keeps no finding or hypothesis."""
+    ran_out = f"The time budget ({budget_seconds:g} s) ran out before any source was searched."
+    return draft.model_copy(
+        update={
+            "title": f"Not researched (time budget): {question}",
+            "executive_summary": (
+                f"{ran_out} The question was not researched, so no answer can be given: run "
+                "it again, or resume the run, with a larger time budget."
+            ),
+            "hypotheses_tested": [],
+            "findings": [],
+            "limitations": [ran_out],
+            "conclusion": (
+                "The question remains unanswered here: no source was searched in this run."
             ),
             "references": [],
         }

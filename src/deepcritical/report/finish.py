@@ -12,7 +12,9 @@ given), the study designs and run limitations are added, and
 still finds anything is refused (:attr:`FinishedReport.report` is ``None``).
 
 Abstention: a run with no on-topic evidence gets the report that says so
-(:func:`~deepcritical.report.drafts.abstention_report`); a run whose on-topic records were all
+(:func:`~deepcritical.report.drafts.abstention_report`), or, when its time budget ran out
+before any source was searched, the report that says that
+(:func:`~deepcritical.report.drafts.unsearched_report`); a run whose on-topic records were all
 screened ``partial`` (each bears on part of the question only) gets the report that says no
 record addresses the question directly and quotes the closest one
 (:func:`~deepcritical.report.drafts.closest_record_report`). Neither states a verdict or keeps a
@@ -42,7 +44,11 @@ from deepcritical.models import (
     Screening,
     StopReason,
 )
-from deepcritical.report.drafts import abstention_report, closest_record_report
+from deepcritical.report.drafts import (
+    abstention_report,
+    closest_record_report,
+    unsearched_report,
+)
 from deepcritical.report.grounding import RewriteFunction, ground_report
 from deepcritical.report.sections import add_run_context, add_run_findings, add_verdict
 from deepcritical.report.validation import citation_problems, validate_report
@@ -91,6 +97,8 @@ class RunFacts:
         confidence: 0..1, from checklist coverage and the hypotheses.
         notes: the run's notes so far (warnings, fallbacks).
         screened_out: items of the store screened off-topic (counted, never cited).
+        searched: whether any search came back (a source answered or failed).
+        time_budget_seconds: the run's time budget for gathering (seconds).
     """
 
     question: str
@@ -110,6 +118,8 @@ class RunFacts:
     confidence: float
     notes: Sequence[str] = ()
     screened_out: int = 0
+    searched: bool = True
+    time_budget_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -184,6 +194,8 @@ async def finish_report(
         closest = max(facts.evidence, key=lambda e: e.relevance)
         evidence_by_id = {closest.id: closest}
         draft = await asyncio.to_thread(_closest_record_draft, draft, facts, closest)
+    elif abstain and stop_reason == "time_budget" and not facts.searched:
+        draft = unsearched_report(draft, facts.question, facts.time_budget_seconds)
     elif abstain:  # nothing on-topic: say so, cite nothing, state no verdict
         draft = abstention_report(draft, facts.question, facts.source_names, facts.screened_out)
     with stage("validation"):
@@ -192,7 +204,7 @@ async def finish_report(
         draft.methodology = facts.methodology
         draft.metadata = draft.metadata.model_copy(
             update={
-                "sources_searched": list(facts.source_names),
+                "sources_searched": list(facts.source_names) if facts.searched else [],
                 "source_failures": dict(facts.source_failures),
                 "papers_reviewed": len(facts.evidence) + facts.screened_out,
                 "off_topic_excluded": facts.screened_out,

@@ -8,6 +8,7 @@ runs) and :class:`RunRecord`. The database is SQLite
 """
 
 from deepcritical.state.errors import (
+    RunInProgressError,
     RunNotFoundError,
     RunNotResumableError,
     StateError,
@@ -20,6 +21,7 @@ from deepcritical.state.syllabus import QuestionSpec, Syllabus
 
 __all__ = [
     "QuestionSpec",
+    "RunInProgressError",
     "RunNotFoundError",
     "RunNotResumableError",
     "RunRecord",

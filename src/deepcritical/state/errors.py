@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "RunInProgressError",
     "RunNotFoundError",
     "RunNotResumableError",
     "StateError",
@@ -22,6 +23,26 @@ class RunNotFoundError(StateError, LookupError):
 
 class RunNotResumableError(StateError):
     """The run already finished (completed or stopped at its round limit with a report)."""
+
+
+class RunInProgressError(StateError):
+    """The run is still running in another process: its heartbeat is live.
+
+    Attributes:
+        run_id: the run's id.
+        heartbeat_age: seconds since the run's row was last updated (its last heartbeat).
+        stale_after: seconds without a heartbeat after which the run may be taken over.
+    """
+
+    def __init__(self, run_id: str, heartbeat_age: float, stale_after: float) -> None:
+        self.run_id = run_id
+        self.heartbeat_age = heartbeat_age
+        self.stale_after = stale_after
+        super().__init__(
+            f"run {run_id} is still running in another process (last heartbeat "
+            f"{max(heartbeat_age, 0.0):.0f} s ago); resume it after it goes stale "
+            f"(> {stale_after:g} s)"
+        )
 
 
 class SyllabusError(StateError, ValueError):

@@ -6,7 +6,9 @@ run's search sources in the call cache (its :attr:`PersistentRun.cache` is also 
 builds, :attr:`PersistentRun.cached_model` the one it reports on), checkpoints
 every event through a :class:`~deepcritical.state.recorder.RunRecorder`, touches the row every
 :data:`~deepcritical.state.runs.HEARTBEAT_SECONDS` while the run is alive, and records how
-the run ended when it ends without a ``done``/``error`` event (cancelled, crashed).
+the run ended when it ends without a ``done``/``error`` event (cancelled, crashed). A resumed
+run is taken over through the resume lease (:func:`~deepcritical.state.lease.claim_run`): a
+run whose heartbeat is live is refused.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.cache import CachedModel
 from deepcritical.sources.base import SearchSource
 from deepcritical.state.cache import CachedSource, CallCache
+from deepcritical.state.lease import claim_run, release_run
 from deepcritical.state.recorder import RunRecorder
 from deepcritical.state.runs import HEARTBEAT_SECONDS, RunStore
 from deepcritical.state.sources import SourceCollector
@@ -72,12 +75,16 @@ class PersistentRun:
         preferences: dict[str, Any] | None = None,
         owner: str | None = None,
     ) -> PersistentRun:
-        """Open the database and create the run (``run_id=None``) or reopen ``run_id``; the
-        run belongs to ``owner`` (``None``: the local user), and a run reopened must be
-        ``owner``'s.
+        """Open the database and create the run (``run_id=None``) or take ``run_id`` over for
+        a resume (:func:`~deepcritical.state.lease.claim_run`); the run belongs to ``owner``
+        (``None``: the local user), and a run reopened must be ``owner``'s. The heartbeat
+        starts at once.
 
         Raises:
             RunNotFoundError: ``run_id`` is not in the database, or is another owner's.
+            RunNotResumableError: run ``run_id`` already delivered its final report.
+            RunInProgressError: run ``run_id`` is still running in another process (its
+                heartbeat is live).
             sqlalchemy.exc.SQLAlchemyError, OSError: the database cannot be opened.
         """
         runs = await asyncio.to_thread(RunStore.open, settings)
@@ -92,23 +99,27 @@ class PersistentRun:
                     preferences=preferences,
                     owner=owner,
                 )
-                return cls(runs, new_id, settings, syllabus, resuming=False)
-            record = await asyncio.to_thread(lambda: runs.get_run(run_id, owner=owner))
-            if record is None:
-                from deepcritical.state.errors import RunNotFoundError
+                opened = cls(runs, new_id, settings, syllabus, resuming=False)
+            else:
+                record = await asyncio.to_thread(lambda: runs.get_run(run_id, owner=owner))
+                if record is None:
+                    from deepcritical.state.errors import RunNotFoundError
 
-                raise RunNotFoundError(f"no run with id {run_id!r}")
-            return cls(
-                runs,
-                record.id,
-                settings,
-                syllabus,
-                resuming=True,
-                resumed_progress=record.progress,
-            )
+                    raise RunNotFoundError(f"no run with id {run_id!r}")
+                await asyncio.to_thread(claim_run, runs, record.id)
+                opened = cls(
+                    runs,
+                    record.id,
+                    settings,
+                    syllabus,
+                    resuming=True,
+                    resumed_progress=record.progress,
+                )
         except BaseException:
             runs.close()
             raise
+        opened._heartbeat = asyncio.create_task(opened._beat())
+        return opened
 
     def wrap_sources(self, sources: Sequence[SearchSource]) -> list[SearchSource]:
         """``sources`` answered from the call cache when the same request was made before."""
@@ -140,8 +151,7 @@ class PersistentRun:
             resumed_progress=self.resumed_progress,
             fixed_syllabus=self.syllabus is not None,
         )
-        await asyncio.to_thread(self.recorder.begin, resume=self.resuming)
-        self._heartbeat = asyncio.create_task(self._beat())
+        await asyncio.to_thread(self.recorder.begin)
 
     async def _beat(self) -> None:
         while True:
@@ -164,9 +174,21 @@ class PersistentRun:
             self.recorder.end(status, error)
 
     async def aclose(self) -> None:
-        """Stop the heartbeat and close the database."""
+        """Stop the heartbeat and close the database; a resume that stopped before the run
+        restarted (never attached) gives its claim back
+        (:func:`~deepcritical.state.lease.release_run`)."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._heartbeat
-        self.runs.close()
+        try:
+            if self.resuming and self.recorder is None:
+                with contextlib.suppress(Exception):  # the run stays claimed until stale
+                    await asyncio.to_thread(
+                        release_run,
+                        self.runs,
+                        self.run_id,
+                        "the resume stopped before the run restarted",
+                    )
+        finally:
+            self.runs.close()

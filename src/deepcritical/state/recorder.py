@@ -48,6 +48,10 @@ STAGES = {
     "error": "failed",
 }
 
+_FINAL_STATUS = {"max_rounds": "max_iterations", "time_budget": "time_budget"}
+"""The run's status after its report, by stop reason (any other: ``completed``). A run that
+stopped on its time budget stays resumable (with a fresh budget)."""
+
 
 def _status(count: int, minimum: int) -> str:
     if count >= minimum:
@@ -107,8 +111,9 @@ class RunRecorder:
 
     # --- lifecycle ----------------------------------------------------------------------
 
-    def begin(self, *, resume: bool) -> None:
-        """Mark the run ``in_progress`` (a resume also counts an attempt, clears the error)."""
+    def begin(self) -> None:
+        """Mark the run ``in_progress`` and clear its error (a resume's attempt was counted
+        when it claimed the run: :func:`~deepcritical.state.lease.claim_run`)."""
 
         def work(session: Session) -> None:
             row = self.runs.require_row(session, self.run_id)
@@ -116,8 +121,6 @@ class RunRecorder:
             row.error = None
             row.finished_at = None
             row.updated_at = utc_now()
-            if resume:
-                row.attempts = (row.attempts or 1) + 1
 
         self.runs.transact(work)
 
@@ -307,7 +310,7 @@ class RunRecorder:
         row.metrics = self.metrics()
         if event.type == "done" and event.result is not None:
             stop = event.data.get("stop_reason")
-            row.status = "max_iterations" if stop == "max_rounds" else "completed"
+            row.status = _FINAL_STATUS.get(str(stop), "completed")
             row.result = event.result.model_dump(mode="json")
             row.report_markdown = event.result.report.to_markdown()
             row.finished_at = now

@@ -54,9 +54,12 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-RunStatus = Literal["pending", "in_progress", "completed", "failed", "cancelled", "max_iterations"]
+RunStatus = Literal[
+    "pending", "in_progress", "completed", "failed", "cancelled", "max_iterations", "time_budget"
+]
 FINISHED_STATUSES = frozenset({"completed", "max_iterations"})
-"""Statuses of runs that delivered a report (they cannot be resumed)."""
+"""Statuses of runs that delivered their final report (they cannot be resumed). A run that
+stopped on its time budget (``time_budget``) has a report too, but may be resumed."""
 HEARTBEAT_SECONDS = 10.0
 """How often a running run touches its row's ``updated_at`` (seconds)."""
 STALE_AFTER_SECONDS = 60.0
@@ -99,7 +102,9 @@ class RunRecord(BaseModel):
 
     @property
     def resumable(self) -> bool:
-        """True unless the run already delivered its report."""
+        """True unless the run already delivered its final report (a run stopped by its time
+        budget is resumable); a run whose heartbeat is live is refused when resumed all the
+        same (:func:`~deepcritical.state.lease.claim_run`)."""
         return self.status not in FINISHED_STATUSES
 
 

@@ -12,6 +12,7 @@ import gradio as gr
 from deepcritical.config import Settings
 from deepcritical.ui.app import CSS, build_app
 from deepcritical.ui.auth import Access
+from deepcritical.ui.headers import security_middleware
 
 DEFAULT_CONCURRENCY = 2
 SHARED_HISTORY_WARNING = (
@@ -61,10 +62,20 @@ def launch(
 
     ``access`` must be the sign-in ``demo`` was built with: with passwords, Gradio's login
     page guards every route; without any sign-in, :data:`SHARED_HISTORY_WARNING` is logged.
+
+    Every response carries the security headers of :mod:`deepcritical.ui.headers` (frame
+    ancestors from ``DEEPCRITICAL_UI_FRAME_ANCESTORS``); server-side rendering is off, so
+    the Python server, not a Node proxy, answers every request.
+
+    Raises:
+        ValueError: ``DEEPCRITICAL_UI_FRAME_ANCESTORS`` is malformed.
     """
+    middleware = security_middleware()
     if not access.required:
         log.warning(SHARED_HISTORY_WARNING)
     demo.launch(
+        app_kwargs={"middleware": [middleware]},
+        ssr_mode=False,
         server_name=host,
         server_port=port,
         mcp_server=mcp_server,

@@ -9,8 +9,14 @@ description. The tool returns the structure as JSON text: Gradio hands an MCP cl
 Its runs belong to the caller (:meth:`deepcritical.ui.auth.Access.owner`): with password
 sign-in, the user of the login cookie the API or MCP client sends (Gradio refuses a call
 without one); with Hugging Face sign-in, the user of the signed browser session (an MCP client
-has none: the tool answers ``status="error"``, asking to sign in); without sign-in, the local
-user, as every visitor.
+has none: the call fails, asking to sign in); without sign-in, the local user, as every
+visitor.
+
+A failed run (bad question, missing key, an ``error`` event, no report) or a refused caller is
+raised as a ``gr.Error``: Gradio's queue answers it as an error with its message, so an MCP
+client gets a result with ``isError: true`` and the message as text (Gradio's MCP server turns
+the raised error into the MCP error result), and a ``gradio_client`` caller gets an
+``AppError``.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from pydantic import BaseModel, Field
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
+from deepcritical.llm.errors import describe_error
 from deepcritical.models import ChecklistStatus, RunResult
 from deepcritical.ui.auth import Access, SignInRequired
+from deepcritical.ui.session import redact, secret_values
 from deepcritical.ui.streams import closing
 
 Status = Literal["completed", "max_iterations_reached", "error"]
@@ -131,9 +139,10 @@ async def run_deep_research(
     local user) and map the run onto :class:`DeepResearchOutput`.
 
     Never raises for a failed run: an ``error`` event or an exception (bad question, missing
-    API key, no local corpus...) gives ``status="error"`` and its message in ``error``.
-    ``trace_id`` is the durable run id from the ``started`` event when the run store gives
-    one, else a fresh uuid4.
+    API key, no local corpus...) gives ``status="error"`` and its message in ``error``
+    (:func:`~deepcritical.llm.errors.describe_error`: no model server's answer; the values
+    of the settings' secrets replaced by ``[redacted]``). ``trace_id`` is the durable run id
+    from the ``started`` event when the run store gives one, else a fresh uuid4.
     """
     run = research_fn if research_fn is not None else default_research()
     trace_id = str(uuid.uuid4())
@@ -154,7 +163,9 @@ async def run_deep_research(
     # the tool reports failures; it does not crash the server
     except Exception as exc:  # noqa: BLE001 (see above)
         return DeepResearchOutput(
-            trace_id=trace_id, status="error", error=f"{type(exc).__name__}: {exc}"
+            trace_id=trace_id,
+            status="error",
+            error=redact(describe_error(exc), secret_values(run_settings)),
         )
     return DeepResearchOutput(
         trace_id=trace_id, status="error", error="the run ended without a report"
@@ -167,7 +178,10 @@ def make_deep_research_tool(
     """The ``deep_research`` function Gradio exposes as API endpoint and MCP tool; runs use
     ``settings`` (the server's: model and keys from its environment) and belong to the
     caller under ``access`` (default: no sign-in, the local user). Gradio injects the
-    request and the Hugging Face profile; they are not parameters of the API or the tool."""
+    request and the Hugging Face profile; they are not parameters of the API or the tool.
+    It returns the JSON of :class:`DeepResearchOutput` and raises ``gr.Error``
+    (``"deep_research failed: <why> (trace_id <id>)"``) when the caller must sign in first
+    or :func:`run_deep_research` gives ``status="error"``."""
     sign_in = access or Access()
 
     async def deep_research(
@@ -194,17 +208,24 @@ def make_deep_research_tool(
         Returns:
             JSON text of an object with: trace_id; answer (markdown report, inline [n]
             citations); sources (number n, id, type, title, url, snippet); checklist_coverage
-            (satisfied, gaps, coverage 0..1); iterations_used; status (completed,
-            max_iterations_reached or error) and error (the message when status is error).
+            (satisfied, gaps, coverage 0..1); iterations_used; status (completed or
+            max_iterations_reached). A failed run is an error result whose text says why.
         """
         try:
             owner = sign_in.owner(request, profile)
         except SignInRequired as exc:
-            refused = DeepResearchOutput(trace_id=str(uuid.uuid4()), status="error", error=str(exc))
-            return refused.model_dump_json(indent=1)
+            raise gr.Error(
+                f"deep_research refused: {exc}", title="sign in first", print_exception=False
+            ) from exc
         out = await run_deep_research(
             question, context, max_iterations, settings, research_fn, owner=owner
         )
+        if out.status == "error":
+            raise gr.Error(
+                f"deep_research failed: {out.error} (trace_id {out.trace_id})",
+                title="deep_research failed",
+                print_exception=False,
+            )
         return out.model_dump_json(indent=1)
 
     return deep_research

@@ -1,0 +1,124 @@
+"""The resume lease: at most one process continues a run at a time.
+
+A running run shows it is alive by its heartbeat, the ``updated_at`` of its row: the recorder
+writes it at every checkpoint and :class:`~deepcritical.state.lifecycle.PersistentRun` touches
+it every :data:`~deepcritical.state.runs.HEARTBEAT_SECONDS` (10 s). :func:`claim_run` takes a
+run over for a resume: a ``pending`` or ``in_progress`` run whose heartbeat is younger than
+:data:`~deepcritical.state.runs.STALE_AFTER_SECONDS` (60 s, six missed beats) is still running
+somewhere and is refused with :class:`~deepcritical.state.errors.RunInProgressError`; an older
+one (its process died) and a ``failed``, ``cancelled`` or ``time_budget`` run are taken over.
+
+The take-over is one conditional ``UPDATE ... WHERE status = <seen> AND attempts = <seen>``
+(and, for a run that looked alive, ``AND updated_at < <now - stale_after>``), so of two
+processes that resume the same run at once exactly one wins: on PostgreSQL the loser's
+``UPDATE`` waits for the winner's row lock and then matches no row; on SQLite the
+``BEGIN IMMEDIATE`` transactions run one after the other and the loser sees the winner's fresh
+heartbeat. Heartbeat ages are computed from the clocks of the processes that write them
+(``utc_now``), so the hosts of a shared PostgreSQL database need synchronised clocks.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, select, update
+from sqlalchemy.orm import Session
+
+from deepcritical.models import utc_now
+from deepcritical.state.errors import RunInProgressError, RunNotFoundError, RunNotResumableError
+from deepcritical.state.runs import FINISHED_STATUSES, STALE_AFTER_SECONDS, RunStore
+from deepcritical.state.schema import RunRow, aware
+
+__all__ = ["LIVE_STATUSES", "claim_run", "release_run"]
+
+LIVE_STATUSES = frozenset({"pending", "in_progress"})
+"""Statuses of a run that may have a process working on it (decided by its heartbeat)."""
+
+
+def claim_run(runs: RunStore, run_id: str, *, stale_after: float = STALE_AFTER_SECONDS) -> int:
+    """Take run ``run_id`` (its full id) over for a resume, atomically (see the module
+    docstring): its row becomes ``in_progress`` with a fresh heartbeat, no error and no finish
+    time, and one more attempt.
+
+    Args:
+        runs: the run database.
+        run_id: the run's full id (32 hex characters).
+        stale_after: seconds without a heartbeat after which a ``pending`` or ``in_progress``
+            run counts as dead and may be taken over.
+
+    Returns:
+        The run's attempt number now (1 + the number of resumes).
+
+    Raises:
+        RunNotFoundError: no run with this id.
+        RunNotResumableError: the run already delivered its final report (``completed``,
+            ``max_iterations``).
+        RunInProgressError: the run's heartbeat is younger than ``stale_after`` seconds, or
+            another process took it over at the same moment.
+        sqlalchemy.exc.SQLAlchemyError: the database failed (after the store's retries).
+    """
+
+    def work(session: Session) -> int:
+        seen = session.execute(
+            select(RunRow.status, RunRow.attempts, RunRow.updated_at).where(RunRow.id == run_id)
+        ).one_or_none()
+        if seen is None:
+            raise RunNotFoundError(
+                f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
+            )
+        status, attempts, updated = seen
+        if status in FINISHED_STATUSES:
+            raise RunNotResumableError(
+                f"run {run_id} already finished ({status}); its report is stored: "
+                f"`deepcritical runs export {run_id}`"
+            )
+        now = utc_now()
+        conditions = [RunRow.id == run_id, RunRow.status == status, RunRow.attempts == attempts]
+        if status in LIVE_STATUSES:
+            age = (now - aware(updated)).total_seconds()
+            if age <= stale_after:
+                raise RunInProgressError(run_id, age, stale_after)
+            conditions.append(RunRow.updated_at < now - timedelta(seconds=stale_after))
+        taken = cast(
+            "CursorResult[Any]",
+            session.execute(
+                update(RunRow)
+                .where(*conditions)
+                .values(
+                    status="in_progress",
+                    updated_at=now,
+                    attempts=RunRow.attempts + 1,
+                    error=None,
+                    finished_at=None,
+                )
+                .execution_options(synchronize_session=False)
+            ),
+        )
+        if taken.rowcount != 1:  # another resumer changed the row since we read it
+            raise RunInProgressError(run_id, 0.0, stale_after)
+        return int(attempts or 1) + 1
+
+    return runs.transact(work)
+
+
+def release_run(runs: RunStore, run_id: str, error: str) -> None:
+    """Give back a run claimed by :func:`claim_run` whose resume stopped before the run
+    restarted (e.g. its local corpus is gone): an ``in_progress`` row becomes ``failed`` with
+    ``error``, so the next resume need not wait for its heartbeat to go stale. A row in any
+    other status is left alone.
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: the database failed (after the store's retries).
+    """
+
+    def work(session: Session) -> None:
+        now = utc_now()
+        session.execute(
+            update(RunRow)
+            .where(RunRow.id == run_id, RunRow.status == "in_progress")
+            .values(status="failed", error=error, updated_at=now, finished_at=now)
+            .execution_options(synchronize_session=False)
+        )
+
+    runs.transact(work)
