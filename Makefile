@@ -12,6 +12,7 @@ UV_VERSION    := 0.13.9
 TORCH_VERSION := 2.13.0
 # Extra arguments of `make lock`: LOCK_ARGS="--upgrade-package NAME" or LOCK_ARGS=--upgrade.
 LOCK_ARGS ?=
+IMAGE ?= deepcritical:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -19,7 +20,7 @@ export ANONYMIZED_TELEMETRY := False
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: install lockcheck lock system-deps postgresql demo test lint typecheck check bench clean browser requirements serve
+.PHONY: install lockcheck lock system-deps postgresql demo test lint typecheck check bench clean browser requirements serve image
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -71,14 +72,15 @@ demo: install
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) research "$(QUESTION)" --llm none --sources local --out report.md
 
 ## The rules that hold the code to its shape: lint (ruff, with complexity, blind-except and
-## banned-import rules), formatting, types (mypy strict over src, tests and benchmarks) and the
-## import-linter contracts (the levels of docs/architecture.md; no import cycles).
-## `install` first checks that uv.lock is current.
+## banned-import rules), formatting, types (mypy strict over src, tests and benchmarks), the
+## import-linter contracts (the levels of docs/architecture.md; no import cycles) and hadolint
+## on the Dockerfile (no Docker daemon needed). `install` first checks that uv.lock is current.
 check: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/hadolint Dockerfile
 
 test: check $(if $(SKIP_SYSTEM_DEPS),,system-deps)
 	$(BIN)/pytest
@@ -117,6 +119,10 @@ requirements: $(UV)
 ## The web app (and the deep_research MCP tool) on http://127.0.0.1:7860
 serve: install
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) serve
+
+## The container image (needs a Docker daemon): the web app, built from uv.lock.
+image:
+	docker build --build-arg GIT_COMMIT="$$(git rev-parse HEAD 2>/dev/null)" -t $(IMAGE) .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

