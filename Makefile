@@ -34,12 +34,13 @@ lockcheck: $(UV)
 	  echo "uv.lock does not match pyproject.toml: run \`make lock\` to re-resolve it (it also" \
 	       "regenerates requirements.txt), then commit both." >&2; exit 1; }
 
-## Installs exactly uv.lock (dev tools included; `uv sync` removes what the lock does not list),
+## Installs exactly uv.lock (dev tools included; `uv sync` removes what the lock does not list;
+## compiled to bytecode, as pip does, so no import compiles a module under pytest's warnings),
 ## then torch $(TORCH_VERSION)+cpu with --no-deps: the lock holds torch and its pure-Python
 ## dependencies but not its CUDA packages, and the CPU build comes from this machine's pip
 ## index (add PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu elsewhere).
 $(VENV)/.installed: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --extra dev --no-install-package torch --quiet
+	$(UV) sync --frozen --extra dev --no-install-package torch --compile-bytecode --quiet
 	$(PY) -m pip install --quiet --no-deps torch==$(TORCH_VERSION)+cpu
 	$(PY) -m pip check
 	touch $@
