@@ -40,6 +40,7 @@ from deepcritical.models import (
     ResearchPlan,
     ResearchReport,
     Screening,
+    SoftwareEnvironment,
     StopReason,
 )
 from deepcritical.report.drafts import abstention_report, closest_record_report
@@ -91,6 +92,8 @@ class RunFacts:
         confidence: 0..1, from checklist coverage and the hypotheses.
         notes: the run's notes so far (warnings, fallbacks).
         screened_out: items of the store screened off-topic (counted, never cited).
+        environment: the software the run ran on (:mod:`deepcritical.environment`);
+            ``None`` leaves it out of the report.
     """
 
     question: str
@@ -110,6 +113,7 @@ class RunFacts:
     confidence: float
     notes: Sequence[str] = ()
     screened_out: int = 0
+    environment: SoftwareEnvironment | None = None
 
 
 @dataclass(frozen=True)
@@ -205,6 +209,7 @@ async def finish_report(
                 "checklist_coverage": facts.plan.coverage(),
                 "queries": list(facts.queries),
                 "notes": [*facts.notes, *draft.metadata.notes],
+                "environment": facts.environment,
             }
         )
         try:
