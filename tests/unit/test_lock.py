@@ -66,8 +66,16 @@ def dockerfile_arg(name: str) -> str:
     return match.group(1)
 
 
+def project_copy(directory: Path) -> Path:
+    """``directory`` holding a copy of what the Makefile's lock targets read."""
+    for name in ("Makefile", "pyproject.toml", "uv.lock", "README.md"):
+        shutil.copy(ROOT / name, directory / name)
+    return directory
+
+
 def run_make(target: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``make TARGET`` in ``cwd`` with this venv's uv, offline, on an empty uv cache."""
+    """``make TARGET`` in ``cwd`` with this venv's uv, offline, on an empty uv cache; skips
+    when there is no make or the venv has no uv (a venv ``make install`` did not make)."""
     if shutil.which("make") is None or not (VENV / "bin" / "uv").is_file():
         pytest.skip("needs make and the venv's uv (make install)")
     env = {**os.environ, "UV_OFFLINE": "1", "UV_CACHE_DIR": str(cwd / ".uv-cache")}
@@ -114,8 +122,7 @@ def test_the_makefile_the_dockerfile_and_the_lock_name_the_same_uv_and_torch() -
 def test_lockcheck_passes_on_the_lock_and_says_make_lock_when_pyproject_changes(
     tmp_path: Path,
 ) -> None:
-    for name in ("Makefile", "pyproject.toml", "uv.lock", "README.md"):
-        shutil.copy(ROOT / name, tmp_path / name)
+    project_copy(tmp_path)
     current = run_make("lockcheck", tmp_path)
     assert current.returncode == 0, current.stderr
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
-import pytest
 from packaging.requirements import Requirement
+
+from tests.unit.test_lock import locked_versions, project_copy, run_make
 
 ROOT = Path(__file__).resolve().parents[2]
 TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
@@ -27,12 +27,6 @@ def front_matter() -> dict[str, str]:
         k.strip(): v.strip().strip('"')
         for k, v in (line.split(":", 1) for line in block.splitlines() if re.match(r"^\w", line))
     }
-
-
-def locked_versions() -> dict[str, str]:
-    """Package name -> version, for every package of ``uv.lock``."""
-    lock = tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))
-    return {p["name"]: p["version"] for p in lock["package"]}
 
 
 def space_requirements() -> list[Requirement]:
@@ -57,21 +51,7 @@ def test_requirements_txt_pins_the_locked_versions() -> None:
 def test_requirements_txt_is_what_make_requirements_exports(tmp_path: Path) -> None:
     """``make requirements`` run on a copy of the project rewrites ``requirements.txt`` to the
     same text (offline: ``uv export --frozen`` reads the lock only)."""
-    venv = Path(sys.executable).parent.parent
-    if shutil.which("make") is None or not (venv / "bin" / "uv").is_file():
-        pytest.skip("needs make and the venv's uv (make install)")
-    for name in ("Makefile", "pyproject.toml", "uv.lock", "README.md"):
-        shutil.copy(ROOT / name, tmp_path / name)
-    env = {**os.environ, "UV_OFFLINE": "1", "UV_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run(
-        ["make", "--no-print-directory", "requirements", f"VENV={venv}"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_make("requirements", project_copy(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "requirements.txt").read_text(encoding="utf-8") == (
         ROOT / "requirements.txt"
