@@ -39,13 +39,13 @@ lockcheck: $(UV)
 ## then torch $(TORCH_VERSION)+cpu with --no-deps: the lock holds torch and its pure-Python
 ## dependencies but not its CUDA packages, and the CPU build comes from this machine's pip
 ## index (add PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu elsewhere).
-$(VENV)/.installed: pyproject.toml uv.lock | $(UV)
+$(VENV)/.installed: pyproject.toml uv.lock | lockcheck
 	$(UV) sync --frozen --extra dev --no-install-package torch --compile-bytecode --quiet
 	$(PY) -m pip install --quiet --no-deps torch==$(TORCH_VERSION)+cpu
 	$(PY) -m pip check
 	touch $@
 
-install: lockcheck $(VENV)/.installed
+install: $(VENV)/.installed
 
 ## Re-resolves uv.lock (keeping locked versions unless pyproject.toml or LOCK_ARGS ask for
 ## others), then regenerates requirements.txt from it.
