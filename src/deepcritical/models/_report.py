@@ -24,6 +24,7 @@ __all__ = [
     "ReportSection",
     "ResearchReport",
     "RunResult",
+    "SoftwareEnvironment",
     "SourceUsage",
     "StopReason",
     "SupportingQuote",
@@ -205,6 +206,28 @@ class GroundingCheck(BaseModel):
     removed_reference_ids: list[str] = Field(default_factory=list)
 
 
+class SoftwareEnvironment(BaseModel):
+    """The software a report was made with, so that it can be made again (collected by
+    :mod:`deepcritical.environment`).
+
+    ``deepcritical``: the DeepCritical version from its package metadata (``"unknown"`` when
+    it is not installed); ``git_commit``: the commit (40 hex digits) of the source checkout it
+    ran from, or of the source an image was built from; ``None`` when neither is known;
+    ``git_dirty``: the checkout had uncommitted changes to tracked files (``None`` when not
+    known); ``python``: the interpreter's version; ``embedding_model``: the embedder the run
+    used (its model name, else its class name); ``packages``: distribution name -> installed
+    version, for the installed packages that shape results (the embedding model's weights,
+    its libraries, the corpus index, the model frameworks).
+    """
+
+    deepcritical: str = "unknown"
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    python: str = ""
+    embedding_model: str = ""
+    packages: dict[str, str] = Field(default_factory=dict)
+
+
 class ReportMetadata(BaseModel):
     """How a report was made."""
 
@@ -236,6 +259,9 @@ class ReportMetadata(BaseModel):
     verdict_reason: str = ""
     """Why that verdict, in words ("sources disagree: 1 supporting, 1 contradicting");
     ``""`` with no verdict."""
+    environment: SoftwareEnvironment | None = None
+    """The software the report was made with; ``None`` in reports made before it was
+    recorded."""
 
 
 class ResearchReport(BaseModel):

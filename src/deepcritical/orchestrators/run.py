@@ -31,7 +31,9 @@ from deepcritical.agents.queries import fresh_queries
 from deepcritical.agents.reflection import Reflection, apply_reflection
 from deepcritical.agents.screener import LLMSourceScreener
 from deepcritical.agents.search import SearchRound
+from deepcritical.environment import software_environment
 from deepcritical.events import ResearchEvent
+from deepcritical.evidence.embeddings import embedder_name
 from deepcritical.evidence.screening import screen_items
 from deepcritical.llm.errors import describe_error
 from deepcritical.llm.usage import UsageTracker
@@ -709,6 +711,7 @@ class ResearchRun:
             notes=list(state.notes),
             searched=bool(state.sources_answered or state.source_failures),
             time_budget_seconds=self.settings.time_budget_seconds,
+            environment=software_environment(embedder_name(self.store.embedder)),
         )
 
     def _rewrite_function(self) -> RewriteFunction | None:

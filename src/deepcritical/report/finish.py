@@ -42,6 +42,7 @@ from deepcritical.models import (
     ResearchPlan,
     ResearchReport,
     Screening,
+    SoftwareEnvironment,
     StopReason,
 )
 from deepcritical.report.drafts import (
@@ -99,6 +100,8 @@ class RunFacts:
         screened_out: items of the store screened off-topic (counted, never cited).
         searched: whether any search came back (a source answered or failed).
         time_budget_seconds: the run's time budget for gathering (seconds).
+        environment: the software the run ran on (:mod:`deepcritical.environment`);
+            ``None`` leaves it out of the report.
     """
 
     question: str
@@ -120,6 +123,7 @@ class RunFacts:
     screened_out: int = 0
     searched: bool = True
     time_budget_seconds: float = 0.0
+    environment: SoftwareEnvironment | None = None
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,7 @@ async def finish_report(
                 "checklist_coverage": facts.plan.coverage(),
                 "queries": list(facts.queries),
                 "notes": [*facts.notes, *draft.metadata.notes],
+                "environment": facts.environment,
             }
         )
         try:
