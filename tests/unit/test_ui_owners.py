@@ -144,9 +144,22 @@ async def test_hugging_face_sign_in_owns_by_profile(
     assert fake.owners == ["hf:bo"]
 
 
-def test_hugging_face_sign_in_shows_the_login_button(settings: Settings) -> None:
-    pytest.importorskip("itsdangerous", reason="gradio[oauth] is not installed")
-    pytest.importorskip("authlib", reason="gradio[oauth] is not installed")
+def test_hugging_face_sign_in_shows_the_login_button(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a Space with hf_oauth: true (its OAuth client, as the Hub sets it; nothing is fetched
+    # while the app is only built)
+    import gradio.oauth
+
+    monkeypatch.setenv("SYSTEM", "spaces")
+    monkeypatch.setenv("SPACE_ID", "lab/deepcritical")
+    for name, value in {
+        "OAUTH_CLIENT_ID": "client-id",
+        "OAUTH_CLIENT_SECRET": "client-secret",
+        "OAUTH_SCOPES": "openid profile",
+        "OPENID_PROVIDER_URL": "https://huggingface.co",
+    }.items():
+        monkeypatch.setattr(gradio.oauth, name, value)
     demo = build_app(settings, research_fn=FakeResearch([]), access=Access("huggingface"))
     assert "loginbutton" in {c["type"] for c in demo.get_config_file()["components"]}
     plain = build_app(settings, research_fn=FakeResearch([]), access=PASSWORDS)

@@ -63,9 +63,10 @@ def test_front_matter_matches_the_gradio_pin() -> None:
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
         "dependencies"
     ]
-    pin = next(d for d in deps if d.startswith("gradio=="))
+    pin = next(d for d in deps if d.startswith("gradio[oauth]=="))
     assert meta["sdk"] == "gradio"
-    assert meta["sdk_version"] == pin.removeprefix("gradio==") == locked_versions()["gradio"]
+    version = pin.removeprefix("gradio[oauth]==")
+    assert meta["sdk_version"] == version == locked_versions()["gradio"]
     assert meta["python_version"] == "3.11"
     assert meta["app_file"] == "app.py"
     assert (ROOT / "app.py").is_file()
