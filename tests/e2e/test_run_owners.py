@@ -248,6 +248,14 @@ def test_the_cli_is_the_local_user(auth_server: AppServer) -> None:
         assert refused.returncode == 2, (command, refused.stdout, refused.stderr)
         assert "no run with id" in refused.stdout + refused.stderr
         assert "Carol" not in refused.stdout + refused.stderr
+    # the operator names the owner to reach a web user's run
+    operator = run_cli(auth_server, "list", "--owner", "user:carol")
+    assert operator.returncode == 0, operator.stderr
+    assert theirs in operator.stdout
+    assert local not in operator.stdout
+    carol = run_cli(auth_server, "export", theirs, "--owner", "user:carol")
+    assert carol.returncode == 0, carol.stderr
+    assert json.loads(carol.stdout)["run"]["owner"] == "user:carol"
 
 
 def test_without_sign_in_the_history_is_shared_with_a_warning(app_server: AppServer) -> None:

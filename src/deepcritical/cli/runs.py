@@ -1,6 +1,8 @@
 """``deepcritical runs``: list, show, resume and export stored research runs.
 
-A bad run id exits with code 2 and says where to find the valid ones.
+A bad run id exits with code 2 and says where to find the valid ones. Every command works on
+the local user's runs (those of the CLI and the Python API); ``--owner`` names another owner,
+such as a web app user (``user:alice``, ``hf:alice``), for the operator who runs the server.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ runs_app = typer.Typer(
 
 
 RunId = Annotated[str, typer.Argument(help="Run id (or a unique prefix).")]
+Owner = Annotated[
+    str | None,
+    typer.Option(
+        "--owner",
+        help="Whose runs: a web app user such as user:alice or hf:alice (default: the local "
+        "user, i.e. runs of the CLI and the Python API).",
+    ),
+]
 
 
 def _open() -> RunStore:
@@ -41,12 +51,14 @@ def _open() -> RunStore:
         raise fail(f"cannot open the run database: {type(exc).__name__}: {exc}", 2) from exc
 
 
-def _require(store: RunStore, run_id: str) -> RunRecord:
-    """The run ``run_id``; closes the store and exits with code 2 when there is none."""
-    record = store.get_run(run_id)
+def _require(store: RunStore, run_id: str, owner: str | None) -> RunRecord:
+    """``owner``'s run ``run_id``; closes the store and exits with code 2 when there is none."""
+    record = store.get_run(run_id, owner=owner)
     if record is None:
         store.close()
-        raise fail(f"no run with id {run_id!r}; `deepcritical runs list` shows the runs", 2)
+        whose = "" if owner is None else f" of owner {owner!r}"
+        listing = "deepcritical runs list" + ("" if owner is None else f" --owner {owner}")
+        raise fail(f"no run with id {run_id!r}{whose}; `{listing}` shows the runs", 2)
     return record
 
 
@@ -65,11 +77,12 @@ def list_runs(
     limit: Annotated[
         int, typer.Option("--limit", min=1, help="How many runs (newest first).")
     ] = 50,
+    owner: Owner = None,
 ) -> None:
     """List the newest runs with status, progress and saved sources."""
     store = _open()
     try:
-        records = store.list_runs(limit)
+        records = store.list_runs(limit, owner=owner)
     finally:
         store.close()
     table = Table(title=f"Runs ({len(records)})")
@@ -89,11 +102,11 @@ def list_runs(
 
 
 @runs_app.command("show")
-def show_run(run_id: RunId) -> None:
+def show_run(run_id: RunId, owner: Owner = None) -> None:
     """Show a run: status, progress, stage, checklist, iterations, metrics."""
     store = _open()
     try:
-        r = _require(store, run_id)
+        r = _require(store, run_id, owner)
     finally:
         store.close()
     out = out_console
@@ -133,12 +146,13 @@ def export_run(
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (default: standard output).")
     ] = None,
+    owner: Owner = None,
 ) -> None:
     """Export a run (run, checklist, iterations, sources by question, report) as JSON."""
     store = _open()
     try:
-        record = _require(store, run_id)
-        data = store.export_run(record.id)
+        record = _require(store, run_id, owner)
+        data = store.export_run(record.id, owner=owner)
     finally:
         store.close()
     text = json.dumps(data, indent=2, ensure_ascii=False)
@@ -162,6 +176,7 @@ def resume_run(
             "budget, started afresh).",
         ),
     ] = None,
+    owner: Owner = None,
 ) -> None:
     """Continue an interrupted run (or one stopped by its time budget) from its last completed
     step and write its report.
@@ -172,7 +187,7 @@ def resume_run(
     settings = settings_from_options(time_budget_seconds=time_budget)  # exit 2 unless > 0
     store = _open()
     try:
-        record = _require(store, run_id)
+        record = _require(store, run_id, owner)
     finally:
         store.close()
     budget = time_budget or float(
@@ -187,7 +202,7 @@ def resume_run(
     from deepcritical.llm.providers import ModelSpecError
 
     run_to_report(
-        lambda: resume(record.id, settings, time_budget_seconds=time_budget),
+        lambda: resume(record.id, settings, time_budget_seconds=time_budget, owner=owner),
         out,
         bad_input=(RunNotFoundError, RunNotResumableError, RunInProgressError, ModelSpecError),
         interrupt_hint="Resume again with the same command.",
