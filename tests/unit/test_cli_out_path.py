@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import typer
 
+from deepcritical.cli.context import global_options
 from deepcritical.cli.run_output import check_out_path, run_to_report
 from deepcritical.events import ResearchEvent
 from deepcritical.models import ResearchReport, RunResult
@@ -76,8 +77,13 @@ def finished(run_id: str | None) -> AsyncIterator[ResearchEvent]:
 
 @pytest.mark.parametrize("run_id", [RUN_ID, None])
 def test_a_report_that_cannot_be_written_after_the_run_names_the_way_back(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], run_id: str | None
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    run_id: str | None,
 ) -> None:
+    # no --data-dir given (an earlier in-process CLI call may have set one)
+    monkeypatch.setattr(global_options, "data_dir", None)
     out = tmp_path / "report.md"
     out.mkdir()  # the markdown path became a directory while the run went on
     with pytest.raises(typer.Exit) as info:

@@ -161,9 +161,16 @@ def test_hugging_face_sign_in_shows_the_login_button(
     }.items():
         monkeypatch.setattr(gradio.oauth, name, value)
     demo = build_app(settings, research_fn=FakeResearch([]), access=Access("huggingface"))
-    assert "loginbutton" in {c["type"] for c in demo.get_config_file()["components"]}
+    assert login_buttons(demo) == ["Sign in with Hugging Face"]
     plain = build_app(settings, research_fn=FakeResearch([]), access=PASSWORDS)
-    assert "loginbutton" not in {c["type"] for c in plain.get_config_file()["components"]}
+    assert login_buttons(plain) == []
+
+
+def login_buttons(demo: gr.Blocks) -> list[str]:
+    """The labels of the app's login buttons (a ``gr.LoginButton`` is a template of
+    ``gr.Button``: its config type is "button")."""
+    components = demo.get_config_file()["components"]
+    return [c["props"]["value"] for c in components if c["props"].get("elem_id") == "dc-login"]
 
 
 async def test_the_api_and_mcp_tool_run_for_the_signed_in_caller_only(
