@@ -231,7 +231,7 @@ def _inline(el: _Element, parts: list[str]) -> None:
             parts.append(math_text(child))
         elif name == "xref" and child.get("ref-type") == "bibr":
             pass
-        elif name in ("ext-link", "uri") and not "".join(child.itertext()).strip():
+        elif name in ("ext-link", "uri") and not _text(child):
             parts.append(child.get(_XLINK_HREF, ""))  # a bare link: its address is its text
         elif name and name not in _SKIPPED_INLINE and name not in _FLOATS:
             _inline(child, parts)
