@@ -31,7 +31,7 @@ from lxml import etree
 from pydantic import BaseModel, Field
 
 from deepcritical.formats.mathml import local_name, math_text
-from deepcritical.formats.pubmed_xml import normalize_doi
+from deepcritical.formats.pubmed_xml import PUBMED_URL, normalize_doi, normalize_pmcid
 from deepcritical.models import Citation, Evidence, Passage, PassageKind
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
 _Element = etree._Element
 
 PMC_URL = "https://pmc.ncbi.nlm.nih.gov/articles/{pmcid}/"
-PUBMED_URL = "https://pubmed.ncbi.nlm.nih.gov/{pmid}/"
 PASSAGE_SEPARATOR = "\n\n"
 """What joins the passages' texts into the full text their offsets point into."""
 
@@ -287,13 +286,6 @@ def _caption(el: _Element) -> str:
 # --------------------------------------------------------------------------- parts
 
 
-def _normalize_pmcid(value: str) -> str | None:
-    v = value.strip().upper()
-    if v.isdigit():
-        v = "PMC" + v
-    return v if re.fullmatch(r"PMC\d+", v) else None
-
-
 def _pub_ids(el: _Element, tag: str) -> dict[str, str]:
     """``pub-id-type`` -> the id, for the ``tag`` elements (``article-id``, ``pub-id``) below
     ``el``, normalised (``pmc`` -> ``PMC...``, DOI lower-cased); unparseable ids are left out."""
@@ -304,7 +296,7 @@ def _pub_ids(el: _Element, tag: str) -> dict[str, str]:
         if kind == "pmid":
             normal = value if value.isdigit() else None
         elif kind in ("pmc", "pmcid"):
-            kind, normal = "pmc", _normalize_pmcid(value)
+            kind, normal = "pmc", normalize_pmcid(value)
         elif kind == "doi":
             normal = normalize_doi(value)
         else:

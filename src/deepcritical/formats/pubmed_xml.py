@@ -189,7 +189,9 @@ def normalize_doi(value: str | None) -> str | None:
     return doi if doi.startswith("10.") and "/" in doi else None
 
 
-def _normalize_pmcid(value: str | None) -> str | None:
+def normalize_pmcid(value: str | None) -> str | None:
+    """``"3166277"`` or ``"pmc3166277"`` -> ``"PMC3166277"``; None if ``value`` is empty or is
+    not ``PMC`` + digits."""
     if not value:
         return None
     v = value.strip().upper()
@@ -322,7 +324,7 @@ def _article_ids(id_lists: Iterable[_Element]) -> tuple[str | None, str | None]:
             if kind == "doi" and doi is None:
                 doi = normalize_doi(el.text)
             elif kind == "pmc" and pmcid is None:
-                pmcid = _normalize_pmcid(el.text)
+                pmcid = normalize_pmcid(el.text)
     return doi, pmcid
 
 
