@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 PUBMEDQA = SHARED / "data" / "pubmedqa"
 API_FIXTURES = SHARED / "fixtures" / "api"
+JATS_FIXTURES = SHARED / "fixtures" / "fulltext" / "pmc_oa_jats"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -48,6 +49,14 @@ def api_fixtures() -> Path:
     if not API_FIXTURES.is_dir():
         pytest.skip("../shared/fixtures/api is absent")
     return API_FIXTURES
+
+
+@pytest.fixture(scope="session")
+def jats_dir() -> Path:
+    """../shared/fixtures/fulltext/pmc_oa_jats (six PMC open-access articles), or skip."""
+    if not (JATS_FIXTURES / "SOURCES.md").exists():
+        pytest.skip("../shared/fixtures/fulltext/pmc_oa_jats is absent")
+    return JATS_FIXTURES
 
 
 class HashingEmbedder:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from deepcritical.corpus.errors import CorpusFormatError
-from deepcritical.corpus.readers import corpus_file_kind, read_corpus_file
+from deepcritical.corpus.readers import corpus_file_kind, read_corpus_file, read_full_text
 from deepcritical.corpus.text import index_text
 
 
@@ -140,6 +140,32 @@ def test_file_kinds() -> None:
     assert corpus_file_kind(Path("a.jsonl.gz")) == "jsonl"
     assert corpus_file_kind(Path("pubmed25n0001.xml.gz")) == "xml"
     assert corpus_file_kind(Path("EFETCH.XML")) == "xml"
+    assert corpus_file_kind(Path("article.NXML")) == "jats"
+
+
+def test_jats_told_from_pubmed_xml_by_root_element(jats_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "article.xml"
+    copy.write_bytes((jats_dir / "pntd.0002065.nxml").read_bytes())
+    assert corpus_file_kind(copy) == "jats"
+    record, passages = read_full_text(copy)
+    assert (record.pmid, record.pmcid) == ("23469300", "PMC3585041")
+    assert record.abstract_text().startswith("Rift Valley fever")
+    assert passages[0].section == ["Introduction"]
+    assert list(read_corpus_file(copy)) == [record]
+    pubmed = tmp_path / "set.xml"
+    pubmed.write_bytes(b"<PubmedArticleSet></PubmedArticleSet>")
+    assert corpus_file_kind(pubmed) == "xml"
+
+
+def test_full_text_without_pmid_or_truncated_is_refused(tmp_path: Path) -> None:
+    no_pmid = tmp_path / "a.nxml"
+    no_pmid.write_bytes(b"<article><front><article-meta/></front></article>")
+    with pytest.raises(CorpusFormatError, match="has no PMID"):
+        read_full_text(no_pmid)
+    cut = tmp_path / "b.nxml"
+    cut.write_bytes(b"<article><front><article-meta>")
+    with pytest.raises(CorpusFormatError, match=r"b\.nxml: truncated"):
+        read_full_text(cut)
 
 
 def test_pubmed_xml_and_gzipped_copy(api_fixtures: Path, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from deepcritical.evidence.identifiers import (
     normalize_url,
     primary_key,
 )
-from deepcritical.models import Citation, Evidence
+from deepcritical.models import Citation, Evidence, Passage
 
 PMID_CASES: list[tuple[str | int | None, str | None]] = [
     ("123", "123"),
@@ -326,6 +326,16 @@ def test_merge_takes_longer_content_and_missing_title_from_new() -> None:
     assert merged.citation.title == "The title"
     assert merged.citation.pmid == "7"  # derived from the PubMed native id
     assert merged.citation.doi == "10.1/x"
+
+
+def test_merge_keeps_the_full_text_of_either_side() -> None:
+    body = [Passage(section=["Results"], start=0, end=4, text="Body")]
+    abstract = ev("abstract", source="pubmed", id="7")
+    full = ev("abstract", source="local", id="7").model_copy(update={"passages": body})
+    assert merge_evidence(abstract, full).passages == body
+    assert merge_evidence(full, abstract).passages == body
+    assert merge_evidence(full, abstract).full_text
+    assert not merge_evidence(abstract, abstract).full_text
 
 
 def test_merge_fills_identifiers_derived_from_urls() -> None:

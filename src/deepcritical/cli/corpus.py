@@ -29,9 +29,10 @@ def corpus_add(
     files: Annotated[
         list[Path],
         typer.Argument(
-            help="JSONL (PubMedQA format) or PubMed XML (.xml / .xml.gz) files.",
+            help="JSONL (PubMedQA format), PubMed XML (.xml / .xml.gz) or JATS full-text "
+            "(.nxml / .xml) files, or directories of them.",
             exists=True,
-            dir_okay=False,
+            dir_okay=True,
             readable=True,
         ),
     ],
@@ -45,19 +46,22 @@ def corpus_add(
         ),
     ] = False,
 ) -> None:
-    """Import abstracts into the local corpus; records already there are skipped.
+    """Import abstracts and full texts into the local corpus; records already there are
+    skipped. A JATS article (PMC / Europe PMC XML) is one document whose passages are
+    searched one by one.
 
     A record over DEEPCRITICAL_MAX_RECORD_CHARS characters (default 200,000) is cut at a
     sentence or word boundary; control characters are removed."""
-    from deepcritical.corpus.readers import CorpusFormatError, corpus_file_kind
+    from deepcritical.corpus.readers import CorpusFormatError, corpus_file_kind, corpus_files
     from deepcritical.evidence.embeddings import EmbeddingModelError
 
     settings = settings_from_options(corpus_dir=corpus)
     directory = settings.resolved_corpus_dir
     try:
+        paths = corpus_files(files)
         local = _open_corpus(settings)
-        for path in files:
-            with console.status(f"Importing {path} (embedding abstracts)…"):
+        for path in paths:
+            with console.status(f"Importing {path} (embedding)…"):
                 result = local.add_file(
                     path,
                     max_record_chars=settings.max_record_chars,

@@ -6,6 +6,12 @@ blocked by an import). Tables:
 - ``documents(pmid PRIMARY KEY, record, text, source_sha256, added_at)``: ``record`` is the
   :class:`PubmedArticle` as JSON, ``text`` the indexed text (:func:`index_text`), insertion
   order = ``rowid`` order (the order of the BM25 index).
+- ``passages(id PRIMARY KEY, pmid, position, record, text)``: the passages of a full-text
+  document (a JATS article): ``id`` is ``"<pmid>#<position>"`` (:func:`passage_id`),
+  ``position`` its 0-based place in the document's passage list, ``record`` the
+  :class:`~deepcritical.models.Passage` as JSON, ``text`` the indexed text (section path and
+  passage). Each passage is a row of the BM25 and dense indexes of its own; an abstract-only
+  document has none. Added to corpora created before it when they are opened.
 - ``imported_files(sha256 PRIMARY KEY, path, size_bytes, first_imported_at, last_imported_at,
   records_read, records_added)``: one row per distinct file content.
 - ``meta(key PRIMARY KEY, value)``: ``embedding_model``, ``embedding_dimension``,
@@ -25,6 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from deepcritical.formats.pubmed_xml import PubmedArticle
+from deepcritical.models import Passage
 
 SCHEMA_VERSION = "1"
 _CHUNK = 500  # host parameters per IN (...) query, well under SQLite's limit
@@ -37,6 +44,14 @@ CREATE TABLE IF NOT EXISTS documents (
     source_sha256 TEXT,
     added_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS passages (
+    id TEXT PRIMARY KEY,
+    pmid TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS passages_pmid ON passages(pmid);
 CREATE TABLE IF NOT EXISTS imported_files (
     sha256 TEXT PRIMARY KEY,
     path TEXT NOT NULL,
@@ -48,6 +63,21 @@ CREATE TABLE IF NOT EXISTS imported_files (
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+
+PASSAGE_MARK = "#"
+"""What separates a document's PMID from a passage's position in a passage id."""
+
+
+def passage_id(pmid: str, position: int) -> str:
+    """The index id of a document's passage: ``passage_id("123", 4) == "123#4"``."""
+    return f"{pmid}{PASSAGE_MARK}{position}"
+
+
+def split_index_id(index_id: str) -> tuple[str, int | None]:
+    """``"123#4"`` -> ``("123", 4)``; a document's own id ``"123"`` -> ``("123", None)``."""
+    pmid, mark, position = index_id.partition(PASSAGE_MARK)
+    return pmid, int(position) if mark and position.isdigit() else None
 
 
 class ImportedFile(BaseModel):
@@ -146,10 +176,17 @@ class DocumentStore:
             found.update(str(r[0]) for r in rows)
         return found
 
-    def insert(self, rows: Sequence[tuple[PubmedArticle, str]], source_sha256: str | None) -> None:
-        """Store ``(article, indexed text)`` pairs in one transaction and bump the generation.
+    def insert(
+        self,
+        rows: Sequence[tuple[PubmedArticle, str]],
+        source_sha256: str | None,
+        passages: Sequence[tuple[str, int, Passage, str]] = (),
+    ) -> None:
+        """Store ``(article, indexed text)`` pairs and ``(pmid, position, passage, indexed
+        text)`` rows in one transaction and bump the generation.
 
-        Rows whose PMID is already stored are left unchanged (first version wins).
+        Rows whose PMID (passages: whose id) is already stored are left unchanged (first
+        version wins).
         """
         now = _now()
         with self._conn:
@@ -157,6 +194,14 @@ class DocumentStore:
                 "INSERT OR IGNORE INTO documents(pmid, record, text, source_sha256, added_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 [(a.pmid, a.model_dump_json(), text, source_sha256, now) for a, text in rows],
+            )
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO passages(id, pmid, position, record, text) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (passage_id(pmid, n), pmid, n, p.model_dump_json(), text)
+                    for pmid, n, p, text in passages
+                ],
             )
             self._conn.execute(
                 "INSERT INTO meta(key, value) VALUES ('generation', '1') "
@@ -182,11 +227,22 @@ class DocumentStore:
                 out[str(pmid)] = PubmedArticle.model_validate_json(record)
         return out
 
+    def passages(self, pmid: str) -> list[Passage]:
+        """The passages of the document with this PMID in order; ``[]`` for an abstract."""
+        rows = self._conn.execute(
+            "SELECT record FROM passages WHERE pmid = ? ORDER BY position", (pmid,)
+        )
+        return [Passage.model_validate_json(r[0]) for r in rows]
+
     def iter_texts(self) -> Iterator[tuple[str, str]]:
-        """``(pmid, indexed text)`` for every document, in insertion order."""
-        cursor = self._conn.execute("SELECT pmid, text FROM documents ORDER BY rowid")
-        for pmid, text in cursor:
-            yield str(pmid), str(text)
+        """``(index id, indexed text)`` for every document (id = PMID) in insertion order, then
+        every passage (id = :func:`passage_id`) in insertion order."""
+        for query in (
+            "SELECT pmid, text FROM documents ORDER BY rowid",
+            "SELECT id, text FROM passages ORDER BY rowid",
+        ):
+            for index_id, text in self._conn.execute(query):
+                yield str(index_id), str(text)
 
     # ----------------------------------------------------------------------- manifest
 

@@ -12,9 +12,12 @@ records (one transaction); the BM25 index is rebuilt from the records after an i
 again on the next search if it is missing or older than the records (e.g. after a crash).
 Opening a corpus embeds nothing; searching embeds the query only.
 
-Search is hybrid: the top ``N = max(5 * limit, 50)`` documents by BM25 and the top ``N`` by
+Search is hybrid: the top ``N = max(5 * limit, 50)`` rows by BM25 and the top ``N`` by
 cosine similarity of all-MiniLM-L6-v2 embeddings are fused with reciprocal rank fusion
-(k = 60, :mod:`deepcritical.evidence.fusion`).
+(k = 60, :mod:`deepcritical.evidence.fusion`). A row is a document (title + abstract) or, for
+a full-text article (JATS), one of its passages (section path + paragraph, table or figure
+caption), with the id ``"<pmid>#<position>"``: a hit is the document of its best-ranked row,
+and names the passage when that row is one (:attr:`ScoredDocument.passage`).
 
 Concurrency: every public method takes an internal lock, so one ``LocalCorpus`` may be called
 from several threads (e.g. through ``asyncio.to_thread``) and calls run one at a time. Several
@@ -36,7 +39,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from deepcritical.config import MAX_RECORD_CHARS
 from deepcritical.corpus.dense import DenseIndex
-from deepcritical.corpus.documents import DocumentStore, ImportedFile, count_documents
+from deepcritical.corpus.documents import (
+    DocumentStore,
+    ImportedFile,
+    count_documents,
+    passage_id,
+    split_index_id,
+)
 from deepcritical.corpus.errors import (
     CorpusError,
     CorpusFormatError,
@@ -45,12 +54,13 @@ from deepcritical.corpus.errors import (
     EmptyCorpusError,
 )
 from deepcritical.corpus.lexical import LexicalIndex
-from deepcritical.corpus.readers import read_corpus_file
+from deepcritical.corpus.readers import corpus_file_kind, read_corpus_file, read_full_text
 from deepcritical.corpus.records import check_record
-from deepcritical.corpus.text import index_text
+from deepcritical.corpus.text import index_text, passage_index_text
 from deepcritical.evidence.embeddings import Embedder
-from deepcritical.evidence.fusion import RRF_K, reciprocal_rank_fusion
+from deepcritical.evidence.fusion import RRF_K, FusedHit, reciprocal_rank_fusion
 from deepcritical.formats.pubmed_xml import PubmedArticle
+from deepcritical.models import Passage
 
 __all__ = [
     "RRF_K",
@@ -96,8 +106,11 @@ class ImportResult(BaseModel):
 class ScoredDocument(BaseModel):
     """A search hit: the record, its RRF score, and its 1-based rank in each list.
 
-    ``score`` = sum of ``1 / (60 + rank)`` over the lists that ranked it (at most 2/61 ≈ 0.033).
-    ``bm25_rank`` / ``dense_rank`` are ``None`` when the document was not in that list's top N.
+    ``score`` = sum of ``1 / (60 + rank)`` over the lists that ranked its best row (at most
+    2/61 ≈ 0.033). ``bm25_rank`` / ``dense_rank`` are that row's ranks, ``None`` when it was
+    not in that list's top N. ``passages`` is the full text of a JATS article (``[]`` for an
+    abstract); ``passage`` is the one that matched when the best row was a passage, else
+    ``None`` (the title and abstract matched best).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -106,6 +119,8 @@ class ScoredDocument(BaseModel):
     score: float
     bm25_rank: int | None = None
     dense_rank: int | None = None
+    passages: list[Passage] = Field(default_factory=list)
+    passage: Passage | None = None
 
 
 def _model_name(embedder: Embedder) -> str | None:
@@ -259,6 +274,8 @@ class LocalCorpus:
             CorpusMismatchError: the embedder's vectors have another dimension than stored.
         """
         path = Path(path)
+        if corpus_file_kind(path) == "jats":
+            return self._add_full_text(path, max_record_chars)
         bad_lines: list[int] = []
 
         def skip(error: CorpusFormatError) -> None:
@@ -276,6 +293,27 @@ class LocalCorpus:
             if result.added:
                 self._refresh_lexical()
             return result.model_copy(update={"bad_lines": tuple(bad_lines)})
+
+    def _add_full_text(self, path: Path, max_chars: int) -> ImportResult:
+        """Import one JATS article: its record (bounded as any other) and its passages, each
+        embedded and indexed as a row of its own."""
+        original, passages = read_full_text(path)  # raises before any write
+        sha, size = file_sha256(path)
+        checked = check_record(original, max_chars)
+        article = checked.article
+        with self._lock:
+            exists = bool(self._docs.existing([article.pmid]))
+            if not exists:
+                rows = [(article.pmid, n, p, passage_index_text(p)) for n, p in enumerate(passages)]
+                self._write([(article, index_text(article))], sha, rows)
+                self._refresh_lexical()
+            self._docs.record_import(sha, path.resolve(), size, 1, 0 if exists else 1)
+        return ImportResult(
+            read=1,
+            added=0 if exists else 1,
+            skipped_existing=1 if exists else 0,
+            truncated=checked.truncated,
+        )
 
     def add_articles(
         self, articles: Iterable[PubmedArticle], *, max_record_chars: int = MAX_RECORD_CHARS
@@ -334,8 +372,14 @@ class LocalCorpus:
             truncated=truncated,
         )
 
-    def _write(self, rows: list[tuple[PubmedArticle, str]], source_sha256: str | None) -> None:
-        vectors = self._embedder.embed([t for _, t in rows])
+    def _write(
+        self,
+        rows: list[tuple[PubmedArticle, str]],
+        source_sha256: str | None,
+        passages: list[tuple[str, int, Passage, str]] | None = None,
+    ) -> None:
+        extra = passages or []
+        vectors = self._embedder.embed([t for _, t in rows] + [t for *_, t in extra])
         dim = str(vectors.shape[1])
         stored_dim = self._docs.meta("embedding_dimension")
         if stored_dim is None:
@@ -346,8 +390,9 @@ class LocalCorpus:
                 f"the corpus in {self.directory} holds {stored_dim}-dimensional vectors; "
                 f"the embedder gives {dim}"
             )
-        self._dense_index().upsert([a.pmid for a, _ in rows], vectors)
-        self._docs.insert(rows, source_sha256)
+        ids = [a.pmid for a, _ in rows] + [passage_id(pmid, n) for pmid, n, *_ in extra]
+        self._dense_index().upsert(ids, vectors)
+        self._docs.insert(rows, source_sha256, extra)
 
     # ----------------------------------------------------------------------- indexes
 
@@ -414,25 +459,36 @@ class LocalCorpus:
             if mode in ("hybrid", "dense"):
                 rankings["dense"] = [p for p, _ in self._dense_search(query, depth)]
             fused = reciprocal_rank_fusion(rankings, k=RRF_K)
+            # each document once, at the rank of its best row (itself or a passage)
+            best: dict[str, tuple[int | None, FusedHit]] = {}
+            for hit in fused:
+                pmid, position = split_index_id(hit.id)
+                best.setdefault(pmid, (position, hit))
+            order = list(best)
             hits: list[ScoredDocument] = []
             # fetch records in rank order; a vector whose record is missing (an import that
             # crashed between the two writes) is passed over
-            for start in range(0, len(fused), limit):
+            for start in range(0, len(order), limit):
                 if len(hits) >= limit:
                     break
-                chunk = fused[start : start + limit]
-                docs = self._docs.get_many(h.id for h in chunk)
-                hits.extend(
-                    ScoredDocument(
-                        article=docs[h.id],
-                        score=h.score,
-                        bm25_rank=h.ranks.get("bm25"),
-                        dense_rank=h.ranks.get("dense"),
-                    )
-                    for h in chunk
-                    if h.id in docs
-                )
+                chunk = order[start : start + limit]
+                docs = self._docs.get_many(chunk)
+                hits.extend(self._scored(docs[pmid], *best[pmid]) for pmid in chunk if pmid in docs)
         return hits[:limit]
+
+    def _scored(
+        self, article: PubmedArticle, position: int | None, hit: FusedHit
+    ) -> ScoredDocument:
+        passages = self._docs.passages(article.pmid)
+        matched = passages[position] if position is not None and position < len(passages) else None
+        return ScoredDocument(
+            article=article,
+            score=hit.score,
+            bm25_rank=hit.ranks.get("bm25"),
+            dense_rank=hit.ranks.get("dense"),
+            passages=passages,
+            passage=matched,
+        )
 
     def _dense_search(self, query: str, k: int) -> list[tuple[str, float]]:
         vector = self._embedder.embed([query])[0]

@@ -14,6 +14,9 @@ Supported formats, chosen by file suffix (case-insensitive):
   ignored. Blank lines are skipped.
 - ``.xml`` / ``.xml.gz``: PubMed efetch responses or annual baseline / update files
   (``<PubmedArticleSet>``), parsed by :func:`deepcritical.formats.pubmed_xml.iter_pubmed_xml`.
+- ``.nxml``, and ``.xml`` files whose root element is ``<article>``: one JATS full-text
+  article (PMC / Europe PMC), read whole by :func:`read_full_text` into its record and its
+  passages (:func:`deepcritical.formats.jats.read_jats`).
 
 Readers stream (constant memory per record) and raise :class:`CorpusFormatError`, naming the
 file and the line, on the first bad record. They never write anything: the caller
@@ -31,31 +34,35 @@ import io
 import json
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from deepcritical.corpus.errors import CorpusFormatError
+from deepcritical.formats.jats import JatsError, is_jats_file, parse_jats
 from deepcritical.formats.pubmed_xml import (
     AbstractSection,
     PubmedArticle,
     PubmedXMLError,
     iter_pubmed_xml,
 )
+from deepcritical.models import Passage
 
 __all__ = [
     "SUPPORTED_SUFFIXES",
     "BadLineHandler",
     "CorpusFormatError",
     "corpus_file_kind",
+    "corpus_files",
     "read_corpus_file",
+    "read_full_text",
     "read_jsonl",
     "read_pubmed_xml",
 ]
 
-SUPPORTED_SUFFIXES = (".jsonl", ".jsonl.gz", ".xml", ".xml.gz")
+SUPPORTED_SUFFIXES = (".jsonl", ".jsonl.gz", ".xml", ".xml.gz", ".nxml")
 """File name endings :func:`read_corpus_file` accepts."""
 
 BadLineHandler = Callable[[CorpusFormatError], None]
@@ -67,19 +74,49 @@ _OPTIONAL_STR_FIELDS = ("journal", "doi", "pmcid", "date")
 
 
 def corpus_file_kind(path: Path) -> str:
-    """``"jsonl"`` or ``"xml"`` for a supported file name.
+    """``"jsonl"``, ``"xml"`` (PubMed XML) or ``"jats"`` (a full-text article) for a supported
+    file: by name, and for an existing ``.xml`` file by its root element (``<article>`` is
+    JATS; a name alone is PubMed XML).
 
     Raises:
         CorpusFormatError: the name ends with none of :data:`SUPPORTED_SUFFIXES`.
+        OSError: a ``.xml`` file cannot be opened.
     """
     name = path.name.lower()
     if name.endswith((".jsonl", ".jsonl.gz")):
         return "jsonl"
+    if name.endswith(".nxml") or (name.endswith(".xml") and path.is_file() and is_jats_file(path)):
+        return "jats"
     if name.endswith((".xml", ".xml.gz")):
         return "xml"
     raise CorpusFormatError(
         path, f"unsupported file type; expected one of {', '.join(SUPPORTED_SUFFIXES)}"
     )
+
+
+def corpus_files(paths: Iterable[Path]) -> list[Path]:
+    """The files to import for ``paths``: each file as given, and for each directory the files
+    directly in it whose names end with one of :data:`SUPPORTED_SUFFIXES`, sorted by name
+    (a lab's folder of ``.nxml`` articles); subdirectories are not entered.
+
+    Raises:
+        CorpusFormatError: a directory holds no supported file.
+        OSError: a directory cannot be listed.
+    """
+    out: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            out.append(path)
+            continue
+        found = sorted(
+            p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(SUPPORTED_SUFFIXES)
+        )
+        if not found:
+            raise CorpusFormatError(
+                path, f"no file to import; expected names ending {', '.join(SUPPORTED_SUFFIXES)}"
+            )
+        out += found
+    return out
 
 
 def read_corpus_file(
@@ -98,7 +135,38 @@ def read_corpus_file(
     kind = corpus_file_kind(path)
     if kind == "jsonl":
         return read_jsonl(path, on_bad_line=on_bad_line)
+    if kind == "jats":
+        return iter([read_full_text(path)[0]])
     return read_pubmed_xml(path)
+
+
+def read_full_text(path: Path) -> tuple[PubmedArticle, list[Passage]]:
+    """One JATS article: its record (title, abstract, ids, authors, journal, year) and its
+    full text as passages (:meth:`deepcritical.formats.jats.JatsArticle.passages`).
+
+    Raises:
+        CorpusFormatError: the file is not a readable JATS article (truncated, malformed,
+            entity declarations refused) or it has no PMID (the corpus keys records by PMID).
+        OSError: the file cannot be read.
+    """
+    try:
+        article = parse_jats(path.read_bytes())
+    except JatsError as exc:
+        raise CorpusFormatError(path, str(exc)) from exc
+    if not article.pmid:
+        raise CorpusFormatError(path, "the article has no PMID (<article-id pub-id-type=pmid>)")
+    sections = [AbstractSection(text=article.abstract)] if article.abstract else []
+    record = PubmedArticle(
+        pmid=article.pmid,
+        title=article.title,
+        abstract_sections=sections,
+        authors=article.authors,
+        journal=article.journal,
+        year=article.year,
+        doi=article.doi,
+        pmcid=article.pmcid,
+    )
+    return record, article.passages()
 
 
 def read_pubmed_xml(path: Path) -> Iterator[PubmedArticle]:

@@ -406,7 +406,9 @@ def merge_evidence(existing: Evidence, new: Evidence) -> Evidence:
       wins; when ``existing`` is a preprint and ``new`` is not, the peer-reviewed venue wins);
     - the ordered union of ``sources``, ``mesh_terms``, ``publication_types`` and
       ``checklist_keys``; the maximum ``relevance``;
-    - ``is_preprint`` only when both records say preprint (a peer-reviewed record wins).
+    - ``is_preprint`` only when both records say preprint (a peer-reviewed record wins);
+    - the full text's ``passages`` when either side has them (``existing``'s when both do),
+      so an abstract merged with the same paper's full text stays a full text.
     """
     old_c, new_c = existing.citation, new.citation
     old_ids, new_ids = strong_identifiers(old_c), strong_identifiers(new_c)
@@ -450,5 +452,6 @@ def merge_evidence(existing: Evidence, new: Evidence) -> Evidence:
             "publication_types": _union(existing.publication_types, new.publication_types),
             "checklist_keys": _union(existing.checklist_keys, new.checklist_keys),
             "is_preprint": existing.is_preprint and new.is_preprint,
+            "passages": list(existing.passages or new.passages),
         }
     )

@@ -36,6 +36,7 @@ from typing import IO, BinaryIO, cast
 from lxml import etree
 from pydantic import BaseModel, Field
 
+from deepcritical.formats.mathml import local_name, math_text
 from deepcritical.models import Citation, Evidence
 
 logger = logging.getLogger(__name__)
@@ -66,12 +67,6 @@ _MONTHS: dict[str, int] = {
     )
     for name in names
 }
-
-# MathML over-script accents that only decorate their base (V with a dot = rate of V): the
-# plain-text spelling drops them ("VO2max"), as authors do when they write without markup.
-_DROPPED_ACCENTS = frozenset({".", "\u02d9", "\u0307", "\u00b7"})
-_MATHML_TOKENS = frozenset({"mi", "mn", "mo", "ms", "mtext"})
-_MATHML_SKIPPED = frozenset({"annotation", "annotation-xml"})
 
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
@@ -148,48 +143,17 @@ class PubmedArticle(BaseModel):
 # --------------------------------------------------------------------------- text helpers
 
 
-def _local(el: _Element) -> str:
-    """Tag name without namespace (``mml:math`` -> ``math``); ``""`` for comments/PIs."""
-    tag = el.tag
-    if not isinstance(tag, str):
-        return ""
-    return tag.rsplit("}", 1)[-1]
-
-
 def _squash(text: str) -> str:
     return " ".join(text.split())
-
-
-def _math_text(el: _Element) -> str:
-    """MathML flattened to text: token elements (``mi``, ``mn``, ``mo``, ``mtext``) in document
-    order, stripped of the indentation around them, concatenated without separators
-    (``<msub><mi>O</mi><mn>2</mn></msub>`` -> ``O2``). Dot accents over a base (``mover`` with
-    ``.``) are dropped; ``mtext`` keeps its inner spaces; annotations are skipped."""
-    name = _local(el)
-    if not name or name in _MATHML_SKIPPED:
-        return ""
-    if name in _MATHML_TOKENS:
-        raw = _inline_text(el)
-        if name == "mtext":
-            return re.sub(r"\s+", " ", raw)
-        return raw.strip()
-    children = [c for c in el if _local(c)]
-    if name == "mover" and len(children) == 2:
-        accent = _inline_text(children[1]).strip()
-        if accent in _DROPPED_ACCENTS:
-            return _math_text(children[0])
-    if name == "semantics" and children:
-        return _math_text(children[0])
-    return "".join(_math_text(c) for c in children)
 
 
 def _inline_text(el: _Element) -> str:
     """Text of an element with inline markup, unnormalised (whitespace kept as in the XML)."""
     parts: list[str] = [el.text or ""]
     for child in el:
-        name = _local(child)
+        name = local_name(child)
         if name == "math":
-            parts.append(_math_text(child))
+            parts.append(math_text(child))
         elif name:
             parts.append(_inline_text(child))
         parts.append(child.tail or "")
@@ -225,7 +189,9 @@ def normalize_doi(value: str | None) -> str | None:
     return doi if doi.startswith("10.") and "/" in doi else None
 
 
-def _normalize_pmcid(value: str | None) -> str | None:
+def normalize_pmcid(value: str | None) -> str | None:
+    """``"3166277"`` or ``"pmc3166277"`` -> ``"PMC3166277"``; None if ``value`` is empty or is
+    not ``PMC`` + digits."""
     if not value:
         return None
     v = value.strip().upper()
@@ -358,7 +324,7 @@ def _article_ids(id_lists: Iterable[_Element]) -> tuple[str | None, str | None]:
             if kind == "doi" and doi is None:
                 doi = normalize_doi(el.text)
             elif kind == "pmc" and pmcid is None:
-                pmcid = _normalize_pmcid(el.text)
+                pmcid = normalize_pmcid(el.text)
     return doi, pmcid
 
 
@@ -453,7 +419,7 @@ def parse_article_element(record: _Element) -> PubmedArticle | None:
 
     Returns None for records without a PMID and for other elements (e.g. ``DeleteCitation``).
     """
-    name = _local(record)
+    name = local_name(record)
     if name == "PubmedArticle":
         return _parse_journal_article(record)
     if name == "PubmedBookArticle":
@@ -494,11 +460,11 @@ def parse_pubmed_xml(data: bytes | str) -> list[PubmedArticle]:
         root = etree.fromstring(data, parser=_parser())
     except etree.XMLSyntaxError as exc:
         raise PubmedXMLError(f"not well-formed XML: {exc}") from exc
-    name = _local(root)
+    name = local_name(root)
     if name in _RECORD_TAGS:
         records: list[_Element] = [root]
     elif name == "PubmedArticleSet":
-        records = [el for el in root if _local(el) in _RECORD_TAGS]
+        records = [el for el in root if local_name(el) in _RECORD_TAGS]
     else:
         detail = _text(root)[:200]
         raise PubmedXMLError(

@@ -2,8 +2,9 @@
 
 Sources and evidence (:mod:`._evidence`), the plan and what the run forms from evidence
 (:mod:`._plan`), the report and the run's result (:mod:`._report`), inline citation markers
-(:mod:`._markers`) and the report's markdown rendering (:mod:`._markdown`). Every other level
-imports from this package; it imports nothing from the rest of the project.
+(:mod:`._markers`), full-text passages (:mod:`._passages`) and the report's markdown rendering
+(:mod:`._markdown`). Every other level imports from this package; it imports nothing from the
+rest of the project.
 """
 
 from deepcritical.models._evidence import (
@@ -19,6 +20,7 @@ from deepcritical.models._evidence import (
 )
 from deepcritical.models._markdown import grounding_appendix, render_markdown
 from deepcritical.models._markers import CITATION_MARKER, marker_ids, numbered
+from deepcritical.models._passages import SECTION_SEPARATOR, Passage, PassageKind
 from deepcritical.models._plan import (
     PICO,
     ChecklistItem,
@@ -52,6 +54,7 @@ __all__ = [
     "CITATION_MARKER",
     "DERIVED_TITLE_MARK",
     "PICO",
+    "SECTION_SEPARATOR",
     "SOURCE_LABELS",
     "ChecklistItem",
     "ChecklistStatus",
@@ -63,6 +66,8 @@ __all__ = [
     "Hypothesis",
     "JudgeAssessment",
     "LLMUsage",
+    "Passage",
+    "PassageKind",
     "QuestionType",
     "Reference",
     "ReportLength",

@@ -11,6 +11,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from deepcritical.models._passages import Passage
+
 __all__ = [
     "DERIVED_TITLE_MARK",
     "SOURCE_LABELS",
@@ -221,10 +223,19 @@ class Evidence(BaseModel):
     study_design: StudyDesign | None = None
     """An explicit study design (set by whoever knows it); ``None``: read it with
     :func:`deepcritical.evidence.grading.grade_evidence`, which honours a value set here."""
+    passages: list[Passage] = Field(default_factory=list)
+    """The item's full text, passage by passage (sections, tables, figure captions), when it
+    was read (a JATS article); empty for an abstract only (and in records stored before)."""
 
     def model_post_init(self, __context: object) -> None:
         if not self.sources:
             self.sources = [self.citation.source]
+
+    @property
+    def full_text(self) -> bool:
+        """True when the item's full text was read (it has passages), False for an abstract
+        only; what the methodology counts."""
+        return bool(self.passages)
 
     def snippet(self, max_chars: int = 300) -> str:
         """First ``max_chars`` characters of the content, cut at a word boundary."""

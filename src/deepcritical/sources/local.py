@@ -29,7 +29,8 @@ def hits_to_evidence(
     corpus keeps records of up to ``max_record_chars``, and one imported before the import
     had a size limit may hold more). A record without a title
     (every PubMedQA record) gets the title derived from its abstract
-    (``citation.derived_title``, see :mod:`deepcritical.evidence.titles`).
+    (``citation.derived_title``, see :mod:`deepcritical.evidence.titles`). A full-text
+    article (JATS) keeps its passages (``Evidence.passages``; ``full_text`` is then True).
     """
     if not hits:
         return []
@@ -41,7 +42,7 @@ def hits_to_evidence(
                 source=SourceName.LOCAL.value,
                 query=query,
                 relevance=min(1.0, max(0.0, h.score / best)) if best > 0 else 0.0,
-            )
+            ).model_copy(update={"passages": list(h.passages)})
         )
         for h in hits
     ]
