@@ -69,3 +69,18 @@ def test_hits_become_full_text_evidence(corpus: LocalCorpus) -> None:
     assert items[0].citation.pmid == PMID
     assert items[0].full_text
     assert len(items[0].passages) == len(hits[0].passages) > 10
+
+
+def test_a_full_text_over_the_record_limit_keeps_the_passages_that_fit(
+    jats_dir: Path, tmp_path: Path
+) -> None:
+    path = jats_dir / "pone.0046493.nxml"
+    _, passages = read_full_text(path)
+    limit = sum(len(p.text) for p in passages) // 2
+    local = LocalCorpus(tmp_path / "corpus", HashingEmbedder())
+    result = local.add_file(path, max_record_chars=limit)
+    assert (result.added, result.truncated) == (1, 1)
+    stored = local.search(PHRASE, 1)[0].passages
+    assert 0 < len(stored) < len(passages)
+    assert sum(len(p.text) for p in stored) <= limit
+    assert stored == passages[: len(stored)]  # a prefix: the kept passages keep their offsets

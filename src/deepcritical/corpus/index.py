@@ -55,7 +55,7 @@ from deepcritical.corpus.errors import (
 )
 from deepcritical.corpus.lexical import LexicalIndex
 from deepcritical.corpus.readers import corpus_file_kind, read_corpus_file, read_full_text
-from deepcritical.corpus.records import check_record
+from deepcritical.corpus.records import bound_passages, check_record
 from deepcritical.corpus.text import index_text, passage_index_text
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.fusion import RRF_K, FusedHit, reciprocal_rank_fusion
@@ -295,11 +295,13 @@ class LocalCorpus:
             return result.model_copy(update={"bad_lines": tuple(bad_lines)})
 
     def _add_full_text(self, path: Path, max_chars: int) -> ImportResult:
-        """Import one JATS article: its record (bounded as any other) and its passages, each
-        embedded and indexed as a row of its own."""
-        original, passages = read_full_text(path)  # raises before any write
+        """Import one JATS article: its record (bounded as any other) and its passages (at most
+        ``max_chars`` characters of them: :func:`bound_passages`), each embedded and indexed as
+        a row of its own."""
+        original, read = read_full_text(path)  # raises before any write
         sha, size = file_sha256(path)
         checked = check_record(original, max_chars)
+        passages, dropped = bound_passages(read, max_chars)
         article = checked.article
         with self._lock:
             exists = bool(self._docs.existing([article.pmid]))
@@ -312,7 +314,7 @@ class LocalCorpus:
             read=1,
             added=0 if exists else 1,
             skipped_existing=1 if exists else 0,
-            truncated=checked.truncated,
+            truncated=int(checked.truncated or dropped),
         )
 
     def add_articles(

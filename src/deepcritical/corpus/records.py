@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deepcritical.formats.pubmed_xml import AbstractSection, PubmedArticle
+from deepcritical.models import Passage
 from deepcritical.text.control import strip_control_chars
 from deepcritical.text.truncation import cut_at_boundary
 
-__all__ = ["CheckedRecord", "check_record"]
+__all__ = ["CheckedRecord", "bound_passages", "check_record"]
 
 _LIST_FIELDS = ("authors", "mesh_terms", "keywords", "publication_types")
 _OPTIONAL_FIELDS = ("journal", "date", "doi", "pmcid")
@@ -109,3 +110,20 @@ def _strings(article: PubmedArticle) -> list[str]:
 
 def _is_clean(value: str) -> bool:
     return value.isprintable() or strip_control_chars(value) == value
+
+
+def bound_passages(passages: list[Passage], max_chars: int) -> tuple[list[Passage], bool]:
+    """The passages of a full text that fit ``max_chars`` characters of text together, in
+    document order (the first that does not fit and every one after it are dropped, so the
+    kept ones keep their offsets), and whether any was dropped. A full text is bounded apart
+    from its record (title and abstract, :func:`check_record`), by the same limit.
+    XML text holds no control characters (the JATS parser refuses them), so none are
+    stripped here."""
+    kept: list[Passage] = []
+    left = max_chars
+    for passage in passages:
+        if len(passage.text) > left:
+            return kept, True
+        kept.append(passage)
+        left -= len(passage.text)
+    return kept, False
