@@ -1,3 +1,4 @@
 """Bibliographic file formats read by both the search sources and the local corpus: PubMed XML
 (:mod:`.pubmed_xml`, E-utilities ``efetch`` answers and PubMed baseline files), JATS full-text
-articles (:mod:`.jats`) and the MathML both embed (:mod:`.mathml`)."""
+articles (:mod:`.jats`), the MathML both embed (:mod:`.mathml`) and the hardened lxml settings
+both read with (:mod:`.safe_xml`)."""

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from deepcritical.formats.mathml import local_name, math_text
 from deepcritical.formats.pubmed_xml import PUBMED_URL, normalize_doi, normalize_pmcid
+from deepcritical.formats.safe_xml import safe_iterparse, safe_parser
 from deepcritical.models import Citation, Evidence, Passage, PassageKind
 
 __all__ = [
@@ -444,13 +445,6 @@ def _reference(el: _Element) -> JatsReference:
 # --------------------------------------------------------------------------- documents
 
 
-def _parser() -> etree.XMLParser:
-    # No DTD, no entity expansion, no network, lxml's default size limits.
-    return etree.XMLParser(
-        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, recover=False
-    )
-
-
 def _refuse_entities(data: bytes) -> None:
     """Raise :class:`JatsError` when the prologue (everything before the root element)
     declares an entity: XXE and entity bombs need one, real PMC articles never do."""
@@ -486,7 +480,7 @@ def parse_jats(data: bytes | str) -> JatsArticle:
         raise JatsError("empty document (expected a JATS <article>)")
     _refuse_entities(data)
     try:
-        root = etree.fromstring(data, parser=_parser())
+        root = etree.fromstring(data, parser=safe_parser(huge_tree=False))
     except etree.XMLSyntaxError as exc:
         if "amplification" in str(exc):  # libxml2's own guard, for encodings the scan misses
             raise JatsError(f"entity bomb refused: {exc}") from exc
@@ -558,14 +552,7 @@ def is_jats_file(path: str | Path) -> bool:
         OSError: the file cannot be opened.
     """
     with Path(path).open("rb") as stream:
-        context = etree.iterparse(
-            stream,
-            events=("start",),
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            huge_tree=False,
-        )
+        context = safe_iterparse(stream, events=("start",), huge_tree=False)
         try:
             for _event, el in context:
                 return local_name(el) == "article"

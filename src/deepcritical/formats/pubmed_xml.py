@@ -37,6 +37,7 @@ from lxml import etree
 from pydantic import BaseModel, Field
 
 from deepcritical.formats.mathml import local_name, math_text
+from deepcritical.formats.safe_xml import safe_iterparse, safe_parser
 from deepcritical.models import Citation, Evidence
 
 logger = logging.getLogger(__name__)
@@ -430,13 +431,6 @@ def parse_article_element(record: _Element) -> PubmedArticle | None:
 # --------------------------------------------------------------------------- documents
 
 
-def _parser() -> etree.XMLParser:
-    # No DTD loading, no network, no entity expansion (XXE-safe); baseline files are large.
-    return etree.XMLParser(
-        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True, recover=False
-    )
-
-
 def parse_pubmed_xml(data: bytes | str) -> list[PubmedArticle]:
     """Parse a whole ``<PubmedArticleSet>`` document (an ``efetch`` reply) held in memory.
 
@@ -457,7 +451,7 @@ def parse_pubmed_xml(data: bytes | str) -> list[PubmedArticle]:
     if not data.strip():
         raise PubmedXMLError("empty document (expected a PubmedArticleSet)")
     try:
-        root = etree.fromstring(data, parser=_parser())
+        root = etree.fromstring(data, parser=safe_parser(huge_tree=True))
     except etree.XMLSyntaxError as exc:
         raise PubmedXMLError(f"not well-formed XML: {exc}") from exc
     name = local_name(root)
@@ -515,15 +509,7 @@ def iter_pubmed_xml(source: str | Path | BinaryIO) -> Iterator[PubmedArticle]:
     """
     stream, owned, name = _open_source(source)
     try:
-        context = etree.iterparse(
-            stream,
-            events=("end",),
-            tag=_RECORD_TAGS,
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            huge_tree=True,
-        )
+        context = safe_iterparse(stream, events=("end",), tag=_RECORD_TAGS, huge_tree=True)
         try:
             for _event, el in context:
                 parsed = parse_article_element(el)
