@@ -9,11 +9,7 @@ respx does not patch; a real listener sees what the client really sends.)
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 from agent_framework import Message
@@ -23,55 +19,17 @@ from pydantic_ai.exceptions import ModelHTTPError
 
 from deepcritical.config import Settings
 from deepcritical.llm.providers import build_chat_client, build_model, close_chat_client
-
-
-class FailingModelServer:
-    """An OpenAI-compatible server on 127.0.0.1 (ephemeral port) that counts the requests it
-    receives and answers each with HTTP 500."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-        self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with server._lock:
-                    server.requests += 1
-                data = json.dumps({"error": {"message": "overloaded", "type": "server"}}).encode()
-                self.send_response(500)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FailingModelServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+from tests.integration.error_listener import ErrorListener
 
 
 @pytest.fixture
-def failing_server() -> Iterator[FailingModelServer]:
-    with FailingModelServer() as server:
+def failing_server() -> Iterator[ErrorListener]:
+    """A model server that answers every request with HTTP 500."""
+    with ErrorListener(500, "overloaded", "server") as server:
         yield server
 
 
-def settings_for(server: FailingModelServer, retries: int) -> Settings:
+def settings_for(server: ErrorListener, retries: int) -> Settings:
     return Settings(
         llm=f"openai-compatible:stub-model@{server.base_url}",
         llm_retries=retries,
@@ -82,7 +40,7 @@ def settings_for(server: FailingModelServer, retries: int) -> Settings:
 
 @pytest.mark.parametrize("retries", [0, 1])
 async def test_the_agents_model_sends_llm_retries_plus_one_requests(
-    failing_server: FailingModelServer, retries: int
+    failing_server: ErrorListener, retries: int
 ) -> None:
     model = build_model(settings_for(failing_server, retries))
     assert model is not None
@@ -90,12 +48,12 @@ async def test_the_agents_model_sends_llm_retries_plus_one_requests(
         with pytest.raises(ModelHTTPError) as info:
             await Agent(model).run("Does metformin reduce cancer risk?")
     assert info.value.status_code == 500
-    assert failing_server.requests == retries + 1
+    assert len(failing_server.seen) == retries + 1
 
 
 @pytest.mark.parametrize("retries", [0, 1])
 async def test_the_managers_chat_client_sends_llm_retries_plus_one_requests(
-    failing_server: FailingModelServer, retries: int
+    failing_server: ErrorListener, retries: int
 ) -> None:
     client = build_chat_client(settings_for(failing_server, retries))
     try:
@@ -103,4 +61,4 @@ async def test_the_managers_chat_client_sends_llm_retries_plus_one_requests(
             await client.get_response([Message(role="user", contents=["Plan the research."])])
     finally:
         await close_chat_client(client)
-    assert failing_server.requests == retries + 1
+    assert len(failing_server.seen) == retries + 1

@@ -13,9 +13,7 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,50 +28,13 @@ from deepcritical.ui.app import build_app
 from deepcritical.ui.session import VISITOR_URL_NEEDS_KEY
 from tests.conftest import HashingEmbedder, hashed_corpus
 from tests.integration.chat_stub import ChatCompletionsStub, ManagerScript, RoleScript
+from tests.integration.error_listener import ErrorListener
 from tests.integration.test_magentic_openai_stub import QUESTION, RECORDS
 
 SERVER_KEY = "sk-server-key-0f9e8d"
 VISITOR_KEY = "sk-visitor-key-1a2b3c"
 BODY = "INTERNAL-BODY-7f3: db=postgres://admin:hunter2@10.0.0.3/prod"
 PASSWORD = "PASSWORD-9x8y7z"
-
-
-class Listener:
-    """An HTTP server on 127.0.0.1 that records each request's path and ``Authorization``
-    header and answers 401 with :data:`BODY`."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, str]] = []
-        listener = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(length)
-                listener.seen.append((self.path, self.headers.get("Authorization") or ""))
-                data = json.dumps({"error": {"message": BODY, "type": "internal"}}).encode()
-                self.send_response(401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Listener:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +44,9 @@ def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def listener() -> Iterator[Listener]:
-    with Listener() as server:
+def listener() -> Iterator[ErrorListener]:
+    """Records each request's ``Authorization`` header; answers 401 with :data:`BODY`."""
+    with ErrorListener(401, BODY, "internal") as server:
         yield server
 
 
@@ -151,7 +113,7 @@ async def visit(settings: Settings, llm: str, key: str) -> tuple[str, RecordingR
 
 
 async def test_a_visitor_url_never_receives_the_server_key(
-    listener: Listener, corpus_dir: Path, tmp_path: Path
+    listener: ErrorListener, corpus_dir: Path, tmp_path: Path
 ) -> None:
     settings = server_settings(corpus_dir, tmp_path, model_host_allowlist=["127.0.0.1"])
     spec = f"openai-compatible:gpt-4o@{listener.base_url}"
@@ -176,7 +138,7 @@ async def test_a_visitor_url_never_receives_the_server_key(
 
 
 async def test_a_visitor_url_to_a_private_address_is_refused(
-    listener: Listener, corpus_dir: Path, tmp_path: Path
+    listener: ErrorListener, corpus_dir: Path, tmp_path: Path
 ) -> None:
     settings = server_settings(corpus_dir, tmp_path)
     spec = f"openai-compatible:gpt-4o@{listener.base_url}"
@@ -189,7 +151,7 @@ async def test_a_visitor_url_to_a_private_address_is_refused(
 
 
 async def test_the_operators_own_endpoint_keeps_the_server_key(
-    listener: Listener, corpus_dir: Path, tmp_path: Path
+    listener: ErrorListener, corpus_dir: Path, tmp_path: Path
 ) -> None:
     """The operator configured this URL: a visitor choosing it uses the server's key, no
     allow-list needed (the CLI and the operator's default keep working with local URLs)."""
