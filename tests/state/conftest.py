@@ -1,4 +1,5 @@
-"""Fixtures of the state tests: a database URL for SQLite and for a real PostgreSQL server."""
+"""Fixtures of the state tests: a database URL for SQLite and for a real PostgreSQL server, and
+the run store open on it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from deepcritical.state import RunStore
 from tests.state.postgres_server import postgres_bin, postgres_server
 
 
@@ -33,3 +35,11 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     engine.dispose()
     return server.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture
+def runs(database_url: str) -> Iterator[RunStore]:
+    """The run store on :func:`database_url` (migrated), closed after the test."""
+    store = RunStore.open_url(database_url)
+    yield store
+    store.close()

@@ -6,7 +6,7 @@ Completions stub with persistence on, whose second run must not reach the manage
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +32,6 @@ from tests.integration.chat_stub import (
 from tests.integration.test_magentic_openai_stub import QUESTION, RECORDS
 
 INSTRUCTIONS = {"instructions": "You coordinate a biomedical literature research team."}
-
-
-@pytest.fixture
-def runs(database_url: str) -> Iterator[RunStore]:
-    store = RunStore.open_url(database_url)
-    yield store
-    store.close()
 
 
 def facts_request(nonce: str = "0123abcd", day: str = "2026-01-02") -> list[Message]:

@@ -37,13 +37,6 @@ LIVE_MESSAGE = (
 )
 
 
-@pytest.fixture
-def runs(database_url: str) -> Any:
-    store = RunStore.open_url(database_url)
-    yield store
-    store.close()
-
-
 def settings_for(database_url: str, tmp_path: Path, **more: Any) -> Settings:
     return Settings(
         llm="none",

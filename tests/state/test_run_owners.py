@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -26,13 +25,6 @@ from tests.state.test_state_store import RunSource
 
 ALICE = "user:alice"
 BOB = "hf:bob"
-
-
-@pytest.fixture
-def runs(database_url: str) -> Any:
-    store = RunStore.open_url(database_url)
-    yield store
-    store.close()
 
 
 def test_every_read_sees_only_the_callers_runs(runs: RunStore) -> None:

@@ -35,13 +35,6 @@ from deepcritical.state.sources import SourceCollector
 from tests.conftest import HashingEmbedder
 
 
-@pytest.fixture
-def runs(database_url: str) -> Any:
-    store = RunStore.open_url(database_url)
-    yield store
-    store.close()
-
-
 def drug_collector(runs: RunStore) -> SourceCollector:
     syllabus = Syllabus.from_file(SYLLABUS)
     run_id = runs.create_run("Profile of drug X", {"llm": "none"}, syllabus=syllabus)
