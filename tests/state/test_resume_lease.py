@@ -174,7 +174,7 @@ async def _drain(events: Any) -> list[ResearchEvent]:
 
 
 async def test_resuming_a_running_run_is_refused_until_it_ends(
-    database_url: str, tmp_path: Path
+    database_url: str, runs: RunStore, tmp_path: Path
 ) -> None:
     settings = settings_for(database_url, tmp_path)
     source = GatedSource("live")
@@ -191,25 +191,17 @@ async def test_resuming_a_running_run_is_refused_until_it_ends(
     source.gate.set()
     finished = await rest
     assert finished[-1].type == "done"
-    store = RunStore.open_url(database_url)
-    try:
-        record = store.get_run(run_id)
-    finally:
-        store.close()
+    record = runs.get_run(run_id)
     assert record is not None
     assert record.attempts == 1  # the refused resume changed nothing
     assert record.report_markdown
 
 
 async def test_two_concurrent_resumes_of_an_interrupted_run_one_refused(
-    database_url: str, tmp_path: Path
+    database_url: str, runs: RunStore, tmp_path: Path
 ) -> None:
     settings = settings_for(database_url, tmp_path)
-    store = RunStore.open_url(database_url)
-    try:
-        run_id = stored_run(store, settings, "in_progress", STALE_AFTER_SECONDS * 2)
-    finally:
-        store.close()
+    run_id = stored_run(runs, settings, "in_progress", STALE_AFTER_SECONDS * 2)
 
     async def one(tag: str) -> str:
         try:
@@ -224,11 +216,7 @@ async def test_two_concurrent_resumes_of_an_interrupted_run_one_refused(
     assert outcomes[0] == "done", outcomes
     assert outcomes[1].startswith("refused: run ")
     assert "still running" in outcomes[1]
-    store = RunStore.open_url(database_url)
-    try:
-        record = store.get_run(run_id)
-    finally:
-        store.close()
+    record = runs.get_run(run_id)
     assert record is not None
     assert record.attempts == 2
     assert record.status in {"completed", "max_iterations"}
@@ -243,7 +231,7 @@ class StalledSource(RunSource):
 
 
 async def test_a_run_stopped_by_its_time_budget_resumes_with_a_fresh_budget(
-    database_url: str, tmp_path: Path
+    database_url: str, runs: RunStore, tmp_path: Path
 ) -> None:
     """A budget that runs out before any source answers gives the plain "ran out" report
     (no citation); its resume with the same budget ends the same way, and a resume with a
@@ -292,11 +280,7 @@ async def test_a_run_stopped_by_its_time_budget_resumes_with_a_fresh_budget(
     assert more[-1].result is not None
     assert more[-1].result.report.metadata.stop_reason != "time_budget"
     assert more[-1].result.report.metadata.sources_searched == ["pubmed"]
-    store = RunStore.open_url(database_url)
-    try:
-        record = store.get_run(run_id)
-    finally:
-        store.close()
+    record = runs.get_run(run_id)
     assert record is not None
     assert record.attempts == 3
     assert record.status in {"completed", "max_iterations"}
@@ -304,34 +288,28 @@ async def test_a_run_stopped_by_its_time_budget_resumes_with_a_fresh_budget(
 
 
 async def test_a_resume_that_fails_before_the_run_restarts_gives_the_run_back(
-    database_url: str, tmp_path: Path
+    database_url: str, runs: RunStore, tmp_path: Path
 ) -> None:
     """The stored run searches a local corpus that is gone: the resume claims the run, fails
     while building its sources and releases it, so a next resume need not wait 60 s."""
     settings = settings_for(database_url, tmp_path).model_copy(update={"sources": ["local"]})
-    store = RunStore.open_url(database_url)
-    try:
-        run_id = stored_run(store, settings, "in_progress", STALE_AFTER_SECONDS * 2)
-        with pytest.raises(CorpusNotFoundError):
-            await _drain(resume(run_id, settings, embedder=HashingEmbedder()))
-        record = store.get_run(run_id)
-        assert record is not None
-        assert (record.status, record.attempts) == ("failed", 2)
-        assert record.error == "the resume stopped before the run restarted"
-        assert claim_run(store, run_id) == 3  # at once: no live heartbeat is left behind
-    finally:
-        store.close()
+    run_id = stored_run(runs, settings, "in_progress", STALE_AFTER_SECONDS * 2)
+    with pytest.raises(CorpusNotFoundError):
+        await _drain(resume(run_id, settings, embedder=HashingEmbedder()))
+    record = runs.get_run(run_id)
+    assert record is not None
+    assert (record.status, record.attempts) == ("failed", 2)
+    assert record.error == "the resume stopped before the run restarted"
+    assert claim_run(runs, run_id) == 3  # at once: no live heartbeat is left behind
 
 
-async def test_the_web_apps_resume_shows_the_refusal(database_url: str, tmp_path: Path) -> None:
+async def test_the_web_apps_resume_shows_the_refusal(
+    database_url: str, runs: RunStore, tmp_path: Path
+) -> None:
     from deepcritical.ui.app import build_app
 
     settings = settings_for(database_url, tmp_path)
-    store = RunStore.open_url(database_url)
-    try:
-        run_id = stored_run(store, settings, "in_progress", 2.0)
-    finally:
-        store.close()
+    run_id = stored_run(runs, settings, "in_progress", 2.0)
     demo = build_app(settings, downloads_dir=tmp_path / "downloads")
     resume_handler = next(
         fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "resume"

@@ -69,7 +69,7 @@ def test_a_prefix_is_matched_among_the_callers_runs_only(runs: RunStore) -> None
 
 
 async def test_a_run_is_recorded_and_resumed_for_its_owner(
-    database_url: str, tmp_path: Path
+    database_url: str, runs: RunStore, tmp_path: Path
 ) -> None:
     settings = Settings(
         llm="none", sources=["pubmed"], data_dir=tmp_path, database_url=database_url, max_rounds=1
@@ -87,12 +87,8 @@ async def test_a_run_is_recorded_and_resumed_for_its_owner(
             run_id = event.data["run_id"]
             break
     await events.aclose()  # type: ignore[attr-defined]
-    store = RunStore.open_url(database_url)
-    try:
-        assert [r.id for r in store.list_runs(owner=ALICE)] == [run_id]
-        assert store.list_runs() == []
-    finally:
-        store.close()
+    assert [r.id for r in runs.list_runs(owner=ALICE)] == [run_id]
+    assert runs.list_runs() == []
     for stranger in (None, BOB):  # the local user and another user cannot resume it
         with pytest.raises(RunNotFoundError):
             async for _ in resume(run_id, settings, owner=stranger, sources=[RunSource("x")]):
@@ -106,11 +102,7 @@ async def test_a_run_is_recorded_and_resumed_for_its_owner(
     ]  # fmt: skip
     assert resumed[-1].type == "done"
     assert resumed[0].data["run_id"] == run_id
-    store = RunStore.open_url(database_url)
-    try:
-        record = store.get_run(run_id, owner=ALICE)
-    finally:
-        store.close()
+    record = runs.get_run(run_id, owner=ALICE)
     assert record is not None
     assert record.status in {"completed", "max_iterations"}
     assert record.attempts == 2
