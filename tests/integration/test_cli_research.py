@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,12 +99,13 @@ class Run:
         )
 
 
-def run_cli(*args: str | Path, cwd: Path) -> Run:
-    """Run ``deepcritical ARGS`` in ``cwd`` (so no ``.env`` of the checkout is read)."""
+def run_cli(*args: str | Path, cwd: Path, launcher: Sequence[str] = ()) -> Run:
+    """Run ``deepcritical ARGS`` in ``cwd`` (so no ``.env`` of the checkout is read), as the
+    arguments of ``launcher`` when one is given (a command that runs its arguments)."""
     argv = [str(a) for a in args]
     started = time.monotonic()
     proc = subprocess.run(
-        [*cli_command(), *argv],
+        [*launcher, *cli_command(), *argv],
         cwd=cwd,
         env=user_env(),
         capture_output=True,

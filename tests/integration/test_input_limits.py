@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,12 +28,9 @@ from deepcritical.api import research
 from deepcritical.config import Settings
 from tests.conftest import HashingEmbedder, hashed_corpus
 from tests.integration.test_cli_research import (
-    RUN_TIMEOUT,
     Run,
-    cli_command,
     run_cli,
     squash,
-    user_env,
 )
 from tests.integration.test_magentic_openai_stub import QUESTION, RECORDS
 
@@ -61,20 +56,8 @@ WRAPPER = (
 
 def run_measured(*args: str | Path, cwd: Path) -> tuple[Run, int]:
     """``deepcritical ARGS`` under :data:`WRAPPER`; the run and its peak RSS in bytes."""
-    argv = [str(a) for a in args]
-    started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-c", WRAPPER, *cli_command(), *argv],
-        cwd=cwd,
-        env=user_env(),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    run = Run(tuple(argv), proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
-    marker = [line for line in proc.stderr.splitlines() if line.startswith("PEAK_RSS_KB=")]
+    run = run_cli(*args, cwd=cwd, launcher=(sys.executable, "-c", WRAPPER))
+    marker = [line for line in run.stderr.splitlines() if line.startswith("PEAK_RSS_KB=")]
     assert marker, run.describe()
     return run, int(marker[-1].removeprefix("PEAK_RSS_KB=")) * 1024
 
