@@ -1,8 +1,11 @@
-"""Extractive helpers: verbatim sentences of abstracts, their section labels, cue words, and
-ranking by similarity to a question.
+"""Extractive helpers: verbatim sentences of abstracts and full texts, their section labels,
+cue words, and ranking by similarity to a question.
 
-Every :class:`KeySentence` text is an exact substring of its evidence item's ``content`` (it is
-cut out by character offsets, never re-assembled), so a quote built from it is verbatim.
+Every :class:`KeySentence` text is an exact substring of its evidence item's ``content``, or of
+one passage of its full text (it is cut out by character offsets, never re-assembled), so a
+quote built from it is verbatim. A full text's passages are too many to read whole: ranking
+reads the sentences of the few passages that best answer the query
+(:func:`deepcritical.evidence.passages.rank_passages`).
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
+from numpy.typing import NDArray
 
 from deepcritical.evidence.embeddings import Embedder
+from deepcritical.evidence.mmr import unit_rows
+from deepcritical.evidence.passages import PASSAGES_PER_QUERY, rank_passages
 from deepcritical.models import Evidence
 from deepcritical.text.sentences import prose_spans
 from deepcritical.text.terms import matched_terms
@@ -28,6 +34,7 @@ __all__ = [
     "is_objective_like",
     "labelled_paragraphs",
     "mentioning_terms",
+    "passage_sentences",
     "rank_sentences",
     "relevant_items",
     "section_kind",
@@ -141,12 +148,17 @@ class KeySentence:
 
     Attributes:
         evidence_id: the item's store id (``E3``).
-        text: the sentence, an exact substring of the item's content (stripped).
-        start: character offset of ``text`` in the content.
-        label: the structured-abstract label of its paragraph (``"CONCLUSIONS"``) or ``None``.
-        position: 0-based index of the sentence within the item.
+        text: the sentence, an exact substring of the item's content, or of its passage's
+            text when ``passage`` is set (stripped).
+        start: character offset of ``text`` in the content (in the passage's text).
+        label: the structured-abstract label of its paragraph (``"CONCLUSIONS"``) or
+            ``None`` (always for a passage's sentences: a body section is not an abstract's).
+        position: 0-based index of the sentence within the item (a full text's passage
+            sentences come after the abstract's, in passage order).
         similarity: cosine similarity to the ranking query (set by :func:`rank_sentences`).
         score: ranking score = similarity + section bonus (set by :func:`rank_sentences`).
+        passage: index of its passage in ``Evidence.passages``; ``None`` in the abstract.
+        locator: where its passage is (``"Results, paragraph 4"``); ``""`` in the abstract.
     """
 
     evidence_id: str
@@ -156,6 +168,8 @@ class KeySentence:
     position: int
     similarity: float = 0.0
     score: float = 0.0
+    passage: int | None = None
+    locator: str = ""
 
     @property
     def kind(self) -> SectionKind:
@@ -218,6 +232,33 @@ def sentences_of(evidence: Evidence) -> list[KeySentence]:
     return out
 
 
+def passage_sentences(
+    evidence: Evidence, positions: Sequence[int], first_position: int = 0
+) -> list[KeySentence]:
+    """Every sentence of the passages of ``evidence`` at ``positions`` (indexes into
+    ``Evidence.passages``), in that order, numbered from ``first_position``.
+
+    Raises:
+        IndexError: a position outside ``Evidence.passages``.
+    """
+    out: list[KeySentence] = []
+    for index in positions:
+        passage = evidence.passages[index]
+        for start, stop in prose_spans(passage.text, 0, len(passage.text)):
+            out.append(
+                KeySentence(
+                    evidence.id,
+                    passage.text[start:stop],
+                    start,
+                    None,
+                    first_position + len(out),
+                    passage=index,
+                    locator=passage.locator(),
+                )
+            )
+    return out
+
+
 def _usable(sentence: KeySentence) -> bool:
     n = len(sentence.text)
     return (
@@ -258,6 +299,8 @@ def candidate_sentences(evidence: Evidence) -> list[KeySentence]:
 
 
 def _bonus(sentence: KeySentence, n_sentences: int) -> float:
+    if sentence.passage is not None:  # chosen from the body for the query: no section bonus
+        return -0.15 if _OBJECTIVE_CUES.match(sentence.text) else 0.0
     bonus = 0.0
     kind = sentence.kind
     if kind == SectionKind.CONCLUSION:
@@ -275,22 +318,57 @@ def _bonus(sentence: KeySentence, n_sentences: int) -> float:
     return bonus
 
 
+def _body_candidates(
+    evidence: Evidence,
+    query: str,
+    query_vector: NDArray[np.float32],
+    embedder: Embedder,
+    first_position: int,
+) -> list[KeySentence]:
+    """Quotable sentences of the passages of ``evidence``'s full text that best answer
+    ``query`` (:func:`~deepcritical.evidence.passages.rank_passages`)."""
+    best = rank_passages(evidence, query, query_vector, embedder, PASSAGES_PER_QUERY)
+    sentences = passage_sentences(evidence, [p.position for p in best], first_position)
+    return [s for s in sentences if _usable(s) and is_quotable(s.text)]
+
+
 def rank_sentences(
     evidence: Sequence[Evidence], query: str, embedder: Embedder
 ) -> list[KeySentence]:
     """Candidate sentences of all items, scored against ``query``, best first.
 
-    ``similarity`` is the cosine similarity between sentence and query embeddings; ``score``
-    adds a section bonus (conclusions +0.15, results +0.08, setup -0.15, objective-like
-    -0.15, up to +0.05 for late position). One embedding batch for all sentences.
+    An item's candidates are its abstract's (:func:`candidate_sentences`) and, for a full
+    text, the quotable sentences of the :data:`~deepcritical.evidence.passages.PASSAGES_PER_QUERY`
+    passages that best answer ``query``. ``similarity`` is the cosine similarity between
+    sentence and query embeddings; ``score`` adds a section bonus to an abstract's sentences
+    (conclusions +0.15, results +0.08, setup -0.15, up to +0.05 for late position) and -0.15
+    to objective-like sentences.
+    One embedding batch for all sentences (two when an item has a full text: the query first).
     """
     per_item = [candidate_sentences(e) for e in evidence]
-    sentences = [s for group in per_item for s in group]
-    if not sentences:
-        return []
-    vectors = np.asarray(embedder.embed([query, *[s.text for s in sentences]]), dtype=np.float32)
-    sims = vectors[1:] @ vectors[0]
-    totals = {e.id: len(group) for e, group in zip(evidence, per_item, strict=True)}
+    if any(e.passages for e in evidence):
+        query_vector = unit_rows(np.asarray(embedder.embed([query]), dtype=np.float32))[0]
+        per_item = [
+            group + _body_candidates(e, query, query_vector, embedder, len(sentences_of(e)))
+            for e, group in zip(evidence, per_item, strict=True)
+        ]
+        sentences = [s for group in per_item for s in group]
+        if not sentences:
+            return []
+        vectors = np.asarray(embedder.embed([s.text for s in sentences]), dtype=np.float32)
+        sims = unit_rows(vectors) @ query_vector
+    else:
+        sentences = [s for group in per_item for s in group]
+        if not sentences:
+            return []
+        vectors = np.asarray(
+            embedder.embed([query, *[s.text for s in sentences]]), dtype=np.float32
+        )
+        sims = vectors[1:] @ vectors[0]
+    totals = {
+        e.id: sum(s.passage is None for s in group)
+        for e, group in zip(evidence, per_item, strict=True)
+    }
     scored = [
         replace(
             s,

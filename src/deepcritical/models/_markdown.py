@@ -31,8 +31,9 @@ def _short(text: str) -> str:
 def grounding_appendix(report: ResearchReport, numbers: dict[str, int]) -> list[str]:
     """Markdown lines of the "Supporting quotes" appendix (``[]`` when nothing was grounded):
     one entry per kept cited sentence (a sentence repeated in the summary, findings and
-    conclusion is listed once), with the passage of each cited source that supports it and
-    its score (cosine similarity, or entailment probability with NLI)."""
+    conclusion is listed once), with the passage of each cited source that supports it (a
+    full text's passage with its section: ``[3] Results, paragraph 4: “…”``) and its score
+    (cosine similarity, or entailment probability with NLI)."""
     kept = [c for c in report.grounding if not c.removed and c.kept_ids]
     if not kept:
         return []
@@ -59,7 +60,10 @@ def grounding_appendix(report: ResearchReport, numbers: dict[str, int]) -> list[
                 if quote.entailment is not None
                 else f"similarity {quote.similarity:.2f}"
             )
-            out.append(f"  - [{numbers[quote.evidence_id]}] “{_short(quote.quote)}” ({score})")
+            where = f" {quote.locator}:" if quote.locator else ""
+            out.append(
+                f"  - [{numbers[quote.evidence_id]}]{where} “{_short(quote.quote)}” ({score})"
+            )
     return out
 
 

@@ -149,13 +149,16 @@ class SupportingQuote(BaseModel):
     """The passage of one cited source that best matches a report sentence.
 
     ``quote`` is verbatim source text (one sentence or two adjacent sentences of the item's
-    content, or its title); ``similarity`` is the cosine similarity of its embedding to the
+    content or of a passage of its full text, or its title); ``locator`` says where a full
+    text's passage lies (``"Results › Adverse events, paragraph 4"``; ``""`` for the title
+    and abstract); ``similarity`` is the cosine similarity of its embedding to the
     sentence's; ``entailment`` is the NLI entailment probability when an NLI model was used;
     ``supports`` says whether this source counts as supporting the sentence.
     """
 
     evidence_id: str
     quote: str
+    locator: str = ""
     similarity: float
     entailment: float | None = None
     supports: bool = False

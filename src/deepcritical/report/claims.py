@@ -2,7 +2,9 @@
 :mod:`deepcritical.report.grounding`).
 
 - :func:`source_passages`: the passages of an evidence item a sentence is compared with
-  (title, every sentence, every pair of adjacent sentences; verbatim source text).
+  (title, every sentence, every pair of adjacent sentences; verbatim source text);
+  :func:`body_passages`: the same for the few passages of a full text that best match the
+  sentence, each with its locator (``"Results, paragraph 4"``).
 - :func:`claim_text`: what a report sentence claims (markers and markdown removed).
 - :func:`judge_unit`: the best passage of each cited item by embedding cosine similarity (or
   NLI entailment among the most similar passages), whether each item supports the sentence,
@@ -24,6 +26,7 @@ from numpy.typing import NDArray
 
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.mmr import unit_rows
+from deepcritical.evidence.passages import rank_passages
 from deepcritical.models import (
     CITATION_MARKER,
     Evidence,
@@ -41,6 +44,7 @@ __all__ = [
     "RewriteFunction",
     "Scorer",
     "Unit",
+    "body_passages",
     "check_units",
     "claim_text",
     "drop_ids",
@@ -83,12 +87,25 @@ def _label_length(line: str) -> int:
     return m.end()
 
 
+def _windows(text: str, skip: int, limit: int) -> tuple[list[str], int]:
+    """Every sentence of ``text`` after ``skip`` characters and every pair of adjacent ones
+    (at most ``limit`` sentences), and the number of sentences read."""
+    spans = prose_spans(text, skip)[: max(limit, 0)]
+    out: list[str] = []
+    for i, (begin, stop) in enumerate(spans):
+        out.append(text[begin:stop])
+        if i + 1 < len(spans):
+            out.append(text[begin : spans[i + 1][1]])
+    return out, len(spans)
+
+
 def source_passages(evidence: Evidence, max_sentences: int = MAX_SOURCE_SENTENCES) -> list[str]:
     """The passages of ``evidence`` a sentence is compared with, each verbatim source text.
 
     The title (when there is one), then, paragraph by paragraph (one line of content each, a
     leading ``LABEL: `` left out), every sentence and every pair of adjacent sentences. At
-    most ``max_sentences`` sentences are read. Repeats are dropped.
+    most ``max_sentences`` sentences are read. Repeats are dropped. A full text's body is not
+    read here: :func:`embed_with_passages` adds the passages that best match each sentence.
     """
     passages: list[str] = []
     title = evidence.citation.title.strip()
@@ -98,14 +115,31 @@ def source_passages(evidence: Evidence, max_sentences: int = MAX_SOURCE_SENTENCE
     for line in evidence.content.split("\n"):
         if read >= max_sentences:
             break
-        skip = _label_length(line)
-        spans = prose_spans(line, skip)[: max_sentences - read]
-        read += len(spans)
-        for i, (begin, stop) in enumerate(spans):
-            passages.append(line[begin:stop])
-            if i + 1 < len(spans):
-                passages.append(line[begin : spans[i + 1][1]])
+        windows, n = _windows(line, _label_length(line), max_sentences - read)
+        read += n
+        passages += windows
     return list(dict.fromkeys(p for p in passages if p.strip()))
+
+
+def body_passages(
+    evidence: Evidence,
+    claims: Sequence[str],
+    claim_vectors: NDArray[np.float32],
+    embedder: Embedder,
+) -> list[tuple[str, str]]:
+    """``(text, locator)`` pairs of ``evidence``'s full text to compare ``claims`` with: every
+    sentence and pair of adjacent sentences of the passages that best match each claim
+    (:func:`~deepcritical.evidence.passages.rank_passages`), with the passage's locator
+    (``"Results, paragraph 4"``). ``[]`` for an abstract-only item."""
+    positions: list[int] = []
+    for claim, vector in zip(claims, claim_vectors, strict=True):
+        positions += [p.position for p in rank_passages(evidence, claim, vector, embedder)]
+    out: list[tuple[str, str]] = []
+    for position in dict.fromkeys(positions):
+        passage = evidence.passages[position]
+        windows, _ = _windows(passage.text, 0, MAX_SOURCE_SENTENCES)
+        out += [(w, passage.locator()) for w in windows if w.strip()]
+    return out
 
 
 def claim_text(sentence: str) -> str:
@@ -149,10 +183,12 @@ def drop_ids(sentence: str, keep: set[str]) -> str:
 
 @dataclass
 class Passages:
-    """Passages of the cited items and their embeddings (rows L2-normalised)."""
+    """Passages of the cited items, their embeddings (rows L2-normalised) and where each lies
+    in its item's full text (``""``: its title or abstract)."""
 
     texts: dict[str, list[str]] = field(default_factory=dict)
     vectors: dict[str, NDArray[np.float32]] = field(default_factory=dict)
+    locators: dict[str, list[str]] = field(default_factory=dict)
 
 
 def embed_rows(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -166,20 +202,47 @@ def embed_with_passages(
     ids: Sequence[str],
     evidence: Mapping[str, Evidence],
     embedder: Embedder,
+    citing: Mapping[str, Sequence[int]] | None = None,
 ) -> tuple[Passages, NDArray[np.float32]]:
-    """The passages of the items ``ids`` and the vectors of ``claims``, in one embedding batch
-    (claims first, then every item's passages in order)."""
+    """The passages of the items ``ids`` and the vectors of ``claims``.
+
+    An abstract's passages are :func:`source_passages`; a full text adds
+    :func:`body_passages` for the claims that cite it (``citing[eid]``: indexes into
+    ``claims``; every claim when ``citing`` is ``None``). One embedding batch (claims first,
+    then every item's passages in order) when no item has a full text; else the claims are
+    embedded first, to choose the body passages.
+    """
     passages = Passages()
     for eid in ids:
         passages.texts[eid] = source_passages(evidence[eid])
-    texts = [p for eid in ids for p in passages.texts[eid]]
-    vectors = embed_rows(embedder, [*claims, *texts])
-    offset = len(claims)
+        passages.locators[eid] = [""] * len(passages.texts[eid])
+    full = [eid for eid in ids if evidence[eid].passages]
+    if full:
+        claim_vectors = embed_rows(embedder, claims)
+        for eid in full:
+            chosen = list(range(len(claims))) if citing is None else list(citing.get(eid, ()))
+            pairs = body_passages(
+                evidence[eid], [claims[i] for i in chosen], claim_vectors[chosen], embedder
+            )
+            seen = set(passages.texts[eid])
+            for text, locator in pairs:
+                if text not in seen:
+                    seen.add(text)
+                    passages.texts[eid].append(text)
+                    passages.locators[eid].append(locator)
+        texts = [p for eid in ids for p in passages.texts[eid]]
+        vectors = embed_rows(embedder, texts)
+        offset = 0
+    else:
+        texts = [p for eid in ids for p in passages.texts[eid]]
+        vectors = embed_rows(embedder, [*claims, *texts])
+        claim_vectors = vectors[: len(claims)]
+        offset = len(claims)
     for eid in ids:
         n = len(passages.texts[eid])
         passages.vectors[eid] = vectors[offset : offset + n]
         offset += n
-    return passages, vectors[: len(claims)]
+    return passages, claim_vectors
 
 
 def judge_unit(
@@ -203,6 +266,7 @@ def judge_unit(
                 SupportingQuote(
                     evidence_id=eid,
                     quote=texts[best],
+                    locator=passages.locators[eid][best],
                     similarity=similarity,
                     supports=bool(unit.claim) and similarity >= threshold,
                 )
@@ -215,6 +279,7 @@ def judge_unit(
             SupportingQuote(
                 evidence_id=eid,
                 quote=texts[best],
+                locator=passages.locators[eid][best],
                 similarity=round(float(sims[best]), 4),
                 entailment=entailment,
                 supports=entailment >= nli_threshold,
@@ -247,8 +312,12 @@ def check_units(
     if not units:
         return [], {}
     ids = list(dict.fromkeys(eid for u in units for eid in u.cited if eid in evidence))
+    citing: dict[str, list[int]] = {}
+    for i, unit in enumerate(units):
+        for eid in dict.fromkeys(unit.cited):
+            citing.setdefault(eid, []).append(i)
     passages, claim_vectors = embed_with_passages(
-        [u.claim or "-" for u in units], ids, evidence, embedder
+        [u.claim or "-" for u in units], ids, evidence, embedder, citing
     )
     claims: list[GroundedClaim] = []
     changes: dict[int, dict[tuple[int, int], str | None]] = {}
