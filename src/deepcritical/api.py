@@ -40,12 +40,14 @@ from deepcritical.orchestrators.deps import RunDeps, check_context, check_questi
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.bounded import bound_sources
-from deepcritical.sources.factory import build_sources
+from deepcritical.sources.factory import build_full_text, build_sources
+from deepcritical.sources.fulltext import FullTextReader
 from deepcritical.sources.http import new_http_client
 from deepcritical.state.errors import RunNotFoundError, RunNotResumableError
 from deepcritical.state.syllabus import Syllabus
 
 if TYPE_CHECKING:
+    import httpx
     from agent_framework import SupportsChatGetResponse
     from pydantic_ai.models import Model
 
@@ -61,6 +63,7 @@ async def research(
     preferences: ReportPreferences | None = None,
     model: Model | None = None,
     sources: Sequence[SearchSource] | None = None,
+    full_text: FullTextReader | None = None,
     embedder: Embedder | None = None,
     chat_client: SupportsChatGetResponse[Any] | None = None,
     syllabus: Syllabus | None = None,
@@ -78,6 +81,9 @@ async def research(
         model: a pydantic-ai model to use instead of the one ``settings.llm`` names (tests
             pass scripted models here).
         sources: search sources to use instead of those ``settings.sources`` names.
+        full_text: the full-text fetcher to use instead of the one built from ``settings``
+            (:func:`~deepcritical.sources.factory.build_full_text`); with ``sources`` given
+            and no ``full_text``, the run reads no full text.
         embedder: embedder to use instead of all-MiniLM-L6-v2.
         chat_client: the Magentic manager's agent-framework chat client, instead of the one
             :func:`~deepcritical.llm.providers.build_chat_client` makes from ``settings.llm`` (tests
@@ -107,6 +113,7 @@ async def research(
             preferences=preferences,
             model=model,
             sources=sources,
+            full_text=full_text,
             embedder=embedder,
             chat_client=chat_client,
             syllabus=syllabus,
@@ -123,6 +130,7 @@ async def resume(
     *,
     model: Model | None = None,
     sources: Sequence[SearchSource] | None = None,
+    full_text: FullTextReader | None = None,
     embedder: Embedder | None = None,
     chat_client: SupportsChatGetResponse[Any] | None = None,
     owner: str | None = None,
@@ -136,7 +144,9 @@ async def resume(
     resume time. The completed steps replay from the call cache with no search (or cached
     LLM) call, the run continues live where it stopped, sources are saved idempotently (none
     lost, none duplicated) and the same run row is updated (``in_progress`` again, then
-    ``completed``).
+    ``completed``). Full texts fetched before come from the call cache too. ``model``,
+    ``sources``, ``full_text``, ``embedder`` and ``chat_client`` replace what ``settings``
+    builds, as in :func:`research`.
 
     The time budget starts afresh at the resume: the stored ``time_budget_seconds``, or
     ``time_budget_seconds`` when given (seconds, > 0). A run that stopped on its time budget
@@ -191,6 +201,7 @@ async def resume(
             ),
             model=model,
             sources=sources,
+            full_text=full_text,
             embedder=embedder,
             chat_client=chat_client,
             syllabus=syllabus,
@@ -211,6 +222,7 @@ async def _research(
     model: Model | None,
     sources: Sequence[SearchSource] | None,
     embedder: Embedder | None,
+    full_text: FullTextReader | None = None,
     chat_client: SupportsChatGetResponse[Any] | None,
     syllabus: Syllabus | None,
     run_id: str | None = None,
@@ -253,11 +265,13 @@ async def _research(
             # bounded again on the way out
             cached = persisted.wrap_sources(run_sources)
             run_sources = bound_sources(cached, settings.max_evidence_chars)
+        reader = _full_text_reader(settings, client, full_text, sources, persisted)
         if persisted is not None and model is None and llm_model is not None:
             llm_model = persisted.cached_model = CachedModel(llm_model, persisted.cache)
         if persisted is not None and chat_client is None and manager_client is not None:
             manager_client = CachedChatClient(manager_client, persisted.cache)
         deps = _run_deps(settings, llm_model, llm_label, embedder, run_sources, syllabus)
+        deps = dataclasses.replace(deps, full_text=reader)
         if persisted is not None:  # the search agent's tools save into the recorded run
             deps = dataclasses.replace(deps, collector=persisted.collector_for(deps.store))
         store = deps.store
@@ -288,6 +302,24 @@ async def _research(
             persisted.end("failed", describe_error(exc)[:2000])
             raise
         persisted.end("failed", "the run ended without a report")
+
+
+def _full_text_reader(
+    settings: Settings,
+    client: httpx.AsyncClient,
+    given: FullTextReader | None,
+    sources: Sequence[SearchSource] | None,
+    persisted: PersistentRun | None,
+) -> FullTextReader | None:
+    """The run's full-text reader: ``given``; else none when the caller gave its own
+    ``sources``; else the one built from ``settings`` (wrapped in the call cache when the run
+    is recorded)."""
+    if given is not None or sources is not None:
+        return given
+    built = build_full_text(settings, client)
+    if built is None or persisted is None:
+        return built
+    return persisted.wrap_full_text(built)
 
 
 def _manager_client(

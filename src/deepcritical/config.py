@@ -202,6 +202,13 @@ class Settings(BaseSettings):
         "content, and its title), cut at a sentence or word boundary: every step reads, "
         "splits and embeds each item's sentences, several times per run.",
     )
+    max_full_texts: int = Field(
+        default=10,
+        ge=0,
+        description="Open-access full texts (JATS from Europe PMC or PMC) read per run, the "
+        "most relevant on-topic items with a PMCID first; 0 reads none. Only runs that search "
+        "an online source fetch them; a local corpus holds the full texts it imported.",
+    )
     http_timeout_seconds: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=3, ge=1)
     ncbi_api_key: SecretStr | None = Field(

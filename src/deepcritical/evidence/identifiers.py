@@ -393,6 +393,12 @@ def _more_precise_date(a: str | None, b: str | None) -> str | None:
     return a
 
 
+def _open_access(old: bool | None, new: bool | None) -> bool | None:
+    if old or new:
+        return True
+    return False if False in (old, new) else None
+
+
 def merge_evidence(existing: Evidence, new: Evidence) -> Evidence:
     """One evidence item holding the richest fields of two records of the same document.
 
@@ -408,7 +414,8 @@ def merge_evidence(existing: Evidence, new: Evidence) -> Evidence:
       ``checklist_keys``; the maximum ``relevance``;
     - ``is_preprint`` only when both records say preprint (a peer-reviewed record wins);
     - the full text's ``passages`` when either side has them (``existing``'s when both do),
-      so an abstract merged with the same paper's full text stays a full text.
+      so an abstract merged with the same paper's full text stays a full text;
+    - ``open_access`` True when either record says so, else False when either says not.
     """
     old_c, new_c = existing.citation, new.citation
     old_ids, new_ids = strong_identifiers(old_c), strong_identifiers(new_c)
@@ -438,6 +445,7 @@ def merge_evidence(existing: Evidence, new: Evidence) -> Evidence:
             "doi": ids.get("doi") or old_c.doi,
             "pmcid": ids.get("pmcid") or old_c.pmcid,
             "nct_id": ids.get("nct") or old_c.nct_id,
+            "open_access": _open_access(old_c.open_access, new_c.open_access),
         }
     )
     old_text, new_text = existing.content.strip(), new.content.strip()

@@ -464,15 +464,17 @@ def parse_jats(data: bytes | str) -> JatsArticle:
     """Parse one JATS ``<article>`` document held in memory.
 
     Args:
-        data: the XML as bytes (encoding from its declaration, UTF-8 by default) or text.
+        data: the XML as bytes (encoding from its declaration, UTF-8 by default) or text: an
+            ``<article>``, or NCBI efetch's ``<pmc-articleset>`` holding one.
 
     Returns:
         The article; fields it lacks are empty or ``None``.
 
     Raises:
         JatsError: empty input, a DOCTYPE declaring entities, truncated or malformed XML (the
-            message says so, with lxml's line and column), or a root other than ``<article>``
-            (e.g. a PubMed ``<PubmedArticleSet>``).
+            message says so, with lxml's line and column), a root other than ``<article>``
+            (e.g. a PubMed ``<PubmedArticleSet>``), or a ``<pmc-articleset>`` that does not
+            hold exactly one article.
     """
     if isinstance(data, str):
         data = re.sub(r"^\s*<\?xml[^>]*\?>", "", data, count=1).encode("utf-8")
@@ -491,6 +493,11 @@ def parse_jats(data: bytes | str) -> JatsArticle:
     dtd = docinfo.internalDTD
     if dtd is not None and any(True for _ in cast(_EntityTable, dtd).iterentities()):
         raise JatsError("the DOCTYPE declares entities (refused: XXE or an entity bomb)")
+    if local_name(root) == "pmc-articleset":  # NCBI efetch db=pmc wraps the article
+        articles = [el for el in root if local_name(el) == "article"]
+        if len(articles) != 1:
+            raise JatsError(f"the <pmc-articleset> holds {len(articles)} articles (expected 1)")
+        root = articles[0]
     if local_name(root) != "article":
         raise JatsError(f"root element <{local_name(root) or root.tag}> is not a JATS <article>")
     return _article(root)

@@ -142,6 +142,10 @@ class Citation(BaseModel):
     pmid: str | None = None
     pmcid: str | None = None
     nct_id: str | None = None
+    open_access: bool | None = None
+    """Whether the record says its full text is open access in Europe PMC / PMC (Europe
+    PMC's ``isOpenAccess``); ``None`` when the source does not say. A run fetches the full
+    text of an item with a PMCID unless this is False."""
 
     def display_title(self) -> str:
         """The title every display shows (report references, web UI, MCP tool, prompts).

@@ -17,6 +17,7 @@ from deepcritical.config import Settings
 from deepcritical.evidence.screening import RelevanceCalibration
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.orchestrators.agent_set import AgentSet
+from deepcritical.sources.fulltext import FullTextReader
 from deepcritical.state.sources import SourceCollector
 from deepcritical.text.control import strip_control_chars
 
@@ -78,6 +79,9 @@ class RunDeps:
         collector: the run's source collector (the recorder's, when the run is recorded):
             the search agent's source tools save into it; ``None``: the run opens a private
             one in memory when its screener needs it.
+        full_text: fetches open-access full texts by PMCID (up to
+            ``settings.max_full_texts`` per run); ``None``: the run reads none (offline runs,
+            ``max_full_texts=0``).
     """
 
     settings: Settings
@@ -90,3 +94,4 @@ class RunDeps:
     clock: Callable[[], float] = field(default=time.monotonic)
     screening: RelevanceCalibration | None = None
     collector: SourceCollector | None = None
+    full_text: FullTextReader | None = None

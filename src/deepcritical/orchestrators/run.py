@@ -54,6 +54,7 @@ from deepcritical.models import (
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.orchestrators.channel import EventChannel
 from deepcritical.orchestrators.deps import RunDeps
+from deepcritical.orchestrators.full_texts import full_text_candidates, read_full_texts
 from deepcritical.orchestrators.progress import (
     REPHRASED_EMPTY_ROUNDS,
     RunAccounting,
@@ -394,6 +395,7 @@ class ResearchRun:
             src for src in self.source_names if src not in result.failures
         )
         off_topic = await self._screen(round_no, result.added_ids)
+        full_texts = await self._read_full_texts(round_no)
         self.emit(
             ResearchEvent(
                 type="evidence_added",
@@ -409,6 +411,8 @@ class ResearchRun:
                     "near_duplicates": len(result.near_duplicates),
                     "per_source": result.hits_per_source,
                     "off_topic": off_topic,
+                    "full_texts": full_texts,
+                    "full_texts_total": len(state.full_texts.read),
                     "on_topic_total": len(self.on_topic_ids()),
                     "total": len(self.store),
                     "coverage": plan.coverage(),
@@ -417,6 +421,33 @@ class ResearchRun:
             )
         )
         return result
+
+    async def _read_full_texts(self, round_no: int) -> int:
+        """Read the open-access full texts of the most relevant on-topic items with a PMCID
+        (:mod:`~deepcritical.orchestrators.full_texts`; within ``max_full_texts`` per run),
+        store them as the items' passages, and emit a warning for each one that could not be
+        read (the item keeps its abstract). Returns the number read this round."""
+        reader = self.deps.full_text
+        log = self.state.full_texts
+        if reader is None:
+            return 0
+        chosen = full_text_candidates(self.on_topic(), log, self.settings.max_full_texts)
+        if not chosen:
+            return 0
+        with self.accounting.stage("full texts"):
+            outcome = await read_full_texts(chosen, reader, log)
+        for item in outcome.read:
+            self.store.update(item)
+        for evidence_id, pmcid, reason in outcome.failed:
+            self.emit(
+                ResearchEvent(
+                    type="warning",
+                    round=round_no,
+                    message=f"full text of {pmcid} not read ({reason}); its abstract is used",
+                    data={"full_text": pmcid, "evidence_id": evidence_id, "reason": reason},
+                )
+            )
+        return len(outcome.read)
 
     async def _screen(self, round_no: int, ids: Sequence[str]) -> int:
         """Screen the round's new items ``ids`` and assign the on-topic ones to the checklist:
@@ -786,6 +817,36 @@ class ResearchRun:
             return []
         return [*lines[:-1], f"{lines[-1]} {kept_out}"]
 
+    def _full_text_line(self) -> str:
+        """How many records were read in full text (fetched in this run or imported as JATS
+        into the local corpus) against abstracts only, and the fetches that failed."""
+        records = self.store.all()
+        full = sum(e.full_text for e in records)
+        log = self.state.full_texts
+        line = (
+            f"Full texts: {full} of the {len(records)} records were read in full text "
+            "(open-access JATS, section by section); the others from their abstracts or "
+            "summaries only."
+        )
+        if self.deps.full_text is None:
+            line += " No full text was fetched in this run."
+        else:
+            line += (
+                f" {len(log.read)} full text(s) fetched from Europe PMC or PubMed Central "
+                f"(at most {self.settings.max_full_texts} per run, the most relevant on-topic "
+                "records with a PMCID first)."
+            )
+        if log.failed:
+            line += (
+                f" {len(log.failed)} could not be read and were used as abstracts: "
+                + "; ".join(
+                    f"{self.store.require(eid).citation.pmcid} ({reason})"
+                    for eid, reason in log.failed.items()
+                )
+                + "."
+            )
+        return line
+
     def methodology(self) -> str:
         """Factual account of the run (built from what happened, never by a model)."""
         plan, state = self.plan, self.state
@@ -806,6 +867,7 @@ class ResearchRun:
             "against the evidence collected in this run.",
         ]
         lines.extend(self._screening_lines())
+        lines.append(self._full_text_line())
         lines.extend(state.methodology)
         if state.queries:
             lines.append("Queries: " + "; ".join(f"“{q}”" for q in state.queries) + ".")

@@ -193,7 +193,8 @@ def closest_record_report(
 def gap_limitations(plan: ResearchPlan, evidence: Sequence[Evidence]) -> list[str]:
     """Limitations that follow from the run's real gaps, in plain sentences (no citations):
     unsatisfied or partial checklist items, few sources, preprints, a single source, and
-    evidence limited to abstracts or summaries."""
+    how much of the evidence was read in full text (:attr:`Evidence.full_text`) rather than
+    from abstracts or summaries."""
     out: list[str] = []
     for item in plan.checklist:
         if item.status == ChecklistStatus.UNSATISFIED:
@@ -223,9 +224,22 @@ def gap_limitations(plan: ResearchPlan, evidence: Sequence[Evidence]) -> list[st
     if n and len(origins) == 1:
         origin = next(iter(origins))
         out.append(f"All evidence comes from one source ({SOURCE_LABELS.get(origin, origin)}).")
-    if n:
+    full = sum(e.full_text for e in evidence)
+    if n and not full:
         out.append(
             "The evidence consists of abstracts or summaries returned by the search sources; "
             "full texts were not read."
+        )
+    elif full < n:
+        out.append(
+            f"The full text of {full} of the {n} sources was read (the passages that best "
+            f"answer the question and each cited sentence); the other {n - full} were read "
+            "from their abstracts or summaries only."
+        )
+    elif n:
+        out.append(
+            f"The full texts of all {n} sources were read, but only the passages that best "
+            "answer the question and each cited sentence: findings stated elsewhere in a paper "
+            "may have been missed."
         )
     return out

@@ -135,7 +135,8 @@ def result_to_evidence(record: Mapping[str, Any]) -> Evidence | None:
     * ``year``: ``pubYear``, else the year of ``firstPublicationDate``, else
       ``bookOrReportDetails.yearOfPublication``; ``date``: ``firstPublicationDate``
       (``"2025-06-05"``);
-    * ``url``: ``https://europepmc.org/article/<source>/<id>`` (``.../MED/39709209``).
+    * ``url``: ``https://europepmc.org/article/<source>/<id>`` (``.../MED/39709209``);
+    * ``open_access``: ``isOpenAccess`` (``"Y"``: True, ``"N"``: False, absent: None).
 
     ``content`` is ``abstractText`` as plain text with structured-abstract headings kept as
     ``"LABEL: "`` paragraphs (:func:`~deepcritical.sources.text.html_to_text`), or the title
@@ -187,6 +188,7 @@ def result_to_evidence(record: Mapping[str, Any]) -> Evidence | None:
         year=int(year_text) if year_text else None,
         date=date,
         url=url,
+        open_access={"Y": True, "N": False}.get(_str(record.get("isOpenAccess")) or ""),
     )
     abstract_html = record.get("abstractText")
     abstract = html_to_text(abstract_html) if isinstance(abstract_html, str) else ""

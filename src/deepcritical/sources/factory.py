@@ -1,4 +1,5 @@
-"""Builds the search sources a run uses from its settings (one shared HTTP client)."""
+"""Builds the search sources and the full-text fetcher a run uses from its settings (one shared
+HTTP client)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.bounded import bound_sources
+from deepcritical.sources.fulltext import FullTextFetcher
 
 
 class _HttpOptions(TypedDict):
@@ -84,3 +86,29 @@ def build_sources(
         else:  # Settings validates names; this guards programmatic misuse
             raise ValueError(f"unknown source {name!r}")
     return bound_sources(built, settings.max_evidence_chars)
+
+
+def build_full_text(settings: Settings, client: httpx.AsyncClient) -> FullTextFetcher | None:
+    """The run's full-text fetcher (Europe PMC and PMC, at the roots
+    ``settings.source_base_urls`` gives ``europepmc`` and ``pubmed``), or ``None`` when
+    ``settings.max_full_texts`` is 0 or the run searches no online source (``local`` only:
+    an offline run never reaches the network; its corpus holds the full texts it imported).
+    """
+    if settings.max_full_texts <= 0 or all(name == "local" for name in settings.sources):
+        return None
+    from deepcritical.sources.europepmc import DEFAULT_BASE_URL as EPMC_URL
+    from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
+
+    urls = settings.source_base_urls
+    key = settings.ncbi_api_key.get_secret_value() if settings.ncbi_api_key else None
+    return FullTextFetcher(
+        client,
+        europepmc_url=urls.get("europepmc", EPMC_URL),
+        eutils_url=urls.get("pubmed", PUBMED_URL),
+        api_key=key,
+        email=settings.ncbi_email,
+        tool=settings.ncbi_tool,
+        max_chars=settings.max_record_chars,
+        timeout_seconds=settings.http_timeout_seconds,
+        tries=settings.http_retries,
+    )

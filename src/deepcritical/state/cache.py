@@ -7,6 +7,9 @@ pay twice.
 - :class:`CachedSource`: a :class:`~deepcritical.sources.base.SearchSource` wrapper keyed by
   source name + query + limit + API root. Only answers are cached; a
   :class:`~deepcritical.sources.base.SourceError` is not (the next call tries again).
+- :class:`CachedFullText`: the same for full texts (a
+  :class:`~deepcritical.sources.fulltext.FullTextReader`), keyed by PMCID + API roots, so a
+  resumed run does not fetch them again.
 - The model and chat-client wrappers that use it live with the models:
   :class:`~deepcritical.llm.cache.CachedModel` and
   :class:`~deepcritical.llm.chat_cache.CachedChatClient` (:class:`CallCache` is their
@@ -32,10 +35,11 @@ from sqlalchemy.orm import Session
 from deepcritical.llm.cache import request_key
 from deepcritical.models import Evidence, utc_now
 from deepcritical.sources.base import SearchSource
+from deepcritical.sources.fulltext import FullText, FullTextReader
 from deepcritical.state.runs import RunStore
 from deepcritical.state.schema import CacheRow, aware
 
-__all__ = ["CachedSource", "CallCache"]
+__all__ = ["CachedFullText", "CachedSource", "CallCache"]
 
 _EVIDENCE_LIST = TypeAdapter(list[Evidence])
 
@@ -125,3 +129,35 @@ class CachedSource:
         data = _EVIDENCE_LIST.dump_json(items).decode("utf-8")
         await asyncio.to_thread(self.cache.put, "search", key, data, f"{self.name}: {query}")
         return items
+
+
+class CachedFullText:
+    """``reader`` with its full texts cached in ``cache`` (see the module docstring);
+    ``live_calls`` counts the fetches that reached it."""
+
+    def __init__(self, reader: FullTextReader, cache: CallCache) -> None:
+        self.reader = reader
+        self.cache = cache
+        self.live_calls = 0
+
+    def key(self, pmcid: str) -> str:
+        """The cache key of ``fetch(pmcid)``."""
+        roots = getattr(self.reader, "roots", None)
+        return request_key("fulltext", {"pmcid": pmcid, "roots": roots})
+
+    async def fetch(self, pmcid: str) -> FullText:
+        """The cached full text, or the wrapped reader's (then cached).
+
+        Raises:
+            SourceError: from the wrapped reader (not cached).
+        """
+        key = self.key(pmcid)
+        payload = await asyncio.to_thread(self.cache.get, "fulltext", key)
+        if payload is not None:
+            return FullText.model_validate_json(payload)
+        self.live_calls += 1
+        text = await self.reader.fetch(pmcid)
+        await asyncio.to_thread(
+            self.cache.put, "fulltext", key, text.model_dump_json(), f"full text {pmcid}"
+        )
+        return text

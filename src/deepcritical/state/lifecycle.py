@@ -23,7 +23,8 @@ from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.cache import CachedModel
 from deepcritical.sources.base import SearchSource
-from deepcritical.state.cache import CachedSource, CallCache
+from deepcritical.sources.fulltext import FullTextReader
+from deepcritical.state.cache import CachedFullText, CachedSource, CallCache
 from deepcritical.state.lease import claim_run, release_run
 from deepcritical.state.recorder import RunRecorder
 from deepcritical.state.runs import HEARTBEAT_SECONDS, RunStore
@@ -125,6 +126,11 @@ class PersistentRun:
         """``sources`` answered from the call cache when the same request was made before."""
         self.cached_sources = [CachedSource(s, self.cache) for s in sources]
         return list(self.cached_sources)
+
+    def wrap_full_text(self, reader: FullTextReader) -> CachedFullText:
+        """``reader`` answered from the call cache when the same full text was fetched before
+        (a resumed run does not fetch it again)."""
+        return CachedFullText(reader, self.cache)
 
     def collector_for(self, store: EvidenceStore) -> SourceCollector:
         """The run's source collector over ``store`` (made once): the recorder saves every

@@ -106,7 +106,8 @@ class RunRecorder:
         self.queries_per_source: dict[str, int] = {}
         self.events = 0
         self.usage: dict[str, Any] | None = None
-        self._saved: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        # evidence id -> (checklist questions, identifier keys, passages) as last saved
+        self._saved: dict[str, tuple[tuple[str, ...], tuple[str, ...], int]] = {}
         self._warned = False
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -187,7 +188,8 @@ class RunRecorder:
 
         self.runs.transact(work)
         for evidence_id, questions, keys in pending:
-            self._saved[evidence_id] = (tuple(questions), tuple(keys))
+            passages = len(self.store.require(evidence_id).passages)
+            self._saved[evidence_id] = (tuple(questions), tuple(keys), passages)
 
     def _observe(self, event: ResearchEvent) -> None:
         data = event.data
@@ -249,7 +251,8 @@ class RunRecorder:
         for item in self.store.all():
             questions = [k for k in item.checklist_keys if k in valid]
             keys = identifier_keys(item.citation)
-            if self._saved.get(item.id) != (tuple(questions), tuple(keys)):
+            saved = (tuple(questions), tuple(keys), len(item.passages))
+            if self._saved.get(item.id) != saved:  # new, reassigned, or its full text read
                 pending.append((item.id, questions, keys))
         return pending
 
