@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from deepcritical.models import Stance
+from deepcritical.models import GroundedClaim, Passage, RunResult, Stance, SupportingQuote
 from deepcritical.ui.progress import HypothesisView, ProgressView
 from deepcritical.ui.render import (
     ALLOWED_TAGS,
@@ -16,13 +16,24 @@ from deepcritical.ui.render import (
     hypotheses_html,
     markdown_to_safe_html,
     progress_html,
+    quoted_passages_html,
     safe_url,
     standalone_html,
 )
 from tests.unit.ui_fixtures import HOSTILE, run_result
 
 TAG = re.compile(r"<\s*(script|img|iframe|svg|object|style)\b", re.IGNORECASE)
-INERT_TAGS = ALLOWED_TAGS | {"div", "span", "em", "ul", "li", "details", "summary"}
+INERT_TAGS = ALLOWED_TAGS | {
+    "div",
+    "span",
+    "em",
+    "ul",
+    "li",
+    "details",
+    "summary",
+    "section",
+    "mark",
+}
 
 
 class Elements(HTMLParser):
@@ -147,3 +158,50 @@ def test_progress_and_hypotheses_html_escape() -> None:
     assert "run-&lt;b&gt;7" in out
     hyp = hypotheses_html(run_result())
     assert "2 supporting, 1 contradicting" in hyp
+
+
+def _with_full_text_quote(quote_text: str, passage_text: str) -> RunResult:
+    result = run_result()
+    passage = Passage(
+        section=["Results", "Safety"], index=1, start=0, end=len(passage_text), text=passage_text
+    )
+    evidence = [result.evidence[0].model_copy(update={"passages": [passage]}), result.evidence[1]]
+    claim = GroundedClaim(
+        location="executive summary",
+        sentence="Metformin lowers risk [E1].",
+        evidence_ids=["E1"],
+        quotes=[
+            SupportingQuote(
+                evidence_id="E1",
+                quote=quote_text,
+                locator=passage.locator(),
+                similarity=0.9,
+                supports=True,
+            )
+        ],
+        supported=True,
+        kept_ids=["E1"],
+    )
+    report = result.report.model_copy(update={"grounding": [claim]})
+    return result.model_copy(update={"evidence": evidence, "report": report})
+
+
+def test_evidence_table_says_full_text_or_abstract() -> None:
+    result = _with_full_text_quote("Lactic acidosis was rare.", "Lactic acidosis was rare.")
+    rows = {r.id: r for r in evidence_rows(result)}
+    assert (rows["E1"].text, rows["E2"].text) == ("full text", "abstract")
+    table = evidence_table_html(list(rows.values()))
+    assert "<th>Text</th>" in table
+    assert '<td class="dc-text">full text</td>' in table
+    assert '<td class="dc-text">abstract</td>' in table
+
+
+def test_a_full_text_quote_opens_on_its_section_escaped() -> None:
+    passage = f"Before {HOSTILE}. Lactic acidosis was rare in 2 of 900 users. After."
+    result = _with_full_text_quote("Lactic acidosis was rare in 2 of 900 users.", passage)
+    fragment = quoted_passages_html(result)
+    assert_inert(fragment)
+    assert "<summary>[1] Results › Safety, paragraph 2: “Lactic acidosis" in fragment
+    assert "<mark>Lactic acidosis was rare in 2 of 900 users.</mark>" in fragment
+    assert "&lt;script&gt;" in fragment
+    assert quoted_passages_html(run_result()) == ""  # no full-text quote: nothing shown

@@ -48,6 +48,7 @@ from deepcritical.ui.render import (
     hypotheses_html,
     markdown_to_safe_html,
     progress_html,
+    quoted_passages_html,
 )
 from deepcritical.ui.session import (
     SessionChoice,
@@ -130,7 +131,7 @@ async def stream_run(
             view = fail(view, "the run ended without a report")
         yield out(view, report, evidence, hypotheses, None)
         return
-    report = markdown_to_safe_html(result.report.to_markdown())
+    report = markdown_to_safe_html(result.report.to_markdown()) + quoted_passages_html(result)
     evidence = evidence_table_html(evidence_rows(result))
     hypotheses = hypotheses_html(result)
     directory = Path(tempfile.mkdtemp(prefix="run-", dir=downloads_root))

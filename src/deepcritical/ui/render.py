@@ -16,7 +16,7 @@ import nh3
 from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
-from deepcritical.models import SOURCE_LABELS, RunResult
+from deepcritical.models import SOURCE_LABELS, Passage, RunResult, SupportingQuote
 from deepcritical.ui.progress import ProgressView
 
 ALLOWED_TAGS = {
@@ -82,7 +82,9 @@ class EvidenceRow(BaseModel):
     ``relevance``: the item's 0..1 relevance (calibrated when the item was screened);
     ``screening``: ``relevant``, ``partial``, ``off_topic`` or ``""`` (not screened), with its
     one-line ``reason``. Off-topic rows are shown greyed out. ``stance``: ``supports``,
-    ``contradicts``, ``neutral`` or ``""`` (not read), with its ``stance_reason``.
+    ``contradicts``, ``neutral`` or ``""`` (not read), with its ``stance_reason``. ``text``:
+    ``"full text"`` when the item's full text was read (:attr:`Evidence.full_text`), else
+    ``"abstract"``.
     """
 
     source: str
@@ -96,6 +98,7 @@ class EvidenceRow(BaseModel):
     reason: str = ""
     stance: str = ""
     stance_reason: str = ""
+    text: str = "abstract"
 
 
 def evidence_rows(result: RunResult) -> list[EvidenceRow]:
@@ -114,6 +117,7 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
             reason=e.screening_reason,
             stance=e.stance.value if e.stance else "",
             stance_reason=e.stance_reason,
+            text="full text" if e.full_text else "abstract",
         )
         for e in result.evidence
     ]
@@ -132,6 +136,7 @@ def evidence_table_html(rows: list[EvidenceRow]) -> str:
             "Title",
             "Year",
             "Link",
+            "Text",
             "Answers",
             "Relevance",
             "Screening",
@@ -155,6 +160,7 @@ def evidence_table_html(rows: list[EvidenceRow]) -> str:
             f"<td>{html.escape(r.source)}</td>"
             f"<td>{html.escape(r.id)}</td><td>{html.escape(r.title)}</td>"
             f"<td>{r.year if r.year is not None else ''}</td><td>{link}</td>"
+            f'<td class="dc-text">{html.escape(r.text)}</td>'
             f"<td>{html.escape(answers)}</td><td>{r.relevance:.2f}</td>"
             f'<td title="{html.escape(r.reason, quote=True)}">'
             f"{html.escape(r.reason if off else screening)}</td>"
@@ -164,6 +170,47 @@ def evidence_table_html(rows: list[EvidenceRow]) -> str:
     return (
         f'<table class="dc-evidence"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _passage_block(number: int, quote: SupportingQuote, passage: Passage) -> str:
+    before, _, after = passage.text.partition(quote.quote)
+    body = f"{html.escape(before)}<mark>{html.escape(quote.quote)}</mark>{html.escape(after)}"
+    short = quote.quote if len(quote.quote) <= 160 else quote.quote[:159] + "…"
+    return (
+        f'<details class="dc-passage"><summary>[{number}] {html.escape(quote.locator)}: '
+        f"“{html.escape(short)}”</summary><p>{body}</p></details>"
+    )
+
+
+def quoted_passages_html(result: RunResult) -> str:
+    """The full-text passages the report's supporting quotes come from, each a collapsed
+    ``<details>`` whose summary names the reference and the passage's section
+    (``[3] Results › Adverse events, paragraph 4``) and which opens on the whole passage with
+    the quoted text marked; ``""`` when no quote comes from a full text. Every text escaped."""
+    numbers = result.report.reference_numbers()
+    items = {e.id: e for e in result.evidence}
+    shown: set[tuple[str, str]] = set()
+    blocks: list[str] = []
+    quotes = [q for c in result.report.grounding if not c.removed for q in c.quotes]
+    for quote in quotes:
+        key = (quote.evidence_id, quote.locator)
+        item = items.get(quote.evidence_id)
+        if not quote.supports or not quote.locator or item is None or key in shown:
+            continue
+        passage = next(
+            (p for p in item.passages if p.locator() == quote.locator and quote.quote in p.text),
+            None,
+        )
+        if passage is not None and quote.evidence_id in numbers:
+            shown.add(key)
+            blocks.append(_passage_block(numbers[quote.evidence_id], quote, passage))
+    if not blocks:
+        return ""
+    return (
+        '<section class="dc-passages"><h2>Quoted full-text passages</h2>'
+        "<p>Each supporting quote taken from a full text, opening on its section's passage.</p>"
+        f"{''.join(blocks)}</section>"
     )
 
 
