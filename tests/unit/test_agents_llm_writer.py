@@ -24,6 +24,7 @@ from deepcritical.models import (
     Citation,
     Evidence,
     Hypothesis,
+    Passage,
     ReportPreferences,
     ResearchPlan,
     marker_ids,
@@ -36,6 +37,7 @@ from deepcritical.report.citations import (
 )
 from deepcritical.report.validation import citation_problems, validate_report
 from deepcritical.writing.llm_writer import LLMReportWriter
+from tests.conftest import HashingEmbedder
 
 
 class Script:
@@ -266,3 +268,33 @@ def test_restrict_markers_drops_sentences_backed_only_by_unknown_ids() -> None:
 def test_markers_after_the_full_stop_stay_with_their_sentence() -> None:
     out = restrict_markers("Tau fell. [E8] Amyloid fell. [E1]", ["E1"])
     assert out == "Amyloid fell. [E1]"
+
+
+async def test_a_section_sees_the_matching_passages_of_a_full_text_inside_its_fence() -> None:
+    body = "Among 120 patients on metformin, executive function improved by 4 points."
+    other = "Mice were housed in standard cages with free access to food and water."
+    passages = [
+        Passage(section=["Methods"], index=0, start=0, end=len(other), text=other),
+        Passage(
+            section=["Results", "Cognition"],
+            index=2,
+            start=len(other) + 2,
+            end=len(other) + 2 + len(body),
+            text=body,
+        ),
+    ]
+    full = evidence(2).model_copy(update={"passages": passages})
+    script = Script(OUTLINE, SECTION, SUMMARY)
+    writer = LLMReportWriter(script.config(), embedder=HashingEmbedder())
+    await writer.write(PLAN, [full, evidence(4), evidence(9)], [], None)
+    section_prompt = script.prompts[1]
+    line = f"Full text (Results › Cognition, paragraph 3): {body}"
+    assert line in section_prompt
+    nonce = re.search(r'<source id="E2" nonce="([0-9a-f]{12})">', section_prompt)
+    assert nonce is not None
+    fenced = section_prompt.split(nonce.group(0), 1)[1].split(f"</source {nonce.group(1)}>")[0]
+    assert line in fenced  # source text stays inside its fence
+    assert "Full text (" not in script.prompts[0]  # the outline sees abstracts only
+    plain = Script(OUTLINE, SECTION, SUMMARY)
+    await LLMReportWriter(plain.config()).write(PLAN, [full, evidence(4)], [], None)
+    assert "Full text (" not in plain.prompts[1]  # no embedder: abstracts only

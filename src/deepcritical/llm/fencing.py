@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from deepcritical.models import Evidence
@@ -80,10 +80,15 @@ def new_fence(nbytes: int = 6) -> Fence:
     return Fence(secrets.token_hex(nbytes))
 
 
-def evidence_body(evidence: Evidence, max_chars: int) -> str:
-    """The lines shown for one item: title, year, journal, publication types, text.
+def evidence_body(
+    evidence: Evidence, max_chars: int, passages: Sequence[tuple[str, str]] = ()
+) -> str:
+    """The lines shown for one item: title, year, journal, publication types, text, and the
+    full-text passages chosen for the prompt.
 
     ``Text`` holds the first ``max_chars`` characters of the content (cut at a word).
+    ``passages`` are ``(locator, text)`` pairs of the item's full text (``"Results,
+    paragraph 4"``), each shown whole as ``Full text (<locator>): <text>``.
     """
     citation = evidence.citation
     lines = [f"Title: {citation.display_title()}"]
@@ -96,15 +101,26 @@ def evidence_body(evidence: Evidence, max_chars: int) -> str:
     if evidence.is_preprint:
         lines.append("Preprint: yes (not peer reviewed)")
     lines.append("Text: " + evidence.snippet(max_chars))
+    lines += [f"Full text ({locator}): {' '.join(text.split())}" for locator, text in passages]
     return "\n".join(lines)
 
 
-def fence_evidence(evidence: Sequence[Evidence], fence: Fence, max_chars: int = 1200) -> str:
+def fence_evidence(
+    evidence: Sequence[Evidence],
+    fence: Fence,
+    max_chars: int = 1200,
+    passages: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+) -> str:
     """Every item of ``evidence`` fenced with its id, separated by blank lines.
 
     Args:
         evidence: items with store ids (``E3``).
         fence: the prompt's fence.
         max_chars: characters of each item's content shown (title etc. come on top).
+        passages: evidence id -> ``(locator, text)`` passages of its full text to show
+            (inside its fence, as source text).
     """
-    return "\n\n".join(fence.wrap(e.id, evidence_body(e, max_chars)) for e in evidence)
+    chosen = passages or {}
+    return "\n\n".join(
+        fence.wrap(e.id, evidence_body(e, max_chars, chosen.get(e.id, ()))) for e in evidence
+    )

@@ -74,10 +74,15 @@ def build_extractive_agents(settings: Settings, embedder: Embedder) -> AgentSet:
 
 
 def build_llm_agents(
-    settings: Settings, model: Model, usage: UsageTracker | None = None
+    settings: Settings,
+    model: Model,
+    usage: UsageTracker | None = None,
+    embedder: Embedder | None = None,
 ) -> AgentSet:
     """LLM agents sharing ``model``, ``settings.llm_retries`` and
-    ``settings.llm_timeout_seconds`` (per call), recording usage into one tracker."""
+    ``settings.llm_timeout_seconds`` (per call), recording usage into one tracker;
+    ``embedder`` lets the writer show each section the passages of full-text sources that
+    match it (``None``: abstracts only)."""
     config = LLMConfig(
         model=model,
         retries=settings.llm_retries,
@@ -93,7 +98,7 @@ def build_llm_agents(
         queries=LLMQueryGenerator(config),
         hypotheses=LLMHypothesisGenerator(config),
         judge=LLMJudge(config),
-        writer=LLMReportWriter(config),
+        writer=LLMReportWriter(config, embedder=embedder),
         reflector=LLMReflector(config),
         rewriter=LLMSentenceRewriter(config),
         screener=LLMSourceScreener(config),
@@ -107,7 +112,7 @@ def build_agents(settings: Settings, model: Model | None, embedder: Embedder) ->
     extractive agents when it is ``None``."""
     if model is None:
         return build_extractive_agents(settings, embedder)
-    return build_llm_agents(settings, model)
+    return build_llm_agents(settings, model, embedder=embedder)
 
 
 def _min_total_evidence(settings: Settings) -> int:

@@ -24,11 +24,16 @@ such ids is dropped. What was removed is stated in ``report.metadata.notes`` and
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from pydantic import BaseModel, Field
 
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.evidence.mmr import unit_rows
+from deepcritical.evidence.passages import rank_passages
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.lenient import LenientStrList
@@ -69,6 +74,8 @@ __all__ = [
 ]
 
 MAX_SECTIONS = 6
+SECTION_PASSAGES = 3
+"""Passages of each full-text source shown to a section call."""
 
 
 class OutlineSection(BaseModel):
@@ -154,12 +161,18 @@ class LLMReportWriter:
     Args:
         config: model, retries, timeout, usage tracker.
         snippet_chars: characters of each source's content shown to a section call.
+        embedder: chooses the passages of each full-text source shown to a section call
+            (the :data:`SECTION_PASSAGES` that best match the question and the section's
+            heading and purpose); ``None``: abstracts only.
     """
 
     role = "writer"
 
-    def __init__(self, config: LLMConfig, snippet_chars: int = 1500) -> None:
+    def __init__(
+        self, config: LLMConfig, snippet_chars: int = 1500, embedder: Embedder | None = None
+    ) -> None:
         self.snippet_chars = snippet_chars
+        self.embedder = embedder
         self.last_cleanup = MarkerCleanup()
         self._outline = config.structured(
             f"{self.role}.outline", OutlineOutput, _Shown, validator=_check_outline
@@ -198,8 +211,17 @@ class LLMReportWriter:
             own = [by_id[i] for i in planned.evidence_ids if i in by_id]
             fence = new_fence()
             instructions = render_prompt("writer_section", untrusted=fence.note())
+            query = f"{plan.refined_question} {planned.heading}. {planned.purpose}"
+            passages = await asyncio.to_thread(self._passages, own, query)
             prompt = section_prompt(
-                plan, planned.heading, planned.purpose, own, hypotheses, fence, self.snippet_chars
+                plan,
+                planned.heading,
+                planned.purpose,
+                own,
+                hypotheses,
+                fence,
+                self.snippet_chars,
+                passages,
             )
             shown = _Shown(frozenset(e.id for e in own))
             written = await self._section.run(instructions, prompt, shown)
@@ -236,6 +258,23 @@ class LLMReportWriter:
         )
         self.last_cleanup = cleanup
         return report
+
+    def _passages(
+        self, evidence: Sequence[Evidence], query: str
+    ) -> dict[str, list[tuple[str, str]]]:
+        """``(locator, text)`` of the passages of each full-text item that best match
+        ``query`` (:func:`~deepcritical.evidence.passages.rank_passages`)."""
+        full = [e for e in evidence if e.passages]
+        if self.embedder is None or not full:
+            return {}
+        vector = unit_rows(np.asarray(self.embedder.embed([query]), dtype=np.float32))[0]
+        return {
+            e.id: [
+                (p.passage.locator(), p.passage.text)
+                for p in rank_passages(e, query, vector, self.embedder, SECTION_PASSAGES)
+            ]
+            for e in full
+        }
 
     async def _write_outline(
         self,

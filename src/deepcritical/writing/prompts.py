@@ -10,7 +10,7 @@ a section sees the full snippets of *its own* evidence only.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from deepcritical.evidence.digest import compressed_findings
@@ -151,10 +151,13 @@ def section_prompt(
     hypotheses: Sequence[Hypothesis],
     fence: Fence,
     snippet_chars: int,
+    passages: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> str:
     """One section's message: the question, the section's heading and purpose, the study
     design of each of its sources, and those sources only (fenced, ``snippet_chars`` of
-    text each). Hypotheses are named only when they cite one of the section's sources."""
+    text each, with the ``(locator, text)`` full-text ``passages`` chosen for the section,
+    by evidence id). Hypotheses are named only when they cite one of the section's
+    sources."""
     ids = {e.id for e in evidence}
     lines = _common(plan)
     lines += ["", f"Section to write: {heading}"]
@@ -181,7 +184,7 @@ def section_prompt(
         f"Sources of this section ({len(evidence)}; cite only these ids: "
         f"{', '.join(e.id for e in evidence)}):",
         "",
-        fence_evidence(evidence, fence, snippet_chars),
+        fence_evidence(evidence, fence, snippet_chars, passages),
     ]
     return "\n".join(lines)
 
