@@ -17,6 +17,11 @@ route name             path                                         client ``bas
                        server's JSON)
 ``webpage``            ``/web/...`` (HTML pages, a redirect and a   (result URLs)
                        404 page)
+``fulltext``           ``/europepmc/webservices/rest/{PMCID}/       :attr:`StubAPI.europepmc_url`
+                       fullTextXML`` (JATS; only with ``full_texts``)
+``efetch_pmc``         ``/entrez/eutils/efetch.fcgi?db=pmc`` (JATS  :attr:`StubAPI.eutils_url`
+                       in ``<pmc-articleset>``; only with
+                       ``full_texts``)
 =====================  ===========================================  ============================
 
 Every response is built from the real API responses recorded in ``../shared/fixtures/api``
@@ -25,13 +30,38 @@ copied into the repository. Where the recordings do not line up (they come from 
 queries), ids are adjusted so that the same paper reaches a run through several sources, as it
 does live; each adjustment is described where it is made.
 
+Full texts (optional): ``StubData(fixtures_dir, full_texts=DIR)`` adds a collection of JATS
+articles (``*.nxml`` / ``*.xml``, e.g. ``../shared/fixtures/fulltext/pmc_oa_jats``; read in
+place, never copied), keyed by the PMCID each file states. Then:
+
+* ``fulltext``: ``GET {europepmc_url}/{PMCID}/fullTextXML`` answers the article file's bytes
+  (``application/xml``), HTTP 404 (Europe PMC's plain-text "not found") for a PMCID not in the
+  collection;
+* ``efetch_pmc``: ``efetch.fcgi`` with ``db=pmc`` answers the articles of ``id`` (PMCIDs with
+  or without ``PMC``, comma-separated) wrapped in ``<pmc-articleset>`` as NCBI does, each with
+  its XML declaration and DOCTYPE removed; unknown ids give an empty ``<pmc-articleset/>``.
+  ``db=pubmed`` (or no ``db``) stays the ``efetch`` route;
+* ``europepmc`` search: the articles sharing at least two content words (:data:`STOP_WORDS`
+  aside, three letters or more) with ``query`` come first, most shared words first (ties in
+  file-name order), AHEAD of the recorded results (which follow unchanged, so paging and the
+  recorded cursor still work). Each is a copy of a recorded core record of an open-access paper
+  (:meth:`StubData._epmc_article_copy`) with the article's PMID, PMCID, DOI, title, authors,
+  journal, year and abstract, ``isOpenAccess``/``inEPMC``/``inPMC`` ``"Y"``.
+
+Without ``full_texts`` every route behaves as before: a ``fullTextXML`` path is an unknown path
+(HTML 404) and ``db=pmc`` is answered by the PubMed ``efetch`` route (an empty set).
+
 Faults are programmable per route (:meth:`StubAPI.add_fault`): ``N`` x 429 with
 ``Retry-After`` and NCBI's JSON rate-limit body then success, persistent 5xx, hangs longer
 than the client timeout, malformed XML/JSON bodies (the normal body cut in half), an HTML 404
 page; a fault may be limited to a number of requests and to requests whose parameters contain
-some text (one query of several). A fixed per-request latency (``latency_seconds``) simulates
-a distant server. Every request is logged (:attr:`StubAPI.requests`) with its arrival time,
-for tests that measure retry waits and rate limits.
+some text (one query of several). The full-text routes take faults under their own names
+(``fulltext``, ``efetch_pmc``), so a fault on ``efetch`` leaves ``db=pmc`` requests alone and the
+other way round; a ``fulltext`` request's parameters include ``pmcid`` (from its path), so
+``match="PMC3585041"`` limits a fault to one article. A fixed per-request latency
+(``latency_seconds``) simulates a distant server. Every request is logged
+(:attr:`StubAPI.requests`) with its arrival time, for tests that measure retry waits and rate
+limits.
 """
 
 from __future__ import annotations
@@ -57,6 +87,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 from lxml import etree
 
+from deepcritical.formats.jats import JatsArticle, read_jats
 from deepcritical.formats.pubmed_xml import PubmedArticle, parse_pubmed_xml
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
@@ -71,6 +102,7 @@ __all__ = [
     "PMID_ALL_SOURCES",
     "PMID_BY_DOI",
     "ROUTES",
+    "STOP_WORDS",
     "Fault",
     "RequestRecord",
     "Route",
@@ -80,7 +112,17 @@ __all__ = [
     "stub_only_guard",
 ]
 
-Route = Literal["esearch", "efetch", "trials", "europepmc", "openalex", "websearch", "webpage"]
+Route = Literal[
+    "esearch",
+    "efetch",
+    "trials",
+    "europepmc",
+    "openalex",
+    "websearch",
+    "webpage",
+    "fulltext",
+    "efetch_pmc",
+]
 
 ROUTES: dict[str, Route] = {
     "/entrez/eutils/esearch.fcgi": "esearch",
@@ -90,9 +132,38 @@ ROUTES: dict[str, Route] = {
     "/works": "openalex",
     "/ddgs/search/text": "websearch",
 }
-"""Exact path -> route name; any path under ``/web/`` is the ``webpage`` route."""
+"""Exact path -> route name; any path under ``/web/`` is the ``webpage`` route. With a
+full-text collection, :data:`FULLTEXT_PATH` is the ``fulltext`` route and ``efetch`` with
+``db=pmc`` the ``efetch_pmc`` route."""
+
+FULLTEXT_ROUTES: tuple[Route, ...] = ("fulltext", "efetch_pmc")
+FULLTEXT_PATH = re.compile(r"^/europepmc/webservices/rest/(PMC\d+)/fullTextXML$", re.IGNORECASE)
 
 _DOCTYPE = re.compile(rb"<!DOCTYPE[^>]*>")
+_XML_DECLARATION = re.compile(rb"^\s*<\?xml[^>]*\?>\s*")
+_WORD = re.compile(r"[a-z0-9]+")
+
+_STOP_TEXT = """
+    a an and are as at be been but by can could did do does for from had has have how in into is
+    it its may might not of on or than that the their there these this those to was were what
+    when where which who whom why will with within without would about after before between
+    during over under per than then they them via vs versus among any all each other more most
+    less such same some should both also only very
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+"""Words that count for nothing in a full-text article's match with a Europe PMC query (and
+the query syntax words ``AND``/``OR``/``NOT``)."""
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of ``text`` of three characters or more, with a letter, not in
+    :data:`STOP_WORDS`."""
+    return {
+        w
+        for w in _WORD.findall(text.lower())
+        if len(w) >= 3 and not w.isdigit() and w not in STOP_WORDS
+    }
+
 
 NO_HITS = "zzznohits"
 """A query containing this word finds nothing on every search route (empty result shapes)."""
@@ -253,6 +324,8 @@ class StubData:
     Args:
         fixtures_dir: the ``fixtures/api`` directory (``ncbi_eutils/``, ``clinicaltrials_v2/``,
             ``europepmc/``, ``openalex/``).
+        full_texts: a directory of JATS articles (``*.nxml``, ``*.xml``) to serve as open-access
+            full texts (see the module docstring); ``None`` (the default): no full texts.
 
     Attributes:
         pubmed_order: the PMIDs esearch lists, in its (relevance) order: every record of the
@@ -266,13 +339,18 @@ class StubData:
         openalex_works: OpenAlex work objects, in relevance order.
         web_pages: path under ``/web/`` -> (title, HTML) of the stub-served web pages.
         web_results: the ``ddgs`` text results (``title``, ``href`` path, ``body``).
+        full_text_files: PMCID -> the article file's bytes (empty without ``full_texts``).
+        full_text_articles: PMCID -> the parsed article.
+        full_text_records: PMCID -> the article's Europe PMC search record.
     """
 
-    def __init__(self, fixtures_dir: Path) -> None:
+    def __init__(self, fixtures_dir: Path, *, full_texts: Path | None = None) -> None:
         self.dir = fixtures_dir
+        self.full_texts_dir = full_texts
         self._load_pubmed()
         self._load_trials()
         self._load_europepmc()
+        self._load_full_texts()
         self._load_openalex()
         self._build_web()
         ncbi = fixtures_dir / "ncbi_eutils"
@@ -408,6 +486,15 @@ class StubData:
         # becomes the Front Physiol paper as a PMC-only record in the lite shape (PMCID and DOI,
         # no PMID), built on the recorded lite PMC record.
         lite_pmc = next(r for r in lite["resultList"]["result"] if r.get("source") == "PMC")
+        # The template of the full-text articles' records: the first recorded core record of an
+        # open-access paper with an abstract (record 5), taken before any change.
+        self.europepmc_oa_template = copy.deepcopy(
+            next(
+                r
+                for r in records
+                if r.get("isOpenAccess") == "Y" and r.get("pmcid") and r.get("abstractText")
+            )
+        )
         records[1] = self._epmc_core_copy(records[1], self.pubmed_articles[PMID_ALL_SOURCES])
         records[3] = self._epmc_pmc_copy(lite_pmc, self.pubmed_articles[PMID_BY_DOI])
         # Then the recorded lite page (100 records, 8 preprints), as later pages.
@@ -471,11 +558,13 @@ class StubData:
     def europepmc(self, query: str, page_size: int, cursor: str, result_type: str) -> _Reply:
         """One search page. At the end ``nextCursorMark`` repeats the cursor asked with (Europe
         PMC's end-of-results signal); an unknown cursor gets Europe PMC's error object."""
-        pool = [] if NO_HITS in query.lower() else self.europepmc_records
+        pool = (
+            [] if NO_HITS in query.lower() else self.full_text_hits(query) + self.europepmc_records
+        )
         offset = next(
             (
                 o
-                for o in range(len(self.europepmc_records) + 1)
+                for o in range(max(len(pool), len(self.europepmc_records)) + 1)
                 if self.europepmc_cursor(o) == cursor
             ),
             None,
@@ -499,6 +588,102 @@ class StubData:
         }
         reply["resultList"] = {"result": page}
         return _Reply(200, json.dumps(reply, ensure_ascii=False).encode(), JSON)
+
+    # ---------------------------------------------------------------- full texts
+    def _load_full_texts(self) -> None:
+        self.full_text_files: dict[str, bytes] = {}
+        self.full_text_articles: dict[str, JatsArticle] = {}
+        self.full_text_records: dict[str, dict[str, Any]] = {}
+        self._full_text_words: dict[str, set[str]] = {}
+        if self.full_texts_dir is None:
+            return
+        paths = sorted(
+            p for p in self.full_texts_dir.iterdir() if p.suffix.lower() in (".nxml", ".xml")
+        )
+        for path in paths:
+            article = read_jats(path)
+            if not article.pmcid:
+                raise ValueError(f"{path}: the article states no PMCID")
+            pmcid = "PMC" + article.pmcid.upper().removeprefix("PMC")
+            self.full_text_files[pmcid] = path.read_bytes()
+            self.full_text_articles[pmcid] = article
+            self.full_text_records[pmcid] = self._epmc_article_copy(
+                self.europepmc_oa_template, article, pmcid
+            )
+            self._full_text_words[pmcid] = content_words(f"{article.title} {article.abstract}")
+
+    @staticmethod
+    def _epmc_article_copy(
+        template: dict[str, Any], article: JatsArticle, pmcid: str
+    ) -> dict[str, Any]:
+        """A Europe PMC core record of ``article``: the recorded open-access core record with
+        the article's identifiers, bibliographic fields and abstract; fields about the recorded
+        paper that the article does not give (MeSH, keywords, grants, ORCIDs, licence, dates)
+        are dropped."""
+        record = copy.deepcopy(template)
+        for key in (
+            "meshHeadingList", "keywordList", "grantsList", "authorIdList", "affiliation",
+            "license", "dateOfCompletion", "dateOfCreation", "firstIndexDate",
+            "fullTextReceivedDate", "dateOfRevision", "firstPublicationDate", "pageInfo",
+            "fullTextUrlList",
+        ):  # fmt: skip
+            record.pop(key, None)
+        record.update(
+            pmcid=pmcid,
+            fullTextIdList={"fullTextId": [pmcid]},
+            doi=article.doi,
+            title=article.title,
+            authorString=", ".join(article.authors) + ("." if article.authors else ""),
+            authorList={"author": [{"fullName": a} for a in article.authors]},
+            abstractText=html.escape(article.abstract),
+            pubTypeList={"pubType": ["research-article", "Journal Article"]},
+            isOpenAccess="Y",
+            inEPMC="Y",
+            inPMC="Y",
+        )
+        if article.pmid:
+            record.update(id=article.pmid, source="MED", pmid=article.pmid)
+        else:
+            record.update(id=pmcid, source="PMC")
+            record.pop("pmid", None)
+        if article.year:
+            record["pubYear"] = str(article.year)
+        else:
+            record.pop("pubYear", None)
+        record["journalInfo"] = {"journal": {"title": article.journal or ""}}
+        if article.year:
+            record["journalInfo"]["yearOfPublication"] = article.year
+        return record
+
+    def full_text_hits(self, query: str) -> list[dict[str, Any]]:
+        """The Europe PMC records of the full-text articles sharing at least two content words
+        with ``query``, most shared words first (ties in file-name order)."""
+        wanted = content_words(query)
+        scored = [
+            (len(wanted & words), position, pmcid)
+            for position, (pmcid, words) in enumerate(self._full_text_words.items())
+        ]
+        ranked = sorted((s for s in scored if s[0] >= 2), key=lambda s: (-s[0], s[1]))
+        return [self.full_text_records[pmcid] for _, _, pmcid in ranked]
+
+    def full_text_xml(self, pmcid: str) -> bytes | None:
+        """The article file of ``pmcid`` (``PMC`` prefix in any case), or ``None``."""
+        return self.full_text_files.get("PMC" + pmcid.upper().removeprefix("PMC"))
+
+    def efetch_pmc(self, ids: Sequence[str]) -> bytes:
+        """NCBI efetch ``db=pmc``: the articles of ``ids`` (with or without ``PMC``) that the
+        collection holds, in ``ids`` order, in one ``<pmc-articleset>`` (each without its XML
+        declaration and DOCTYPE); an empty ``<pmc-articleset/>`` when none is known."""
+        articles = []
+        for raw in ids:
+            data = self.full_text_xml(raw if raw.upper().startswith("PMC") else f"PMC{raw}")
+            if data is not None:
+                data = _DOCTYPE.sub(b"", _XML_DECLARATION.sub(b"", data, count=1), count=1)
+                articles.append(data.strip())
+        head = b'<?xml version="1.0" ?>\n'
+        if not articles:
+            return head + b"<pmc-articleset/>\n"
+        return head + b"<pmc-articleset>" + b"\n".join(articles) + b"</pmc-articleset>\n"
 
     # ---------------------------------------------------------------- OpenAlex
     def _load_openalex(self) -> None:
@@ -780,7 +965,7 @@ class StubAPI:
     def add_fault(self, route: Route, fault: Fault) -> None:
         """Program ``fault`` on ``route``; of a route's faults, the first one added that
         applies to a request (see :attr:`Fault.match`) is used."""
-        if route not in (*ROUTES.values(), "webpage"):
+        if route not in (*ROUTES.values(), "webpage", *FULLTEXT_ROUTES):
             raise ValueError(f"unknown route {route!r}")
         if fault.times is not None and fault.times < 1:
             raise ValueError("Fault.times must be at least 1 (or None for every request)")
@@ -857,6 +1042,13 @@ class StubAPI:
         parts = urlsplit(raw_path)
         params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         route = ROUTES.get(parts.path) or ("webpage" if parts.path.startswith("/web/") else "")
+        if self.data.full_text_files:
+            fulltext = FULLTEXT_PATH.match(parts.path)
+            if fulltext:
+                route = "fulltext"
+                params = {**params, "pmcid": fulltext.group(1)}
+            elif route == "efetch" and params.get("db", "").lower() == "pmc":
+                route = "efetch_pmc"
         with self._lock:
             record = RequestRecord(route or "unknown", parts.path, params, arrived)
             self._records.append(record)
@@ -909,6 +1101,8 @@ class StubAPI:
             "openalex": self._openalex,
             "websearch": self._websearch,
             "webpage": self._webpage,
+            "fulltext": self._fulltext,
+            "efetch_pmc": self._efetch_pmc,
         }
 
     def _esearch(self, _path: str, params: dict[str, str]) -> _Reply:
@@ -927,6 +1121,16 @@ class StubAPI:
             )
             return _Reply(200, body, XML)
         return _Reply(200, self.data.efetch(ids), XML)
+
+    def _fulltext(self, _path: str, params: dict[str, str]) -> _Reply:
+        data = self.data.full_text_xml(params.get("pmcid", ""))
+        if data is None:  # Europe PMC: 404 with an empty body for an article it has no XML of
+            return _Reply(404, b"", "text/plain;charset=UTF-8")
+        return _Reply(200, data, "application/xml")
+
+    def _efetch_pmc(self, _path: str, params: dict[str, str]) -> _Reply:
+        ids = [i.strip() for i in params.get("id", "").split(",") if i.strip()]
+        return _Reply(200, self.data.efetch_pmc(ids), XML)
 
     def _trials(self, _path: str, params: dict[str, str]) -> _Reply:
         term = params.get("query.term", "") or params.get("query.cond", "")
