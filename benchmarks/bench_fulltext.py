@@ -109,7 +109,8 @@ def build_corpora(root: Path, embedder: Any, distractors: list[str]) -> dict[str
             if distractors:
                 corpus.add_file(extra)
             if arm == "full text":
-                corpus.add_file(FULLTEXT_DIR)
+                for path in sorted(FULLTEXT_DIR.glob("*.nxml")):
+                    corpus.add_file(path)
             else:
                 corpus.add_articles(records)
             size = corpus.count()

@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from deepcritical.evidence.keysentences import passage_sentences, rank_sentences, top_per_item
+from deepcritical.evidence.keysentences import (
+    mentioning_terms,
+    passage_sentences,
+    rank_sentences,
+    top_per_item,
+)
 from deepcritical.evidence.passages import PASSAGES_PER_QUERY, passage_vectors, rank_passages
 from deepcritical.models import (
     Citation,
@@ -162,3 +167,11 @@ def test_the_appendix_shows_the_section_of_a_body_quote() -> None:
         f"  - [3] Results › Adverse events, paragraph 1: “{_TEXTS[2][1]}” (similarity 0.91)"
         in lines
     )
+
+
+def test_key_terms_named_only_in_the_body_count_for_a_full_text() -> None:
+    item = _full_text()
+    abstract_only = item.model_copy(update={"passages": []})
+    terms = ["hypokalaemia", "renal impairment"]
+    assert mentioning_terms([abstract_only], terms, 2) == []
+    assert mentioning_terms([item], terms, 2) == [item]

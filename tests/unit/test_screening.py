@@ -17,7 +17,7 @@ from deepcritical.evidence.screening import (
     screen_items,
 )
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import Citation, Evidence, RunResult, Screening
+from deepcritical.models import Citation, Evidence, Passage, RunResult, Screening
 from deepcritical.orchestrators.agent_set import build_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
@@ -81,6 +81,24 @@ def test_screening_marks_off_topic_records_with_their_reason() -> None:
     on = [r.relevance for r in results if r.status == Screening.RELEVANT]
     off = [r.relevance for r in results if r.status == Screening.OFF_TOPIC]
     assert min(on) > max(off)
+
+
+def test_a_full_text_is_screened_on_the_passage_that_answers_the_question() -> None:
+    abstract = OFF_TOPIC[0]  # the abstract says nothing of the question
+    body = ON_TOPIC[0]
+    passages = [
+        Passage(section=["Methods"], start=0, end=len(OFF_TOPIC[1]), text=OFF_TOPIC[1]),
+        Passage(section=["Results"], index=1, start=0, end=len(body), text=body),
+    ]
+    store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
+    ids = store.add([item("1", abstract), item("2", abstract)]).added_ids
+    store.update(store.require(ids[1]).model_copy(update={"passages": passages}))
+    plain, full = screen_items(store, QUESTION, ids, HASHING_CALIBRATION)
+    assert plain.status == Screening.OFF_TOPIC
+    assert full.status == Screening.RELEVANT
+    assert full.relevance > plain.relevance
+    assert "in its full text (Results, paragraph 2)" in full.reason
+    assert "in its full text" not in plain.reason
 
 
 def test_the_shipped_calibration_is_for_all_minilm_and_rises_with_similarity() -> None:

@@ -415,8 +415,9 @@ def relevant_items(
 def mentioning_terms(
     evidence: Sequence[Evidence], terms: Sequence[str], needed: int
 ) -> list[Evidence]:
-    """The items of ``evidence`` (in order) whose title, text and MeSH terms together mention
-    at least ``needed`` of ``terms`` (every word of a term, by stem: :func:`matched_terms`).
+    """The items of ``evidence`` (in order) whose title, text, MeSH terms and full text (its
+    passages, when it was read) together mention at least ``needed`` of ``terms`` (every word
+    of a term, by stem: :func:`matched_terms`).
 
     An item that mentions fewer bears at best on a neighbouring topic, however similar its
     wording.
@@ -424,6 +425,13 @@ def mentioning_terms(
     return [
         e
         for e in evidence
-        if len(matched_terms(" ".join([e.citation.title, e.content, *e.mesh_terms]), terms))
+        if len(
+            matched_terms(
+                " ".join(
+                    [e.citation.title, e.content, *e.mesh_terms, *(p.text for p in e.passages)]
+                ),
+                terms,
+            )
+        )
         >= needed
     ]

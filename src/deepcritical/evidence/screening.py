@@ -13,7 +13,14 @@ the item is one that answers the question. Its inputs (:class:`ScreeningFeatures
 The model's parameters (:class:`RelevanceCalibration`) are fitted on the PubMedQA dev questions
 (the gold abstract against the other abstracts retrieved for the question) by
 ``benchmarks/fit_relevance.py`` and shipped in ``relevance_calibration.json`` beside this
-module. From the relevance, an item is ``relevant``, ``partial`` or ``off_topic``
+module. An item whose full text was read (:attr:`Evidence.passages`) is also scored on each of the
+passages of its full text that best answer the question (:func:`deepcritical.evidence.passages.
+rank_passages`; similarity to the passage, concepts in the title, the passage and the MeSH
+terms), and keeps the best of these and its abstract's: a paper whose answer lies in its body
+is not screened out for what its abstract leaves unsaid. The calibration, fitted on abstracts,
+is applied to a passage as to an abstract of similar length.
+
+From the relevance, an item is ``relevant``, ``partial`` or ``off_topic``
 (:class:`~deepcritical.models.Screening`), with a one-line reason. Off-topic items stay in the
 store but reach no checklist item, hypothesis, judge, writer, verdict or reference.
 """
@@ -27,8 +34,12 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+import numpy as np
+
+from deepcritical.evidence.mmr import unit_rows
+from deepcritical.evidence.passages import PASSAGES_PER_QUERY, rank_passages
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import Evidence, Screening
+from deepcritical.models import Evidence, Passage, Screening
 from deepcritical.text.terms import extract_key_terms, matched_terms
 
 __all__ = [
@@ -154,7 +165,7 @@ def screening_features(
     }
 
 
-def _reason(status: Screening, features: ScreeningFeatures) -> str:
+def _reason(status: Screening, features: ScreeningFeatures, where: str = "") -> str:
     concepts = (
         f"mentions {len(features.matched)} of {len(features.terms)} key concepts"
         + (f" ({', '.join(features.matched)})" if features.matched else "")
@@ -166,7 +177,38 @@ def _reason(status: Screening, features: ScreeningFeatures) -> str:
         Screening.PARTIAL: "bears on part of the question",
         Screening.OFF_TOPIC: "off-topic",
     }[status]
-    return f"{verdict}: similarity {features.similarity:.2f} to the question; {concepts}"
+    about = f" in its full text ({where})" if where else ""
+    return f"{verdict}{about}: similarity {features.similarity:.2f} to the question; {concepts}"
+
+
+def _passage_text(evidence: Evidence, passage: Passage) -> str:
+    return f"{evidence.citation.title}\n{passage.text}\n{' '.join(evidence.mesh_terms)}"
+
+
+def _best_passage(
+    store: EvidenceStore,
+    question: str,
+    evidence: Evidence,
+    terms: tuple[str, ...],
+    calibration: RelevanceCalibration,
+) -> tuple[float, ScreeningFeatures, str] | None:
+    """``(relevance, features, locator)`` of the passage of ``evidence``'s full text that
+    scores best for ``question``, among those that best answer it; ``None`` without passages."""
+    if not evidence.passages:
+        return None
+    embedder = store.embedder
+    vector = unit_rows(np.asarray(embedder.embed([question]), dtype=np.float32))[0]
+    best: tuple[float, ScreeningFeatures, str] | None = None
+    for scored in rank_passages(evidence, question, vector, embedder, PASSAGES_PER_QUERY):
+        features = ScreeningFeatures(
+            similarity=scored.similarity,
+            terms=terms,
+            matched=tuple(matched_terms(_passage_text(evidence, scored.passage), terms)),
+        )
+        relevance = calibration.relevance(features)
+        if best is None or relevance > best[0]:
+            best = (relevance, features, scored.passage.locator())
+    return best
 
 
 def screen_items(
@@ -177,18 +219,25 @@ def screen_items(
 ) -> list[ScreeningResult]:
     """Screen the store's items ``ids`` against ``question`` and record the outcome on each
     item (``relevance``, ``screening``, ``screening_reason``); the results, in ``ids`` order.
-    Blocking (it embeds the question): call it in a worker thread from async code.
+    A full-text item is scored on its abstract and on its best passages, and keeps the best
+    (the reason then names the passage). Blocking (it embeds the question): call it in a
+    worker thread from async code.
 
     Raises:
         KeyError: an id is not in the store.
     """
     results = []
+    terms = tuple(extract_key_terms(question))
     for evidence_id, features in screening_features(store, question, ids).items():
-        relevance = calibration.relevance(features)
-        status = calibration.status(relevance)
         item = store.require(evidence_id)
+        relevance = calibration.relevance(features)
+        where = ""
+        body = _best_passage(store, question, item, terms, calibration)
+        if body is not None and body[0] > relevance:
+            relevance, features, where = body
+        status = calibration.status(relevance)
         item.relevance = round(relevance, 4)
         item.screening = status
-        item.screening_reason = _reason(status, features)
+        item.screening_reason = _reason(status, features, where)
         results.append(ScreeningResult(evidence_id, item.relevance, status, item.screening_reason))
     return results

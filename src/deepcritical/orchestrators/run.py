@@ -425,8 +425,10 @@ class ResearchRun:
     async def _read_full_texts(self, round_no: int) -> int:
         """Read the open-access full texts of the most relevant on-topic items with a PMCID
         (:mod:`~deepcritical.orchestrators.full_texts`; within ``max_full_texts`` per run),
-        store them as the items' passages, and emit a warning for each one that could not be
-        read (the item keeps its abstract). Returns the number read this round."""
+        store them as the items' passages, screen them again on their passages (calibrated
+        screening: a partial item whose body answers the question becomes relevant), and emit
+        a warning for each one that could not be read (the item keeps its abstract). Returns
+        the number read this round."""
         reader = self.deps.full_text
         log = self.state.full_texts
         if reader is None:
@@ -438,6 +440,13 @@ class ResearchRun:
             outcome = await read_full_texts(chosen, reader, log)
         for item in outcome.read:
             self.store.update(item)
+        read = [item.id for item in outcome.read]
+        calibration = self.deps.screening
+        if read and calibration is not None and self.deps.agents.screener is None:
+            # screened on the abstract before: now also on the passages that answer the question
+            await asyncio.to_thread(
+                screen_items, self.store, self.plan.refined_question, read, calibration
+            )
         for evidence_id, pmcid, reason in outcome.failed:
             self.emit(
                 ResearchEvent(
