@@ -8,7 +8,10 @@ The public API, imported lazily so that ``import deepcritical`` stays cheap:
 - :class:`ResearchEvent` (:mod:`deepcritical.events`): what a run streams, the last being
   ``done`` (with its :class:`RunResult`) or ``error``;
 - :class:`RunResult`, :class:`ResearchReport`, :class:`ReportPreferences`
-  (:mod:`deepcritical.models`).
+  (:mod:`deepcritical.models`);
+- :func:`export_references` (``export_references(result, "ris" | "bibtex" | "csljson",
+  scope="references" | "evidence") -> str``): a run's references for reference managers
+  (:mod:`deepcritical.formats.references`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ __all__ = [
     "RunResult",
     "Settings",
     "__version__",
+    "export_references",
     "research",
     "resume",
 ]
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
     from deepcritical.api import research, resume
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
+    from deepcritical.formats.references import export_references
     from deepcritical.models import ReportPreferences, ResearchReport, RunResult
 
 _PUBLIC = {
@@ -42,6 +47,7 @@ _PUBLIC = {
     "RunResult": "deepcritical.models",
     "ResearchReport": "deepcritical.models",
     "ReportPreferences": "deepcritical.models",
+    "export_references": "deepcritical.formats.references",
 }
 
 

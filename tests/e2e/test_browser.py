@@ -111,7 +111,7 @@ def download_links(page: Page) -> dict[str, str]:
     out: dict[str, str] = {}
     for i in range(links.count()):
         href = links.nth(i).get_attribute("href") or ""
-        suffix = Path(href.split("?")[0]).suffix
+        suffix = "".join(Path(href.split("?")[0]).suffixes)  # .csl.json, not .json
         if suffix:
             out[suffix] = href
     return out
@@ -166,7 +166,7 @@ def test_research_run_in_the_browser(
 
     # the downloads are this report (fetched from the links the page gives)
     links = download_links(page)
-    assert set(links) >= {".md", ".json", ".html"}, links
+    assert set(links) >= {".md", ".json", ".html", ".ris", ".bib", ".csl.json"}, links
     md = page.request.get(links[".md"])
     assert md.ok
     markdown = md.text()

@@ -15,6 +15,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
     from deepcritical.api import research, resume
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
+    from deepcritical.formats.references import export_references
     from deepcritical.models import ReportPreferences, ResearchReport, RunResult
 
     homes = {
@@ -25,6 +26,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
         "RunResult": RunResult,
         "ResearchReport": ResearchReport,
         "ReportPreferences": ReportPreferences,
+        "export_references": export_references,
     }
     assert set(homes) | {"__version__"} == set(deepcritical.__all__)
     for name, obj in homes.items():

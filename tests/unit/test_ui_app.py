@@ -4,15 +4,18 @@ key reaching the run only as a SecretStr, cancellation closing the run, the API 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import rispy
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.ui.app import build_app, stream_run
+from deepcritical.ui.downloads import write_downloads
 from tests.unit.test_ui_history import FakeStore, Record
 from tests.unit.ui_fixtures import FakeResearch, run_result, script
 
@@ -54,7 +57,14 @@ async def test_stream_run_streams_progress_then_the_result(
     assert str(evidence).count("dc-evidence-row") == 2
     assert "supporting" in str(hypotheses)
     assert isinstance(files, list)
-    assert [Path(f).suffix for f in files] == [".md", ".json", ".html"]
+    assert ["".join(Path(f).suffixes) for f in files] == [
+        ".md",
+        ".json",
+        ".html",
+        ".ris",
+        ".bib",
+        ".csl.json",
+    ]
     markdown = await asyncio.to_thread(Path(files[0]).read_text, encoding="utf-8")
     assert markdown.startswith("# Metformin review")
     assert all(o[5] is None for o in outs[:-1])
@@ -142,3 +152,21 @@ def test_history_tab_is_always_built_and_uses_the_opener(settings: Settings) -> 
     refresh = handler(with_store, "refresh")
     assert refresh()[0][:2] == ["r1", "Q1"]
     assert store.closed == 1
+
+
+def test_downloads_include_the_references_for_reference_managers_scrubbed(
+    tmp_path: Path,
+) -> None:
+    result = run_result()
+    result.report.references[1].citation.title = f"AMPK and mTOR {KEY}"
+    paths = write_downloads(result, tmp_path, lambda text: text.replace(KEY, "[redacted]"))
+    assert [p.name for p in paths] == [
+        f"metformin-review{suffix}"
+        for suffix in (".md", ".json", ".html", ".ris", ".bib", ".csl.json")
+    ]
+    texts = [p.read_text(encoding="utf-8") for p in paths]
+    assert all(KEY not in text for text in texts)
+    ris = rispy.loads(texts[3])
+    assert [e["title"] for e in ris][1] == "AMPK and mTOR [redacted]"
+    assert "@article{" in texts[4]
+    assert json.loads(texts[5])[0]["title"].startswith("Metformin and cancer")

@@ -1,5 +1,6 @@
 """``deepcritical research QUESTION``: run a research question and write the markdown report
-plus a JSON file of the report, the plan and every evidence item.
+plus a JSON file of the report, the plan and every evidence item (and, with ``--export``, the
+report's references as RIS, BibTeX or CSL-JSON).
 
 The run is recorded in the run database; its id is printed first, and ``deepcritical runs
 resume ID`` continues it if it is interrupted.
@@ -13,7 +14,13 @@ from typing import Annotated
 import typer
 
 from deepcritical.cli.context import fail, settings_from_options
-from deepcritical.cli.run_output import ReportPath, check_out_path, run_to_report
+from deepcritical.cli.run_output import (
+    ExportOption,
+    ReportPath,
+    check_out_path,
+    parse_export_formats,
+    run_to_report,
+)
 from deepcritical.config import Settings
 from deepcritical.models import ReportPreferences
 from deepcritical.state import Syllabus, SyllabusError
@@ -78,6 +85,7 @@ def research(
         typer.Option("--focus", help="An aspect the report should emphasise."),
     ] = None,
     out: ReportPath = Path("report.md"),
+    export: ExportOption = None,
     syllabus_file: Annotated[
         Path | None,
         typer.Option(
@@ -87,11 +95,13 @@ def research(
         ),
     ] = None,
 ) -> None:
-    """Research QUESTION and write a validated report (markdown + JSON).
+    """Research QUESTION and write a validated report (markdown + JSON; with --export, its
+    references as RIS, BibTeX or CSL-JSON next to it).
 
     The run is recorded (its id is printed first): `deepcritical runs resume ID` continues it
     if it is interrupted."""
-    check_out_path(out)
+    exports = parse_export_formats(export)
+    check_out_path(out, exports)
     syllabus = None
     if syllabus_file is not None:
         try:
@@ -125,6 +135,7 @@ def research(
         ),
         out,
         bad_input=(QuestionError, ModelSpecError),
+        exports=exports,
     )
 
 

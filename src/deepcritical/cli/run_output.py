@@ -1,6 +1,7 @@
 """A research run on the terminal, shared by ``research`` and ``runs resume``: its events with
-a progress line, then the report files (markdown at ``--out``, JSON next to it) and the
-summary and usage tables.
+a progress line, then the report files (markdown at ``--out``, JSON next to it, and with
+``--export`` the references as RIS, BibTeX or CSL-JSON next to it too) and the summary and usage
+tables.
 
 Exit codes of a run: 0 with a report, 1 when the run failed or ended without one (or its
 report files could not be written: the message names the run id and the ``runs export``
@@ -16,7 +17,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, cast
 
 import typer
 from rich.console import Console
@@ -24,11 +25,20 @@ from rich.table import Table
 
 from deepcritical.cli.context import console, fail, global_options
 from deepcritical.events import ResearchEvent
+from deepcritical.formats.references import (
+    EXPORT_FORMATS,
+    EXPORT_SUFFIXES,
+    ExportFormat,
+    export_references,
+)
 from deepcritical.models import SOURCE_LABELS, RunResult
 
 __all__ = [
+    "ExportOption",
     "ReportPath",
     "check_out_path",
+    "export_paths",
+    "parse_export_formats",
     "print_usage",
     "run_to_report",
 ]
@@ -38,15 +48,57 @@ ReportPath = Annotated[
 ]
 """The ``--out`` option of the commands that write a report (default ``report.md``)."""
 
+ExportOption = Annotated[
+    str | None,
+    typer.Option(
+        "--export",
+        help="Also write the report's references for reference managers: a comma list of "
+        "ris, bibtex, csljson (files next to --out: .ris, .bib, .csl.json).",
+    ),
+]
+"""The ``--export`` option of the commands that write a report."""
+
+FORMAT_LABELS: dict[ExportFormat, str] = {
+    "ris": "RIS",
+    "bibtex": "BibTeX",
+    "csljson": "CSL-JSON",
+}
+
+
+def parse_export_formats(value: str | None) -> tuple[ExportFormat, ...]:
+    """The formats of an ``--export`` value (``"ris,bibtex"``), each once, in the order given;
+    ``()`` when the option is not given.
+
+    Raises:
+        typer.Exit: code 2 (before any work) for an empty list or a name that is not one of
+            ``ris``, ``bibtex``, ``csljson``.
+    """
+    if value is None:
+        return ()
+    names = [n.strip().lower() for n in value.split(",") if n.strip()]
+    bad = [n for n in names if n not in EXPORT_FORMATS]
+    if bad or not names:
+        what = f"unknown format {', '.join(bad)}" if bad else "no format given"
+        raise fail(f"--export {value}: {what}; choose among ris, bibtex, csljson", 2)
+    return tuple(cast(ExportFormat, n) for n in dict.fromkeys(names))
+
+
+def export_paths(out: Path, formats: tuple[ExportFormat, ...]) -> list[tuple[ExportFormat, Path]]:
+    """Where each ``--export`` format is written: next to ``out`` with its suffix
+    (``report.md`` -> ``report.ris``, ``report.bib``, ``report.csl.json``)."""
+    return [(fmt, out.with_suffix(EXPORT_SUFFIXES[fmt])) for fmt in formats]
+
+
 EventStream = Callable[[], AsyncIterator[ResearchEvent]]
 
 _STYLE = {"warning": "yellow", "error": "red", "done": "green"}
 
 
-def check_out_path(out: Path) -> None:
+def check_out_path(out: Path, exports: tuple[ExportFormat, ...] = ()) -> None:
     """Refuse, before any work, an ``--out`` the report could not be written to.
 
-    Both files (``out`` and the JSON next to it) are really opened for writing, without
+    Every file (``out``, the JSON next to it and the files of ``exports``, see
+    :func:`export_paths`) is really opened for writing, without
     changing anything: an existing file is opened for appending and closed unwritten; a new
     one is created and removed again, with any directory made for it (:func:`_probe_write`).
     So a path the system refuses (``/proc/x.md``, a read-only mount, a full quota of inodes)
@@ -54,8 +106,8 @@ def check_out_path(out: Path) -> None:
 
     Raises:
         typer.Exit: code 2 when ``out`` ends in ``.json``, is a directory, lies under a file,
-            or either file cannot be opened for writing (the message gives the system's
-            reason).
+            is also an export's path (``--out refs.ris --export ris``), or a file cannot be
+            opened for writing (the message gives the system's reason).
     """
     if out.suffix.lower() == ".json":
         raise fail(
@@ -70,7 +122,14 @@ def check_out_path(out: Path) -> None:
             if not ancestor.is_dir():
                 raise fail(f"--out {out}: {ancestor} is a file, not a directory", 2)
             break
-    for path in (out, out.with_suffix(".json")):
+    extra = [path for _, path in export_paths(out, exports)]
+    if out in extra:
+        raise fail(
+            f"--out {out}: the markdown report would overwrite an --export file; give a "
+            "path ending in .md",
+            2,
+        )
+    for path in (out, out.with_suffix(".json"), *extra):
         try:
             _probe_write(path)
         except OSError as exc:
@@ -111,6 +170,7 @@ def run_to_report(
     *,
     bad_input: tuple[type[Exception], ...],
     interrupt_hint: str | None = None,
+    exports: tuple[ExportFormat, ...] = (),
 ) -> NoReturn:
     """Run ``start()`` to its end, printing its events (the latest also on a progress line,
     the run id with the command that resumes it), write the report files when it gives a
@@ -121,6 +181,8 @@ def run_to_report(
         out: the markdown report path, already checked by :func:`check_out_path`.
         bad_input: errors of the run that mean bad input (printed; exit code 2).
         interrupt_hint: printed after ``Interrupted.`` on Ctrl-C (exit code 130).
+        exports: the reference-manager formats to write the report's references in, next
+            to ``out`` (:func:`export_paths`; checked by :func:`check_out_path`).
 
     A report file that cannot be written after the run (the disk filled up, the directory
     went away) ends with exit code 1 and a message, never a traceback: it names the run id
@@ -141,7 +203,7 @@ def run_to_report(
         raise typer.Exit(130) from None
     if outcome.result is not None:
         try:
-            _write_outputs(outcome.result, out)
+            _write_outputs(outcome.result, out, exports)
         except OSError as exc:
             raise fail(_unwritten(out, exc, outcome.run_id)) from None
     raise typer.Exit(code)
@@ -202,9 +264,10 @@ async def _consume(
     return 0
 
 
-def _write_outputs(result: RunResult, out: Path) -> None:
-    """Write the markdown report to ``out`` and the JSON (report, plan, evidence) to ``out``
-    with the suffix ``.json``, creating the directory; print the summary and usage tables.
+def _write_outputs(result: RunResult, out: Path, exports: tuple[ExportFormat, ...] = ()) -> None:
+    """Write the markdown report to ``out``, the JSON (report, plan, evidence) to ``out``
+    with the suffix ``.json`` and the report's references in each of ``exports`` next to it
+    (:func:`export_paths`), creating the directory; print the summary and usage tables.
 
     Raises:
         OSError: a file cannot be written.
@@ -213,7 +276,11 @@ def _write_outputs(result: RunResult, out: Path) -> None:
     out.write_text(result.report.to_markdown(), encoding="utf-8")
     json_path = out.with_suffix(".json")
     json_path.write_text(result.to_json(), encoding="utf-8")
-    _print_summary(result, out, json_path)
+    written: list[tuple[ExportFormat, Path]] = []
+    for fmt, path in export_paths(out, exports):
+        path.write_text(export_references(result, fmt), encoding="utf-8")
+        written.append((fmt, path))
+    _print_summary(result, out, json_path, written)
     print_usage(result, console)
 
 
@@ -264,12 +331,19 @@ def _print_event(event: ResearchEvent) -> None:
             console.print(f"{'':>17} · {q}")
 
 
-def _print_summary(result: RunResult, md_path: Path, json_path: Path) -> None:
+def _print_summary(
+    result: RunResult,
+    md_path: Path,
+    json_path: Path,
+    exports: list[tuple[ExportFormat, Path]],
+) -> None:
     report = result.report
     meta = report.metadata
     table = Table(title="Run summary", show_header=False)
     table.add_row("Report", str(md_path))
     table.add_row("JSON (report + evidence)", str(json_path))
+    for fmt, path in exports:
+        table.add_row(f"References ({FORMAT_LABELS[fmt]})", str(path))
     table.add_row("Evidence items", str(meta.papers_reviewed))
     table.add_row("References", str(len(report.references)))
     table.add_row("Rounds", str(meta.iterations))

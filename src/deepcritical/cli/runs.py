@@ -1,4 +1,5 @@
-"""``deepcritical runs``: list, show, resume and export stored research runs.
+"""``deepcritical runs``: list, show, resume and export stored research runs (``runs export``
+writes a run as JSON, or its references or evidence as RIS, BibTeX or CSL-JSON).
 
 A bad run id exits with code 2 and says where to find the valid ones. Every command works on
 the local user's runs (those of the CLI and the Python API); ``--owner`` names another owner,
@@ -9,13 +10,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 from rich.table import Table
 
 from deepcritical.cli.context import console, fail, out_console, settings_from_options
-from deepcritical.cli.run_output import ReportPath, check_out_path, run_to_report
+from deepcritical.cli.run_output import (
+    ExportOption,
+    ReportPath,
+    check_out_path,
+    parse_export_formats,
+    run_to_report,
+)
+from deepcritical.formats.references import (
+    EXPORT_FORMATS,
+    ExportFormat,
+    ExportScope,
+    export_references,
+)
 from deepcritical.state import (
     RunInProgressError,
     RunNotFoundError,
@@ -140,34 +153,77 @@ def show_run(run_id: RunId, owner: Owner = None) -> None:
     out.print("Metrics: " + json.dumps(metrics, sort_keys=True))
 
 
+EXPORT_SCOPES: tuple[ExportScope, ...] = ("references", "evidence")
+
+
 @runs_app.command("export")
 def export_run(
     run_id: RunId,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="json (the whole run: run, checklist, iterations, sources, report) | ris | "
+            "bibtex | csljson (its references for reference managers).",
+        ),
+    ] = "json",
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            "--scope",
+            help="With ris, bibtex or csljson: references (the report's, in its order; "
+            "default) | evidence (every evidence item of the run).",
+        ),
+    ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="JSON file (default: standard output).")
+        Path | None, typer.Option("--out", help="File to write (default: standard output).")
     ] = None,
     owner: Owner = None,
 ) -> None:
-    """Export a run (run, checklist, iterations, sources by question, report) as JSON."""
+    """Export a run: as JSON (run, checklist, iterations, sources by question, report), or
+    its references (or all its evidence) as RIS, BibTeX or CSL-JSON."""
+    choice = fmt.strip().lower()
+    if choice != "json" and choice not in EXPORT_FORMATS:
+        raise fail(f"--format {fmt}: choose json, ris, bibtex or csljson", 2)
+    chosen_scope = (scope or "references").strip().lower()
+    if chosen_scope not in EXPORT_SCOPES:
+        raise fail(f"--scope {scope}: choose references or evidence", 2)
+    if choice == "json" and scope is not None:
+        raise fail("--scope applies to --format ris, bibtex or csljson, not json", 2)
     store = _open()
     try:
         record = _require(store, run_id, owner)
-        data = store.export_run(record.id, owner=owner)
+        if choice == "json":
+            data = store.export_run(record.id, owner=owner)
+            text = json.dumps(data, indent=2, ensure_ascii=False)
+        else:
+            result = store.result(record.id, owner=owner)
+            if result is None:
+                raise fail(
+                    f"run {record.id} has no report yet ({_status(record)}), so it has no "
+                    f"references to export; `deepcritical runs resume {record.id}` finishes it",
+                    2,
+                )
+            text = export_references(result, cast(ExportFormat, choice), chosen_scope)
     finally:
         store.close()
-    text = json.dumps(data, indent=2, ensure_ascii=False)
     if out is None:
-        out_console.print_json(text)
+        if choice == "json":
+            out_console.print_json(text)
+        else:
+            typer.echo(text, nl=False)
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
-    console.print(f"[green]✓[/green] run {record.id} exported to {out}")
+    what = "" if choice == "json" else f" ({choice}, {chosen_scope})"
+    console.print(f"[green]✓[/green] run {record.id} exported{what} to {out}")
 
 
 @runs_app.command("resume")
 def resume_run(
     run_id: RunId,
     out: ReportPath = Path("report.md"),
+    export: ExportOption = None,
     time_budget: Annotated[
         float | None,
         typer.Option(
@@ -183,7 +239,8 @@ def resume_run(
 
     The time budget starts afresh at the resume. A run still running in another process (its
     heartbeat is younger than 60 s) is refused."""
-    check_out_path(out)
+    exports = parse_export_formats(export)
+    check_out_path(out, exports)
     settings = settings_from_options(time_budget_seconds=time_budget)  # exit 2 unless > 0
     store = _open()
     try:
@@ -206,4 +263,5 @@ def resume_run(
         out,
         bad_input=(RunNotFoundError, RunNotResumableError, RunInProgressError, ModelSpecError),
         interrupt_hint="Resume again with the same command.",
+        exports=exports,
     )

@@ -32,7 +32,7 @@ from tenacity import (
 )
 
 from deepcritical.config import Settings
-from deepcritical.models import utc_now
+from deepcritical.models import RunResult, utc_now
 from deepcritical.state.db import (
     create_db_engine,
     create_memory_engine,
@@ -363,6 +363,26 @@ class RunStore:
             "report": (result or {}).get("report"),
             "report_markdown": record.report_markdown,
         }
+
+    def result(self, run_id: str, *, owner: str | None = None) -> RunResult | None:
+        """The stored :class:`~deepcritical.models.RunResult` (report, plan, assessments and
+        every evidence item) of ``owner``'s run (``None``: the local user); ``None`` when
+        the run has not written a report yet.
+
+        Raises:
+            RunNotFoundError: no run with this id, or it belongs to another owner.
+        """
+        record = self.get_run(run_id, owner=owner)
+        if record is None:
+            raise RunNotFoundError(
+                f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
+            )
+
+        def read(session: Session) -> dict[str, Any] | None:
+            return self.require_row(session, record.id).result
+
+        data = self.transact(read)
+        return None if data is None else RunResult.model_validate(data)
 
     def question_counts(self, run_id: str) -> dict[str, int]:
         """Saved sources per question key of the run."""
