@@ -39,6 +39,8 @@ __all__ = [
 CITED = "cited"
 NOT_CITED = "included, not cited"
 UNKNOWN_YEAR = "unknown"
+COLORS = {CITED: "#1d4ed8", NOT_CITED: "#9ca3af"}
+"""The charts' colours: cited records dark blue, the other included ones grey."""
 
 CARD_CSS = """
 .dc-card { border: 1px solid #d1d5db; border-radius: 8px; padding: 10px 14px; margin-bottom: 8px; }
@@ -230,6 +232,7 @@ def answer_panel() -> AnswerPanel:
             x="year",
             y="records",
             color="status",
+            color_map=COLORS,
             title="Included evidence by year",
             x_title="Year",
             y_title="Records",
@@ -241,6 +244,7 @@ def answer_panel() -> AnswerPanel:
             x="design",
             y="records",
             color="status",
+            color_map=COLORS,
             title="Included evidence by study design",
             x_title="Study design",
             y_title="Records",
