@@ -48,6 +48,7 @@ def flow_html(flow: RecordFlow | None) -> str:
         f"{flow.identifier_duplicates} by identifier, {flow.near_duplicates} near-duplicate"
         + (f", {flow.beyond_limit} beyond the source limit" if flow.beyond_limit else "")
     )
+    removed_label = "Duplicates and over the limit" if flow.beyond_limit else "Duplicates removed"
     reasons = "; ".join(f"{cause} {n}" for cause, n in flow.exclusion_reasons.items())
     included = f"{flow.relevant} relevant, {flow.partial} partly relevant" + (
         f", {flow.not_screened} not screened" if flow.not_screened else ""
@@ -56,7 +57,7 @@ def flow_html(flow: RecordFlow | None) -> str:
     rows = [
         _row(
             _box("identified", flow.identified, "Records identified", per_source),
-            _box("removed", removed, "Duplicates and over the limit", removed_detail, side=True),
+            _box("removed", removed, removed_label, removed_detail, side=True),
         ),
         _down(),
         _row(_box("unique", flow.unique, "Unique records")),
