@@ -330,3 +330,72 @@ def test_history_lists_opens_and_exports_the_run(
     exported = json.loads(page.request.get(link.get_attribute("href") or "").text())
     assert API_KEY not in json.dumps(exported)
     assert HISTORY_QUESTION in json.dumps(exported)
+
+
+VERDICT_LABELS = {"yes": "Yes", "no": "No", "uncertain": "Uncertain"}
+
+
+def flow_counts(page: Page) -> dict[str, int]:
+    boxes = page.locator("#dc-flow-diagram .dc-flow-box")
+    return {
+        boxes.nth(i).get_attribute("data-stage") or "": int(
+            boxes.nth(i).get_attribute("data-count") or "-1"
+        )
+        for i in range(boxes.count())
+    }
+
+
+def test_answer_card_charts_and_flow_of_records(
+    browser: Browser, app_server: AppServer, artifacts: Path
+) -> None:
+    """Above the report: the answer card with the report's verdict, the two charts (plots
+    drawn) and the flow of records, whose counts add up and match the report's JSON."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+    ctx.add_init_script(WATCH_STAGES)
+    try:
+        page = open_app(ctx, app_server)
+        start_run(page, QUESTION)
+        wait_for_report(page)
+        card = page.locator("#dc-answer-card #dc-answer")
+        card.wait_for(state="visible", timeout=30_000)
+        for chart in ("#dc-chart-years", "#dc-chart-designs"):
+            page.locator(f"{chart} canvas, {chart} svg").first.wait_for(
+                state="visible", timeout=30_000
+            )
+        page.locator("#dc-flow-diagram").wait_for(state="visible")
+        page.evaluate("document.querySelector('#dc-answer-card').scrollIntoView()")
+        page.screenshot(path=str(artifacts / "answer-card.png"))
+        print(f"screenshot: {artifacts / 'answer-card.png'}")
+
+        data: dict[str, Any] = json.loads(page.request.get(download_links(page)[".json"]).text())
+        show_tab(page, "Report")
+        meta = data["report"]["metadata"]
+        card_text = card.inner_text()
+        assert QUESTION in card_text
+        verdict = page.locator("#dc-answer .dc-verdict").inner_text()
+        if data["report"]["references"] and meta["verdict"] in VERDICT_LABELS:
+            assert verdict == VERDICT_LABELS[meta["verdict"]], (verdict, meta["verdict"])
+        else:
+            assert verdict in {"No evidence found in the sources searched", "See the report"}
+        assert "Local corpus" in card_text
+        assert "Grounding score" in card_text
+        cited = page.locator("#dc-answer .dc-card-cited").inner_text()
+        assert cited.startswith(str(len({r["evidence_id"] for r in data["report"]["references"]})))
+
+        counts = flow_counts(page)
+        flow = meta["flow"]
+        assert counts["identified"] == flow["identified"] > 0
+        assert counts["identified"] - counts["removed"] == counts["unique"]
+        assert counts["unique"] == len(data["evidence"])
+        not_screened = int(
+            page.locator("#dc-flow-diagram").get_attribute("data-not-screened") or "0"
+        )
+        assert counts["screened"] + not_screened == counts["unique"]
+        assert counts["screened"] - counts["excluded"] + not_screened == counts["included"]
+        assert 0 < counts["cited"] <= counts["included"]
+        assert counts["cited"] == flow["cited"]
+        no_script_ran(page)
+        assert page.locator("#dc-answer-card script, #dc-flow script").count() == 0
+        assert page.evaluate("window.__csp") == []
+    finally:
+        ctx.close()

@@ -49,7 +49,8 @@ async def test_stream_run_streams_progress_then_the_result(
     assert "Waiting" in progresses[0]
     assert "Planning" in progresses[2]
     assert "Report ready" in progresses[-1]
-    notice, _, report, evidence, hypotheses, files = outs[-1]
+    assert all(len(o) == 10 for o in outs)
+    notice, _, report, evidence, hypotheses, files, card, years, designs, flow = outs[-1]
     assert "extractive mode" in str(notice)
     assert "<h1>Metformin review</h1>" in str(report)
     assert "&lt;script&gt;" in str(report)
@@ -68,6 +69,14 @@ async def test_stream_run_streams_progress_then_the_result(
     markdown = await asyncio.to_thread(Path(files[0]).read_text, encoding="utf-8")
     assert markdown.startswith("# Metformin review")
     assert all(o[5] is None for o in outs[:-1])
+    # the answer card, the two charts and the flow diagram come with the report only
+    assert all(o[6:] == ("", None, None, "") for o in outs[:-1])
+    assert 'id="dc-answer"' in str(card)
+    assert "Does metformin lower cancer risk?" in str(card)
+    assert "<script" not in str(card)
+    assert list(years["year"]) == ["2020"]  # type: ignore[index]
+    assert list(designs["records"]) == [2]  # type: ignore[index]
+    assert "No flow of records was recorded" in str(flow)  # the fixture's report has none
     assert fake.closed == 1
 
 

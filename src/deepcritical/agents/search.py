@@ -62,7 +62,15 @@ class SearchRound:
         added_ids: ids of the new evidence items, in store order (fused rank order).
         merged: ids of stored items that absorbed an identifier duplicate.
         near_duplicates: ids of stored items that absorbed a near duplicate (embedding).
+        beyond_limit: items returned but not stored: their documents ranked below the room
+            left under ``max_sources`` (``keep``).
+        identifier_copies: items folded into another record by a shared identifier (the same
+            paper from another source or query, or found again in a later round).
+        near_duplicate_copies: items folded into another record as near duplicates.
         duration_seconds: wall-clock time of the round.
+
+    Every item returned is counted once: ``returned == len(added_ids) + beyond_limit +
+    identifier_copies + near_duplicate_copies``.
     """
 
     queries: list[str] = field(default_factory=list)
@@ -73,6 +81,9 @@ class SearchRound:
     added_ids: list[str] = field(default_factory=list)
     merged: list[str] = field(default_factory=list)
     near_duplicates: list[str] = field(default_factory=list)
+    beyond_limit: int = 0
+    identifier_copies: int = 0
+    near_duplicate_copies: int = 0
     duration_seconds: float = 0.0
 
     @property
@@ -263,6 +274,7 @@ class SearchAgent:
         ranked = [c.items for c in calls if c.items]
         if ranked:
             fused = fuse_ranked(ranked)
+            returned = len(fused)
             if relevance_to or keep is not None:
                 fused = await asyncio.to_thread(
                     rerank, fused, list(relevance_to), self.store.embedder, keep
@@ -271,6 +283,9 @@ class SearchAgent:
             result.added_ids = [e.id for e in added.added]
             result.merged = list(added.merged)
             result.near_duplicates = list(added.near_duplicates)
+            result.beyond_limit = returned - len(fused)
+            result.identifier_copies = added.identifier_copies
+            result.near_duplicate_copies = added.near_duplicate_copies
         result.duration_seconds = round(time.monotonic() - started, 3)
         return result
 

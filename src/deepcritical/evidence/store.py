@@ -107,11 +107,19 @@ class AddResult:
             first absorption.
         near_duplicates: ids of items that absorbed at least one near duplicate by embedding
             (same conventions as ``merged``).
+        identifier_copies: incoming items folded into another record by a shared identifier
+            (one stored before the call or one of the same batch).
+        near_duplicate_copies: incoming items folded into another record as near duplicates.
+
+    Every incoming item is counted once: ``len(items) == len(added) + identifier_copies +
+    near_duplicate_copies``.
     """
 
     added: list[Evidence] = field(default_factory=list)
     merged: list[str] = field(default_factory=list)
     near_duplicates: list[str] = field(default_factory=list)
+    identifier_copies: int = 0
+    near_duplicate_copies: int = 0
 
     @property
     def added_ids(self) -> list[str]:
@@ -269,6 +277,7 @@ class EvidenceStore:
             # Fold the incoming item, and any pending group it bridges to, into the stored one.
             target = self._items[stored_id]
             absorbed = list(keys)
+            bridged = sum(pending[idx].alive for idx in batch_hits)
             for idx in batch_hits:
                 target = merge_evidence(target, pending[idx].evidence)
                 absorbed.extend(pending[idx].keys)
@@ -276,10 +285,12 @@ class EvidenceStore:
             self._replace(merge_evidence(target, incoming), absorbed)
             dirty.add(stored_id)
             _append_once(result.merged, stored_id)
+            result.identifier_copies += 1 + bridged  # the item and the batch groups it bridges
             return
         if batch_hits:
             first, *others = batch_hits
             entry = pending[first]
+            result.identifier_copies += 1 + sum(pending[idx].alive for idx in others)
             for idx in others:
                 entry.evidence = merge_evidence(entry.evidence, pending[idx].evidence)
                 entry.keys.extend(pending[idx].keys)
@@ -308,6 +319,7 @@ class EvidenceStore:
                 self._replace(merge_evidence(self._items[absorber], entry.evidence), entry.keys)
                 dirty.add(absorber)
                 _append_once(result.near_duplicates, absorber)
+                result.near_duplicate_copies += 1
                 continue
             evidence = with_derived_title(entry.evidence)
             evidence.id = f"E{self._next_number}"

@@ -18,6 +18,7 @@ from deepcritical.models._evidence import (
     StudyDesign,
     utc_now,
 )
+from deepcritical.models._flow import RecordFlow, flow_lines
 from deepcritical.models._markdown import grounding_appendix, render_markdown
 from deepcritical.models._markers import CITATION_MARKER, marker_ids, numbered
 from deepcritical.models._passages import SECTION_SEPARATOR, Passage, PassageKind
@@ -69,6 +70,7 @@ __all__ = [
     "Passage",
     "PassageKind",
     "QuestionType",
+    "RecordFlow",
     "Reference",
     "ReportLength",
     "ReportMetadata",
@@ -87,6 +89,7 @@ __all__ = [
     "SubQuestion",
     "SupportingQuote",
     "UsageReport",
+    "flow_lines",
     "grounding_appendix",
     "marker_ids",
     "numbered",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from deepcritical.models._evidence import SOURCE_LABELS
+from deepcritical.models._flow import flow_lines
 from deepcritical.models._markers import numbered
 
 if TYPE_CHECKING:  # the report module imports this one to render itself
@@ -100,6 +101,8 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
     out += ["", "## Executive summary", "", num(report.executive_summary)]
     if report.methodology:
         out += ["", "## Methodology", "", num(report.methodology)]
+    if md.flow is not None:
+        out += flow_lines(md.flow)
     if report.hypotheses_tested:
         out += ["", "## Hypotheses tested", ""]
         for h in report.hypotheses_tested:

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, computed_field
 
 from deepcritical.models._evidence import Citation, Evidence, StudyDesign, utc_now
+from deepcritical.models._flow import RecordFlow
 from deepcritical.models._markdown import render_markdown
 from deepcritical.models._markers import marker_ids
 from deepcritical.models._plan import Hypothesis, JudgeAssessment, ResearchPlan
@@ -264,6 +265,10 @@ class ReportMetadata(BaseModel):
     ``""`` with no verdict."""
     environment: SoftwareEnvironment | None = None
     """The software the report was made with; ``None`` in reports made before it was
+    recorded."""
+    flow: RecordFlow | None = None
+    """How many records were identified per source, de-duplicated, screened, excluded as
+    off-topic, included and cited (PRISMA-style); ``None`` in reports made before it was
     recorded."""
 
 

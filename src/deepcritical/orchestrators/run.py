@@ -54,6 +54,7 @@ from deepcritical.models import (
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.orchestrators.channel import EventChannel
 from deepcritical.orchestrators.deps import RunDeps
+from deepcritical.orchestrators.flow import FlowLog
 from deepcritical.orchestrators.full_texts import full_text_candidates, read_full_texts
 from deepcritical.orchestrators.progress import (
     REPHRASED_EMPTY_ROUNDS,
@@ -162,6 +163,7 @@ class ResearchRun:
         self.started = self.clock()
         self.state = RunState()
         self.accounting = RunAccounting(self.clock)
+        self.flow_log = FlowLog()
         self.events = EventChannel()
         fallback = [deps.fallback.usage] if deps.fallback else []
         self.usage_trackers = [deps.agents.usage, *fallback]
@@ -370,6 +372,7 @@ class ResearchRun:
             room = max(self.settings.max_sources - len(self.store), 0)
             result = await self.search.run(queries, relevance_to=targets, keep=room)
         self.accounting.record_search(result, self.source_names)
+        self.flow_log.record(result)
         for source, reason in result.failures.items():
             state.source_failures[source] = reason
             self.emit(
@@ -691,6 +694,9 @@ class ResearchRun:
             )
             return None
         report.metadata.usage = self.usage_report()
+        report.metadata.flow = self.flow_log.flow(self.store.all(), report)
+        if report.metadata.flow.problems():  # a counting bug: the report still goes out
+            log.warning("the flow of records does not add up", **report.metadata.flow.model_dump())
         for section in report.findings:
             self.emit(
                 ResearchEvent(

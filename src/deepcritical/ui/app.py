@@ -38,8 +38,17 @@ from deepcritical.events import ResearchEvent
 from deepcritical.models import RunResult
 from deepcritical.state import RunNotFoundError, RunStore
 from deepcritical.ui import history as hist
+from deepcritical.ui.answer import (
+    CARD_CSS,
+    answer_card_html,
+    answer_panel,
+    blank_answer,
+    design_frame,
+    year_frame,
+)
 from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.downloads import write_downloads
+from deepcritical.ui.flow_diagram import flow_html
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
 from deepcritical.ui.progress import ProgressView, fail, fold
 from deepcritical.ui.render import (
@@ -79,9 +88,11 @@ CSS = """
 .dc-evidence { border-collapse: collapse; width: 100%; font-size: 0.9em; }
 .dc-evidence td, .dc-evidence th { border: 1px solid #d1d5db; padding: 4px 6px; vertical-align: top; }
 """  # noqa: E501
+CSS += CARD_CSS
 
-Outputs = tuple[str, str, str, str, str, list[str] | None]
-"""(notice, progress, report, evidence, hypotheses, download paths)."""
+Outputs = tuple[str, str, str, str, str, list[str] | None, str, Any, Any, str]
+"""(notice, progress, report, evidence, hypotheses, download paths, answer card, evidence by
+year, evidence by study design, flow of records)."""
 
 
 def _notice_md(settings: Settings) -> str:
@@ -101,12 +112,29 @@ async def stream_run(
     secrets = secret_values(settings)
 
     def out(
-        view: ProgressView, report: str, evidence: str, hypotheses: str, files: list[str] | None
+        view: ProgressView,
+        report: str,
+        evidence: str,
+        hypotheses: str,
+        files: list[str] | None,
+        answer: tuple[str, Any, Any, str] | None = None,
     ) -> Outputs:
         def r(text: str) -> str:
             return redact(text, secrets)
 
-        return notice, r(progress_html(view)), r(report), r(evidence), r(hypotheses), files
+        card, years, designs, flow = answer or blank_answer()
+        return (
+            notice,
+            r(progress_html(view)),
+            r(report),
+            r(evidence),
+            r(hypotheses),
+            files,
+            r(card),
+            years,
+            designs,
+            r(flow),
+        )
 
     notice = _notice_md(settings)
     view = ProgressView(max_rounds=settings.max_rounds)
@@ -138,7 +166,13 @@ async def stream_run(
     paths = await asyncio.to_thread(
         write_downloads, result, directory, lambda text: redact(text, secrets)
     )
-    yield out(view, report, evidence, hypotheses, [str(p) for p in paths])
+    answer = (
+        answer_card_html(result),
+        year_frame(result),
+        design_frame(result),
+        flow_html(result.report.metadata.flow),
+    )
+    yield out(view, report, evidence, hypotheses, [str(p) for p in paths], answer)
 
 
 def _choice(
@@ -213,7 +247,7 @@ def build_app(
             del api_key, choice  # the key lives on only inside per_run, as a SecretStr
         except (SettingsError, SignInRequired) as exc:
             view = fail(ProgressView(), str(exc))
-            yield _notice_md(settings), progress_html(view), "", "", "", None
+            yield _notice_md(settings), progress_html(view), "", "", "", None, *blank_answer()
             return
         events = run_fn(question, per_run, context=context.strip() or None, owner=owner)
         async for out in stream_run(events, per_run, root):
@@ -274,6 +308,7 @@ def build_app(
         progress = gr.HTML(progress_html(ProgressView()), elem_id="dc-progress")
         with gr.Tabs():
             with gr.Tab("Report"):
+                answer = answer_panel()
                 report = gr.HTML(elem_id="dc-report")
             with gr.Tab("Evidence"):
                 evidence = gr.HTML(elem_id="dc-evidence")
@@ -286,14 +321,8 @@ def build_app(
                     interactive=False,
                     elem_id="dc-downloads",
                 )
-            _history_tab(
-                store_opener,
-                settings,
-                root,
-                [notice, progress, report, evidence, hypotheses, files],
-                sign_in,
-            )
-        outputs = [notice, progress, report, evidence, hypotheses, files]
+            outputs = [notice, progress, report, evidence, hypotheses, files, *answer.outputs()]
+            _history_tab(store_opener, settings, root, outputs, sign_in)
         run_event = run_btn.click(
             run,
             inputs=[
@@ -372,7 +401,7 @@ def _history_tab(
             owner = access.owner(request, profile)
         except SignInRequired as exc:
             view = fail(ProgressView(), str(exc))
-            yield _notice_md(settings), progress_html(view), "", "", "", None
+            yield _notice_md(settings), progress_html(view), "", "", "", None, *blank_answer()
             return
         events = hist.resume_events(run_id, settings, owner)
         async for out in stream_run(events, settings, root):

@@ -1,0 +1,116 @@
+"""The flow of records through a run, PRISMA-style (:class:`RecordFlow`), and its markdown.
+
+Recorded by the orchestrator from its own log (every search round's hits per source, the
+copies the evidence store folded into other records, the screening status of every record,
+the report's references); stored in ``ReportMetadata.flow`` and shown as the report's "Flow
+of records" section and the web app's flow diagram.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, computed_field
+
+from deepcritical.models._evidence import SOURCE_LABELS
+
+__all__ = ["RecordFlow", "flow_lines"]
+
+
+class RecordFlow(BaseModel):
+    """How many records a run found, kept, screened, excluded, included and cited.
+
+    The counts add up (:meth:`problems` lists any that do not):
+    ``identified - identifier_duplicates - near_duplicates - beyond_limit == unique``;
+    ``unique == screened + not_screened == excluded + included``;
+    ``included == relevant + partial + not_screened``; ``cited <= included``;
+    ``sum(exclusion_reasons.values()) == excluded``.
+    """
+
+    identified_per_source: dict[str, int] = Field(default_factory=dict)
+    """Source -> records it returned, over every query of every round (before
+    de-duplication)."""
+    identifier_duplicates: int = 0
+    """Records folded into another by a shared identifier (PMID, DOI, PMCID, NCT ID, URL): the
+    same paper from another source or query, or found again in a later round."""
+    near_duplicates: int = 0
+    """Records folded into another as near duplicates (embedding similarity)."""
+    beyond_limit: int = 0
+    """Records returned but not kept: they ranked below the room left under ``max_sources``."""
+    unique: int = 0
+    """Distinct records kept in the run's evidence store."""
+    screened: int = 0
+    """Records screened for relevance to the question (by calibrated relevance or the search
+    agent's model)."""
+    not_screened: int = 0
+    """Records not screened (an embedder without a relevance calibration, or screening
+    failed): they count as included."""
+    excluded: int = 0
+    """Records screened off-topic: kept in the store and the export, never cited."""
+    exclusion_reasons: dict[str, int] = Field(default_factory=dict)
+    """Cause -> off-topic records, by the leading cause of their screening reason."""
+    included: int = 0
+    """Records that reach the checklist, hypotheses, judge and writer (on-topic)."""
+    relevant: int = 0
+    """Included records screened ``relevant``."""
+    partial: int = 0
+    """Included records screened ``partial`` (bear on part of the question)."""
+    cited: int = 0
+    """Records the report cites (its references)."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def identified(self) -> int:
+        """Records returned by every source together."""
+        return sum(self.identified_per_source.values())
+
+    def problems(self) -> list[str]:
+        """The equations of the flow that do not hold (``[]`` when the counts add up)."""
+        checks = {
+            "identified - duplicates - beyond limit != unique": self.identified
+            - self.identifier_duplicates
+            - self.near_duplicates
+            - self.beyond_limit
+            == self.unique,
+            "screened + not screened != unique": self.screened + self.not_screened == self.unique,
+            "excluded + included != unique": self.excluded + self.included == self.unique,
+            "relevant + partial + not screened != included": self.relevant
+            + self.partial
+            + self.not_screened
+            == self.included,
+            "exclusion reasons do not sum to excluded": sum(self.exclusion_reasons.values())
+            == self.excluded,
+            "cited > included": self.cited <= self.included,
+        }
+        return [what for what, holds in checks.items() if not holds]
+
+
+def _label(source: str) -> str:
+    return SOURCE_LABELS.get(source, source)
+
+
+def flow_lines(flow: RecordFlow) -> list[str]:
+    """Markdown lines of the report's "Flow of records" section (heading included)."""
+    per_source = ", ".join(f"{_label(s)} {n}" for s, n in flow.identified_per_source.items())
+    duplicates = flow.identifier_duplicates + flow.near_duplicates
+    lines = [
+        "",
+        "## Flow of records",
+        "",
+        f"- Records identified: {flow.identified}" + (f" ({per_source})" if per_source else ""),
+        f"- Duplicates removed: {duplicates} ({flow.identifier_duplicates} by identifier,"
+        f" {flow.near_duplicates} near-duplicate)",
+    ]
+    if flow.beyond_limit:
+        lines.append(f"- Not kept (beyond the maximum number of sources): {flow.beyond_limit}")
+    lines.append(f"- Unique records: {flow.unique}")
+    screened = f"- Screened for relevance: {flow.screened}"
+    if flow.not_screened:
+        screened += f" (not screened: {flow.not_screened})"
+    lines.append(screened)
+    reasons = "; ".join(f"{cause}: {n}" for cause, n in flow.exclusion_reasons.items())
+    lines.append(f"- Excluded as off-topic: {flow.excluded}" + (f" ({reasons})" if reasons else ""))
+    parts = [f"{flow.relevant} relevant", f"{flow.partial} partly relevant"]
+    if flow.not_screened:
+        parts.append(f"{flow.not_screened} not screened")
+    lines.append(f"- Included (on-topic): {flow.included} ({', '.join(parts)})")
+    lines.append(f"- Cited in the report: {flow.cited}")
+    return lines
