@@ -35,7 +35,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -50,6 +49,7 @@ from benchmarks.fulltext_questions import (
     answer_passage,
     load_questions,
 )
+from benchmarks.offline import use_offline_environment
 
 PUBMEDQA_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
 ARMS = ("full text", "abstracts only")
@@ -164,13 +164,7 @@ def share(outcomes: list[Outcome], attribute: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the figures; returns the process exit code."""
-    for key, value in (
-        ("HF_HUB_OFFLINE", "1"),
-        ("TRANSFORMERS_OFFLINE", "1"),
-        ("TOKENIZERS_PARALLELISM", "false"),
-        ("ANONYMIZED_TELEMETRY", "False"),
-    ):
-        os.environ.setdefault(key, value)
+    use_offline_environment()
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=24, help="first N questions (default 24)")
     parser.add_argument(

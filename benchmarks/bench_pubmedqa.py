@@ -80,7 +80,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import statistics
 import sys
@@ -92,6 +91,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks.offline import use_offline_environment
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
 FENCED_BLOCK = re.compile(
@@ -872,10 +873,7 @@ def calibrate(data: Path) -> None:
 # --------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the figures; returns the process exit code."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    use_offline_environment()
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="PubMedQA directory")
     parser.add_argument("--n", type=int, default=50, help="first N dev questions (default 50)")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -33,6 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks.offline import use_offline_environment
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
 
@@ -132,13 +133,7 @@ def print_table(figures: list[RunFigures]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the figures; returns the process exit code."""
-    for key, value in (
-        ("HF_HUB_OFFLINE", "1"),
-        ("TRANSFORMERS_OFFLINE", "1"),
-        ("TOKENIZERS_PARALLELISM", "false"),
-        ("ANONYMIZED_TELEMETRY", "False"),
-    ):
-        os.environ.setdefault(key, value)
+    use_offline_environment()
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="PubMedQA directory")
     parser.add_argument("--n", type=int, default=20, help="first N dev questions (default 20)")

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.offline import use_offline_environment
 from deepcritical.corpus.index import LocalCorpus, SearchMode
 from deepcritical.evidence.embeddings import shared_embedder
 
@@ -67,9 +67,7 @@ def evaluate(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the results; returns the process exit code."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    use_offline_environment()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="PubMedQA directory")
     parser.add_argument("--questions", type=int, default=None, help="use the first N only")

@@ -124,6 +124,12 @@ def _retrying(fn: Callable[[], T]) -> T:
     return call()
 
 
+def _not_found(run_id: str) -> RunNotFoundError:
+    return RunNotFoundError(
+        f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
+    )
+
+
 class RunStore:
     """Repository of runs in one database (SQLite file or PostgreSQL).
 
@@ -235,9 +241,7 @@ class RunStore:
         """
         row = session.get(RunRow, run_id)
         if row is None:
-            raise RunNotFoundError(
-                f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
-            )
+            raise _not_found(run_id)
         return row
 
     def touch(self, run_id: str) -> None:
@@ -249,6 +253,17 @@ class RunStore:
                 row.updated_at = utc_now()
 
         self.transact(work)
+
+    def require_run(self, run_id: str, *, owner: str | None = None) -> RunRecord:
+        """:meth:`get_run`, for a run that must exist.
+
+        Raises:
+            RunNotFoundError: no run with this id, or it belongs to another owner.
+        """
+        record = self.get_run(run_id, owner=owner)
+        if record is None:
+            raise _not_found(run_id)
+        return record
 
     def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord | None:
         """The run with ``run_id`` (a unique prefix of at least 6 characters works too) that
@@ -339,11 +354,7 @@ class RunStore:
         Raises:
             RunNotFoundError: no run with this id, or it belongs to another owner.
         """
-        record = self.get_run(run_id, owner=owner)
-        if record is None:
-            raise RunNotFoundError(
-                f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
-            )
+        record = self.require_run(run_id, owner=owner)
 
         def read(session: Session) -> tuple[dict[str, Any] | None, dict[str, Any]]:
             row = self.require_row(session, record.id)
@@ -372,11 +383,7 @@ class RunStore:
         Raises:
             RunNotFoundError: no run with this id, or it belongs to another owner.
         """
-        record = self.get_run(run_id, owner=owner)
-        if record is None:
-            raise RunNotFoundError(
-                f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
-            )
+        record = self.require_run(run_id, owner=owner)
 
         def read(session: Session) -> dict[str, Any] | None:
             return self.require_row(session, record.id).result
