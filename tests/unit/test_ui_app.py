@@ -16,6 +16,7 @@ from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.ui.app import build_app, stream_run
 from deepcritical.ui.downloads import write_downloads
+from deepcritical.ui.evidence_table import table_html
 from tests.unit.test_ui_history import FakeStore, Record
 from tests.unit.ui_fixtures import FakeResearch, run_result, script
 
@@ -55,7 +56,8 @@ async def test_stream_run_streams_progress_then_the_result(
     assert "<h1>Metformin review</h1>" in str(report)
     assert "&lt;script&gt;" in str(report)
     assert "<script" not in str(report)
-    assert str(evidence).count("dc-evidence-row") == 2
+    assert table_html(str(evidence)).count("dc-evidence-row") == 2  # the Evidence tab's state
+    assert 'href="#dc-ref-1"' in str(report)  # citations link to their reference
     assert "supporting" in str(hypotheses)
     assert isinstance(files, list)
     assert ["".join(Path(f).suffixes) for f in files] == [

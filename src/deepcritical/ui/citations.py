@@ -31,6 +31,7 @@ from deepcritical.ui.render import (
     ALLOWED_ATTRIBUTES,
     ALLOWED_TAGS,
     URL_SCHEMES,
+    cited_quotes,
     markdown_to_safe_html,
     quoted_passages_html,
 )
@@ -38,7 +39,6 @@ from deepcritical.ui.render import (
 __all__ = [
     "CITATION_CSS",
     "MAX_TITLE_QUOTE_CHARS",
-    "cited_quotes",
     "link_citations",
     "report_html",
     "short_reference",
@@ -94,22 +94,6 @@ def _short_quote(text: str) -> str:
     if len(text) <= MAX_TITLE_QUOTE_CHARS:
         return text
     return text[: MAX_TITLE_QUOTE_CHARS - 1].rstrip() + "…"
-
-
-def cited_quotes(result: RunResult) -> dict[str, list[SupportingQuote]]:
-    """Evidence id -> its distinct supporting quotes over the kept cited sentences, best
-    (highest similarity) first."""
-    out: dict[str, dict[tuple[str, str], SupportingQuote]] = {}
-    for claim in result.report.grounding:
-        if claim.removed:
-            continue
-        for q in claim.quotes:
-            if q.supports and q.quote.strip():
-                out.setdefault(q.evidence_id, {}).setdefault((q.quote, q.locator), q)
-    return {
-        eid: sorted(qs.values(), key=lambda q: -(q.entailment or q.similarity))
-        for eid, qs in out.items()
-    }
 
 
 def _claims(result: RunResult, numbers: dict[str, int]) -> list[_Claim]:
