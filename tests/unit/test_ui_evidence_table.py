@@ -24,19 +24,19 @@ from tests.unit.ui_fixtures import HOSTILE, run_result
 def row(
     id: str, year: int | None, design: str, *, number: int | None = None, **kw: object
 ) -> EvidenceRow:
-    return EvidenceRow(
-        source="PubMed",
-        id=id,
-        title=kw.pop("title", f"Title {id}"),  # type: ignore[arg-type]
-        year=year,
-        url=None,
-        answers=[],
-        relevance=kw.pop("relevance", 0.5),  # type: ignore[arg-type]
-        design=design,
-        number=number,
-        cited=number is not None,
-        **kw,  # type: ignore[arg-type]
-    )
+    data: dict[str, object] = {
+        "source": "PubMed",
+        "id": id,
+        "title": f"Title {id}",
+        "year": year,
+        "url": None,
+        "answers": [],
+        "relevance": 0.5,
+        "design": design,
+        "number": number,
+        "cited": number is not None,
+    }
+    return EvidenceRow.model_validate(data | kw)
 
 
 ROWS = [

@@ -63,7 +63,8 @@ def assert_inert(fragment: str) -> None:
                 href
             ), href
         if "id" in attrs:
-            assert tag == "li" and FRAGMENT_LINK.fullmatch("#" + (attrs["id"] or "")), attrs
+            assert tag == "li", attrs
+            assert FRAGMENT_LINK.fullmatch("#" + (attrs["id"] or "")), attrs
 
 
 @pytest.mark.parametrize(
