@@ -139,6 +139,7 @@ def test_the_table_of_the_state_is_filtered_sorted_and_inert() -> None:
     assert "2 of 3 records" in cited
     recent = table_html(state, "Year", True, "", ALL_DESIGNS, 2010, None, "all")
     assert 'data-id="E3"' not in recent
+    assert table_html(state, "Year", True, "", ALL_DESIGNS, 0, 0, "all").count("<tr class") == 3
     assert "No evidence matches" in table_html(state, text="nothing like this")
     assert "No evidence yet" in table_html("")
     assert "No evidence yet" in table_html("not json")

@@ -144,9 +144,10 @@ def _year(value: float | str | None) -> int | None:
     if value is None or value == "":
         return None
     try:
-        return int(float(value))
+        year = int(float(value))
     except (TypeError, ValueError):
         return None
+    return year if year > 0 else None  # an empty gr.Number reads 0: no bound
 
 
 def table_html(
@@ -199,8 +200,12 @@ def evidence_panel() -> EvidencePanel:
             label="Study design",
             elem_id="dc-ev-design",
         )
-        year_from = gr.Number(label="From year", precision=0, elem_id="dc-ev-year-from")
-        year_to = gr.Number(label="To year", precision=0, elem_id="dc-ev-year-to")
+        year_from = gr.Number(
+            label="From year (0: any)", precision=0, minimum=0, elem_id="dc-ev-year-from"
+        )
+        year_to = gr.Number(
+            label="To year (0: any)", precision=0, minimum=0, elem_id="dc-ev-year-to"
+        )
         scope = gr.Radio(list(SCOPES), value="all", label="Show", elem_id="dc-ev-scope")
     with gr.Row():
         sort = gr.Dropdown(
