@@ -11,7 +11,9 @@ from deepcritical.models import Citation, Evidence, Screening, StudyDesign
 from deepcritical.ui.evidence_table import (
     ALL_DESIGNS,
     EvidenceFilter,
+    embedded_rows,
     filter_rows,
+    rerender_table,
     rows_json,
     sort_rows,
     table_html,
@@ -141,5 +143,16 @@ def test_the_table_of_the_state_is_filtered_sorted_and_inert() -> None:
     assert 'data-id="E3"' not in recent
     assert table_html(state, "Year", True, "", ALL_DESIGNS, 0, 0, "all").count("<tr class") == 3
     assert "No evidence matches" in table_html(state, text="nothing like this")
+    # the table carries its rows: each control re-renders it from what is shown
+    assert embedded_rows(full) == state
+    again = rerender_table(by_year, "Year", True, "", ALL_DESIGNS, 0, 0, "cited")
+    assert again.count("<tr class") == 2
+    assert embedded_rows(again) == state
+    assert "No evidence matches" in rerender_table(
+        again, "Year", True, "zzz", ALL_DESIGNS, 0, 0, "all"
+    )
+    assert "No evidence yet" in rerender_table(
+        "<p>nothing</p>", "Year", True, "", ALL_DESIGNS, 0, 0, ""
+    )
     assert "No evidence yet" in table_html("")
     assert "No evidence yet" in table_html("not json")

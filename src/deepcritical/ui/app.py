@@ -49,7 +49,7 @@ from deepcritical.ui.answer import (
 from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.citations import CITATION_CSS, report_html
 from deepcritical.ui.downloads import write_downloads
-from deepcritical.ui.evidence_table import evidence_panel, rows_json
+from deepcritical.ui.evidence_table import evidence_panel, evidence_view
 from deepcritical.ui.flow_diagram import flow_html
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
 from deepcritical.ui.progress import ProgressView, fail, fold
@@ -95,9 +95,9 @@ CSS += CARD_CSS + CITATION_CSS
 
 Outputs = tuple[str, str, str, str, str, list[str] | None, str, Any, Any, str]
 """(notice, progress, report, evidence, hypotheses, download paths, answer card, evidence by
-year, evidence by study design, flow of records); ``evidence`` is the evidence rows as JSON
-(:func:`~deepcritical.ui.evidence_table.rows_json`; ``""`` for none), the state the Evidence
-tab renders, sorts and filters."""
+year, evidence by study design, flow of records); ``evidence`` is the Evidence tab's table,
+carrying its rows for sorting and filtering
+(:func:`~deepcritical.ui.evidence_table.evidence_view`)."""
 
 
 def _notice_md(settings: Settings) -> str:
@@ -144,7 +144,7 @@ async def stream_run(
     notice = _notice_md(settings)
     view = ProgressView(max_rounds=settings.max_rounds)
     report = '<p class="dc-empty">The report appears here when the run ends.</p>'
-    evidence = ""
+    evidence = '<p class="dc-empty">No evidence yet.</p>'
     hypotheses = '<p class="dc-empty">No hypothesis yet.</p>'
     yield out(view, report, evidence, hypotheses, None)
     result: RunResult | None = None
@@ -165,7 +165,7 @@ async def stream_run(
         yield out(view, report, evidence, hypotheses, None)
         return
     report = report_html(result)
-    evidence = rows_json(result)
+    evidence = evidence_view(result)
     hypotheses = hypotheses_html(result)
     directory = Path(tempfile.mkdtemp(prefix="run-", dir=downloads_root))
     paths = await asyncio.to_thread(
@@ -316,7 +316,7 @@ def build_app(
                 answer = answer_panel()
                 report = gr.HTML(elem_id="dc-report")
             with gr.Tab("Evidence"):
-                evidence = evidence_panel().state
+                evidence = evidence_panel().table
             with gr.Tab("Hypotheses"):
                 hypotheses = gr.HTML(elem_id="dc-hypotheses")
             with gr.Tab("Downloads"):

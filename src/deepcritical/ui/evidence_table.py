@@ -1,9 +1,12 @@
 """The Evidence tab: the escaped evidence table with server-side sorting and filtering.
 
-The run's rows (:func:`~deepcritical.ui.render.evidence_rows`) travel as JSON in a
-``gr.State`` (the run handler's ``evidence`` output); every change of the state or of a
-control re-renders the table on the server with :func:`table_html`: sorted by any column,
-filtered by text, study design, year range and cited / not cited. Off-topic records stay in
+The run handler's ``evidence`` output is the table's HTML (:func:`evidence_view`), which
+carries the run's rows (:func:`~deepcritical.ui.render.evidence_rows`) as JSON in an escaped
+attribute of a hidden ``div``; every change of a control sends the table back and re-renders
+it on the server from those rows (:func:`rerender_table`): sorted by any column, filtered by text,
+study design, year range and cited / not cited. (Rows in a ``gr.State`` re-rendered by its
+``change`` event were tried first: in the browser test with two concurrent sessions, one
+session's table never appeared.) Off-topic records stay in
 the table, greyed out. Plain functions (:func:`filter_rows`, :func:`sort_rows`) do the work;
 :func:`evidence_panel` only builds and wires the components.
 
@@ -15,6 +18,7 @@ keeps all three, and is what the XSS tests already cover.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,8 +35,11 @@ __all__ = [
     "SCOPES",
     "EvidenceFilter",
     "EvidencePanel",
+    "embedded_rows",
     "evidence_panel",
+    "evidence_view",
     "filter_rows",
+    "rerender_table",
     "rows_json",
     "sort_rows",
     "table_html",
@@ -150,6 +157,9 @@ def _year(value: float | str | None) -> int | None:
     return year if year > 0 else None  # an empty gr.Number reads 0: no bound
 
 
+_DATA = re.compile(r'<div class="dc-evidence-data" hidden data-rows="([^"]*)"></div>')
+
+
 def table_html(
     data: str | None,
     sort: str | None = "Relevance",
@@ -160,8 +170,9 @@ def table_html(
     year_to: float | str | None = None,
     scope: str | None = "all",
 ) -> str:
-    """The evidence table of the state ``data`` (:func:`rows_json`), filtered then sorted as
-    the controls say (the handler of every control)."""
+    """The evidence table of the rows ``data`` (:func:`rows_json`), filtered then sorted as
+    the controls say, followed by ``data`` itself in an escaped attribute of a hidden
+    ``div`` (what the next sort or filter starts from: :func:`rerender_table`)."""
     rows = _rows(data)
     if not rows:
         return evidence_table_html([])
@@ -173,23 +184,53 @@ def table_html(
         scope=scope if scope in SCOPES else "all",
     )
     shown = sort_rows(filter_rows(rows, rule), sort or "", descending=bool(descending))
-    return evidence_table_html(shown, shown_of=len(rows))
+    carried = html.escape(data or "", quote=True)
+    return (
+        evidence_table_html(shown, shown_of=len(rows))
+        + f'<div class="dc-evidence-data" hidden data-rows="{carried}"></div>'
+    )
+
+
+def embedded_rows(shown: str | None) -> str:
+    """The rows JSON a table from :func:`table_html` carries (``""`` when none)."""
+    m = _DATA.search(shown or "")
+    return html.unescape(m.group(1)) if m else ""
+
+
+def evidence_view(result: RunResult) -> str:
+    """The Evidence tab's HTML for a finished run (default order: most relevant first)."""
+    return table_html(rows_json(result))
+
+
+def rerender_table(
+    shown: str | None,
+    sort: str | None,
+    descending: bool | None,
+    text: str | None,
+    design: str | None,
+    year_from: float | str | None,
+    year_to: float | str | None,
+    scope: str | None,
+) -> str:
+    """The handler of every control: the table now shown, re-rendered from the rows it
+    carries, sorted and filtered as the controls say."""
+    return table_html(
+        embedded_rows(shown), sort, descending, text, design, year_from, year_to, scope
+    )
 
 
 @dataclass(frozen=True)
 class EvidencePanel:
-    """The Evidence tab's components: ``state`` (the rows as JSON: the run's output),
-    ``table`` (the HTML) and the sort and filter controls."""
+    """The Evidence tab's components: ``table`` (the HTML: the run handler's ``evidence``
+    output) and the sort and filter controls."""
 
-    state: gr.State
     table: gr.HTML
     controls: list[Any]
 
 
 def evidence_panel() -> EvidencePanel:
     """Builds the Evidence tab's controls and table (inside the current ``gr.Tab``) and wires
-    every control, and the state, to re-render the table."""
-    state = gr.State("")
+    every control to re-render the table."""
     with gr.Row():
         text = gr.Textbox(
             label="Filter", placeholder="title, author, journal, id…", elem_id="dc-ev-text"
@@ -214,10 +255,12 @@ def evidence_panel() -> EvidencePanel:
         descending = gr.Checkbox(value=True, label="Descending", elem_id="dc-ev-desc")
     table = gr.HTML(evidence_table_html([]), elem_id="dc-evidence")
     controls: list[Any] = [sort, descending, text, design, year_from, year_to, scope]
-    inputs = [state, *controls]
-    state.change(table_html, inputs, table, api_visibility="private", show_progress="hidden")
     for control in controls:
         control.change(
-            table_html, inputs, table, api_visibility="private", trigger_mode="always_last"
+            rerender_table,
+            [table, *controls],
+            table,
+            api_visibility="private",
+            trigger_mode="always_last",
         )
-    return EvidencePanel(state, table, controls)
+    return EvidencePanel(table, controls)
