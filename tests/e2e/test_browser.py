@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    Playwright,
+    expect,
+    sync_playwright,
+)
 
 from tests.e2e.conftest import CHROMIUM_ARGS, AppServer
 from tests.e2e.corpus import XSS_IMG, XSS_SCRIPT
@@ -100,7 +107,7 @@ def evidence_titles(page: Page) -> list[str]:
     show_tab(page, "Evidence")
     rows = page.locator("#dc-evidence tr.dc-evidence-row")
     rows.first.wait_for(state="visible")
-    return [rows.nth(i).locator("td").nth(2).inner_text() for i in range(rows.count())]
+    return [rows.nth(i).locator("td").nth(1).inner_text() for i in range(rows.count())]
 
 
 def download_links(page: Page) -> dict[str, str]:
@@ -396,6 +403,117 @@ def test_answer_card_charts_and_flow_of_records(
         assert counts["cited"] == flow["cited"]
         no_script_ran(page)
         assert page.locator("#dc-answer-card script, #dc-flow script").count() == 0
+        assert page.evaluate("window.__csp") == []
+    finally:
+        ctx.close()
+
+
+def pick(page: Page, dropdown: str, option: str) -> None:
+    """Choose ``option`` in the Gradio dropdown ``dropdown`` (an elem_id selector)."""
+    page.locator(f"{dropdown} input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def table_years(page: Page) -> list[int]:
+    cells = page.locator("#dc-evidence tr.dc-evidence-row td.dc-year").all_inner_texts()
+    return [int(c) for c in cells if c.strip()]
+
+
+def test_checkable_citations_and_the_evidence_table(
+    browser: Browser, app_server: AppServer, artifacts: Path
+) -> None:
+    """Clicking [1] in the report shows its reference with its supporting quote; reference
+    links open in a new tab; the evidence table sorts by year and filters by design; no
+    payload runs."""
+    from deepcritical.models import ResearchReport
+
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+    ctx.add_init_script(WATCH_STAGES)
+    try:
+        page = open_app(ctx, app_server)
+        start_run(page, QUESTION)
+        wait_for_report(page)
+        data: dict[str, Any] = json.loads(page.request.get(download_links(page)[".json"]).text())
+        report = ResearchReport.model_validate(data["report"])
+        first = next(e for e, n in report.reference_numbers().items() if n == 1)
+        quotes = [
+            q.quote
+            for c in report.grounding
+            if not c.removed
+            for q in c.quotes
+            if q.supports and q.evidence_id == first
+        ]
+        assert quotes, "the report's first reference has no supporting quote"
+
+        show_tab(page, "Report")
+        cite = page.locator("#dc-report a.dc-cite[href='#dc-ref-1']").first
+        tooltip = cite.get_attribute("title") or ""
+        assert tooltip.startswith("“"), tooltip
+        assert any(" ".join(q.split())[:60] in tooltip for q in quotes), tooltip
+        cite.click()
+        target = page.locator("#dc-report li#dc-ref-1")
+        expect(target).to_be_in_viewport()
+        assert page.evaluate("document.querySelector('#dc-ref-1').matches(':target')")
+        shown = " ".join(target.inner_text().split())
+        assert any(" ".join(q.split())[:60] in shown for q in quotes), shown
+        assert XSS_SCRIPT in shown  # the cited title, as text
+        page.screenshot(path=str(artifacts / "report-citations.png"))
+        print(f"screenshot: {artifacts / 'report-citations.png'}")
+
+        external = page.locator("#dc-report li.dc-ref a[href^='http']").first
+        assert external.get_attribute("target") == "_blank"
+        assert set((external.get_attribute("rel") or "").split()) >= {"noopener", "noreferrer"}
+
+        # the evidence table: [n] as in the report, sorted by year both ways
+        show_tab(page, "Evidence")
+        rows = page.locator("#dc-evidence tr.dc-evidence-row")
+        rows.first.wait_for(state="visible")
+        total = rows.count()
+        assert total == len(data["evidence"])
+        assert page.locator("#dc-evidence td.dc-cited").first.inner_text().strip()
+        pick(page, "#dc-ev-sort", "Year")
+        page.wait_for_function(
+            """() => { const y = [...document.querySelectorAll(
+                '#dc-evidence tr.dc-evidence-row td.dc-year')].map(c => c.textContent)
+                .filter(t => t.trim()).map(Number);
+              return y.length > 0 && y.every((v, i) => i === 0 || y[i - 1] >= v); }""",
+            timeout=30_000,
+        )
+        page.locator("#dc-ev-desc input").uncheck()
+        page.wait_for_function(
+            """() => { const y = [...document.querySelectorAll(
+                '#dc-evidence tr.dc-evidence-row td.dc-year')].map(c => c.textContent)
+                .filter(t => t.trim()).map(Number);
+              return y.length > 0 && y.every((v, i) => i === 0 || y[i - 1] <= v); }""",
+            timeout=30_000,
+        )
+        years = table_years(page)
+        assert years == sorted(years)
+        assert rows.count() == total  # sorting hides nothing
+        page.evaluate("document.querySelector('#dc-evidence').scrollIntoView()")
+        page.screenshot(path=str(artifacts / "evidence-table.png"))
+        print(f"screenshot: {artifacts / 'evidence-table.png'}")
+
+        # filter by a design present in the table: only that design is left
+        designs = page.locator("#dc-evidence td.dc-design").all_inner_texts()
+        design = min(set(designs), key=designs.count)
+        pick(page, "#dc-ev-design", design)
+        page.wait_for_function(
+            """d => { const c = [...document.querySelectorAll('#dc-evidence td.dc-design')];
+              return c.length > 0 && c.every(x => x.textContent === d); }""",
+            arg=design,
+            timeout=30_000,
+        )
+        assert rows.count() == designs.count(design)
+        assert (
+            f"{designs.count(design)} of {total} records"
+            in page.locator("#dc-evidence caption").inner_text()
+        )
+
+        show_tab(page, "Hypotheses")
+        assert page.locator("#dc-hypotheses .dc-hypothesis").count() >= 1
+        no_script_ran(page)
+        assert page.locator("#dc-hypotheses script, #dc-hypotheses img").count() == 0
         assert page.evaluate("window.__csp") == []
     finally:
         ctx.close()

@@ -55,7 +55,9 @@ async def test_stream_run_streams_progress_then_the_result(
     assert "<h1>Metformin review</h1>" in str(report)
     assert "&lt;script&gt;" in str(report)
     assert "<script" not in str(report)
-    assert str(evidence).count("dc-evidence-row") == 2
+    assert str(evidence).count('<tr class="dc-evidence-row') == 2
+    assert "dc-evidence-data" in str(evidence)  # the rows, for sorting and filtering
+    assert 'href="#dc-ref-1"' in str(report)  # citations link to their reference
     assert "supporting" in str(hypotheses)
     assert isinstance(files, list)
     assert ["".join(Path(f).suffixes) for f in files] == [
@@ -179,3 +181,29 @@ def test_downloads_include_the_references_for_reference_managers_scrubbed(
     assert [e["title"] for e in ris][1] == "AMPK and mTOR [redacted]"
     assert "@article{" in texts[4]
     assert json.loads(texts[5])[0]["title"].startswith("Metformin and cancer")
+
+
+async def test_the_evidence_controls_re_render_the_run_table(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Every sort and filter control sends the shown table (the run's ``evidence`` output)
+    and the controls, and replaces that table; the run's table carries its rows."""
+    demo = build_app(settings, research_fn=FakeResearch([]))
+    run_fn = next(f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "run")
+    evidence = run_fn.outputs[3]
+    assert evidence.elem_id == "dc-evidence"
+    rerenders = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "rerender_table"]
+    assert len(rerenders) == 7  # sort, direction, text, design, from year, to year, scope
+    for f in rerenders:
+        assert f.inputs[0] is evidence
+        assert list(f.outputs) == [evidence]
+        assert f.api_visibility == "private"
+    outs = await collect(
+        stream_run(FakeResearch(script(run_result()))("Q?", settings), settings, tmp_path)
+    )
+    shown = str(outs[-1][3])
+    cited_only = handler(demo, "rerender_table")(
+        shown, "Year", False, "", "all designs", 0, 0, "cited"
+    )
+    assert cited_only.count('<tr class="dc-evidence-row') == 2
+    assert "AMPK" in handler(demo, "rerender_table")(shown, "Title", True, "ampk", "", 0, 0, "all")

@@ -33,7 +33,9 @@ INERT_TAGS = ALLOWED_TAGS | {
     "summary",
     "section",
     "mark",
+    "caption",
 }
+FRAGMENT_LINK = re.compile(r"#dc-ref-\d+")
 
 
 class Elements(HTMLParser):
@@ -48,7 +50,8 @@ class Elements(HTMLParser):
 
 
 def assert_inert(fragment: str) -> None:
-    """No tag outside the allowed set, no event-handler attribute, links only http(s)."""
+    """No tag outside the allowed set, no event-handler attribute, links only http(s) (or
+    to a reference of the page, ``#dc-ref-<n>``), ids only ``dc-ref-<n>`` on list items."""
     parser = Elements()
     parser.feed(fragment)
     for tag, attrs in parser.found:
@@ -56,7 +59,12 @@ def assert_inert(fragment: str) -> None:
         assert not [a for a in attrs if a.startswith("on") or a == "src"], (tag, attrs)
         href = attrs.get("href")
         if href is not None:
-            assert href.startswith(("https://", "http://", "mailto:")), href
+            assert href.startswith(("https://", "http://", "mailto:")) or FRAGMENT_LINK.fullmatch(
+                href
+            ), href
+        if "id" in attrs:
+            assert tag == "li", attrs
+            assert FRAGMENT_LINK.fullmatch("#" + (attrs["id"] or "")), attrs
 
 
 @pytest.mark.parametrize(
@@ -117,7 +125,7 @@ def test_evidence_table_escapes_every_cell_and_drops_unsafe_links() -> None:
     table = evidence_table_html(rows)
     assert_inert(table)
     assert "&lt;script&gt;" in table
-    assert table.count('class="dc-evidence-row"') == 2
+    assert table.count('<tr class="dc-evidence-row') == 2
     assert 'href="https://example.org/2"' in table
     assert "javascript" not in table
 
@@ -205,3 +213,23 @@ def test_a_full_text_quote_opens_on_its_section_escaped() -> None:
     assert "<mark>Lactic acidosis was rare in 2 of 900 users.</mark>" in fragment
     assert "&lt;script&gt;" in fragment
     assert quoted_passages_html(run_result()) == ""  # no full-text quote: nothing shown
+
+
+def test_hypotheses_list_their_sources_numbered_with_titles_and_quotes() -> None:
+    result = _with_full_text_quote(f"Fewer cancers {HOSTILE}.", f"Fewer cancers {HOSTILE}.")
+    result.evidence[1].stance = Stance.CONTRADICTS
+    result.evidence[1].stance_reason = f"null result {HOSTILE}"
+    out = hypotheses_html(result)
+    assert_inert(out)
+    assert "<script" not in out
+    supporting = out.split('<div class="dc-hyp-supporting">')[1].split("</div>")[0]
+    contradicting = out.split('<div class="dc-hyp-contradicting">')[1].split("</div>")[0]
+    # E1 is [1] in the report, E2 is [2]; titles escaped; E1's grounding quote with its section
+    assert '<span class="dc-hyp-ref">[1]</span> Metformin and cancer &lt;script&gt;' in supporting
+    assert "“Fewer cancers &lt;script&gt;" in supporting
+    assert "— Results › Safety, paragraph 2" in supporting
+    assert '<span class="dc-hyp-ref">[2]</span> AMPK and mTOR' in contradicting
+    assert "Stance (contradicts): null result &lt;script&gt;" in contradicting
+    # a source with neither quote nor stance: its first sentences
+    result.evidence[1].stance_reason = ""
+    assert "“AMPK inhibits mTOR.”" in hypotheses_html(result)

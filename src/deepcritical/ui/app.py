@@ -47,17 +47,16 @@ from deepcritical.ui.answer import (
     year_frame,
 )
 from deepcritical.ui.auth import Access, SignInRequired
+from deepcritical.ui.citations import CITATION_CSS, report_html
 from deepcritical.ui.downloads import write_downloads
+from deepcritical.ui.evidence_table import evidence_panel, evidence_view
 from deepcritical.ui.flow_diagram import flow_html
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
 from deepcritical.ui.progress import ProgressView, fail, fold
 from deepcritical.ui.render import (
-    evidence_rows,
-    evidence_table_html,
     hypotheses_html,
     markdown_to_safe_html,
     progress_html,
-    quoted_passages_html,
 )
 from deepcritical.ui.session import (
     SessionChoice,
@@ -87,12 +86,18 @@ MODEL_CHOICES = [
 CSS = """
 .dc-evidence { border-collapse: collapse; width: 100%; font-size: 0.9em; }
 .dc-evidence td, .dc-evidence th { border: 1px solid #d1d5db; padding: 4px 6px; vertical-align: top; }
+.dc-evidence caption { caption-side: top; text-align: left; color: #4b5563; padding: 2px 0; }
+.dc-evidence tr.dc-off-topic td { text-decoration: line-through; text-decoration-color: #9ca3af; }
+.dc-evidence .dc-id { color: #6b7280; font-size: 0.85em; }
+.dc-hyp-quote { font-size: 0.9em; color: #374151; }
 """  # noqa: E501
-CSS += CARD_CSS
+CSS += CARD_CSS + CITATION_CSS
 
 Outputs = tuple[str, str, str, str, str, list[str] | None, str, Any, Any, str]
 """(notice, progress, report, evidence, hypotheses, download paths, answer card, evidence by
-year, evidence by study design, flow of records)."""
+year, evidence by study design, flow of records); ``evidence`` is the Evidence tab's table,
+carrying its rows for sorting and filtering
+(:func:`~deepcritical.ui.evidence_table.evidence_view`)."""
 
 
 def _notice_md(settings: Settings) -> str:
@@ -159,8 +164,8 @@ async def stream_run(
             view = fail(view, "the run ended without a report")
         yield out(view, report, evidence, hypotheses, None)
         return
-    report = markdown_to_safe_html(result.report.to_markdown()) + quoted_passages_html(result)
-    evidence = evidence_table_html(evidence_rows(result))
+    report = report_html(result)
+    evidence = evidence_view(result)
     hypotheses = hypotheses_html(result)
     directory = Path(tempfile.mkdtemp(prefix="run-", dir=downloads_root))
     paths = await asyncio.to_thread(
@@ -311,7 +316,7 @@ def build_app(
                 answer = answer_panel()
                 report = gr.HTML(elem_id="dc-report")
             with gr.Tab("Evidence"):
-                evidence = gr.HTML(elem_id="dc-evidence")
+                evidence = evidence_panel().table
             with gr.Tab("Hypotheses"):
                 hypotheses = gr.HTML(elem_id="dc-hypotheses")
             with gr.Tab("Downloads"):

@@ -16,7 +16,8 @@ import nh3
 from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
-from deepcritical.models import SOURCE_LABELS, Passage, RunResult, SupportingQuote
+from deepcritical.evidence.grading import grade_evidence
+from deepcritical.models import SOURCE_LABELS, Evidence, Passage, RunResult, SupportingQuote
 from deepcritical.ui.progress import ProgressView
 
 ALLOWED_TAGS = {
@@ -78,13 +79,15 @@ def safe_url(url: str | None) -> str | None:
 class EvidenceRow(BaseModel):
     """One row of the evidence table (plain text; escaped when rendered).
 
-    ``answers``: descriptions of the checklist items the item was assigned to;
-    ``relevance``: the item's 0..1 relevance (calibrated when the item was screened);
-    ``screening``: ``relevant``, ``partial``, ``off_topic`` or ``""`` (not screened), with its
-    one-line ``reason``. Off-topic rows are shown greyed out. ``stance``: ``supports``,
-    ``contradicts``, ``neutral`` or ``""`` (not read), with its ``stance_reason``. ``text``:
-    ``"full text"`` when the item's full text was read (:attr:`Evidence.full_text`), else
-    ``"abstract"``.
+    ``number``: the item's ``[n]`` in the report (``None`` when the report does not list it);
+    ``cited``: the report cites it inline; ``answers``: descriptions of the checklist items
+    the item was assigned to; ``relevance``: the item's 0..1 relevance (calibrated when the
+    item was screened); ``screening``: ``relevant``, ``partial``, ``off_topic`` or ``""`` (not
+    screened), with its one-line ``reason``. Off-topic rows are shown greyed out. ``stance``:
+    ``supports``, ``contradicts``, ``neutral`` or ``""`` (not read), with its
+    ``stance_reason``. ``text``: ``"full text"`` when the item's full text was read
+    (:attr:`Evidence.full_text`), else ``"abstract"``. ``design``: its study design
+    (:func:`~deepcritical.evidence.grading.grade_evidence`).
     """
 
     source: str
@@ -99,11 +102,25 @@ class EvidenceRow(BaseModel):
     stance: str = ""
     stance_reason: str = ""
     text: str = "abstract"
+    number: int | None = None
+    cited: bool = False
+    first_author: str = ""
+    journal: str = ""
+    design: str = ""
+
+    @property
+    def off_topic(self) -> bool:
+        """Screened off-topic (kept, shown greyed out, never cited)."""
+        return self.screening == "off_topic"
 
 
 def evidence_rows(result: RunResult) -> list[EvidenceRow]:
-    """Rows for every evidence item of ``result``, most relevant first."""
+    """Rows for every evidence item of ``result``, most relevant first (off-topic last), each
+    numbered as in the report."""
     described = {c.key: c.description for c in result.plan.checklist} if result.plan else {}
+    numbers = result.report.reference_numbers()
+    cited = set(result.report.cited_ids())
+    designs = {r.evidence_id: r.study_design for r in result.report.references if r.study_design}
     rows = [
         EvidenceRow(
             source=", ".join(SOURCE_LABELS.get(s, s) for s in (e.sources or [e.citation.source])),
@@ -118,59 +135,98 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
             stance=e.stance.value if e.stance else "",
             stance_reason=e.stance_reason,
             text="full text" if e.full_text else "abstract",
+            number=numbers.get(e.id),
+            cited=e.id in cited and e.id in numbers,
+            first_author=e.citation.authors[0] if e.citation.authors else "",
+            journal=e.citation.journal or "",
+            design=(designs.get(e.id) or grade_evidence(e)).value,
         )
         for e in result.evidence
     ]
-    return sorted(rows, key=lambda r: (r.screening == "off_topic", -r.relevance))
+    return sorted(rows, key=lambda r: (r.off_topic, -r.relevance))
 
 
-def evidence_table_html(rows: list[EvidenceRow]) -> str:
-    """An HTML table of ``rows``; every cell escaped, links only to ``http(s)`` URLs."""
-    if not rows:
-        return '<p class="dc-empty">No evidence yet.</p>'
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in (
-            "Source",
-            "Id",
-            "Title",
-            "Year",
-            "Link",
-            "Text",
-            "Answers",
-            "Relevance",
-            "Screening",
-            "Stance",
-        )
+EVIDENCE_COLUMNS = (
+    "Cited",
+    "Title",
+    "First author",
+    "Journal",
+    "Year",
+    "Study design",
+    "Relevance",
+    "Screening",
+    "Answers",
+    "Text",
+    "Stance",
+    "Link",
+)
+"""The evidence table's columns, in order (``Cited``: ``[n]`` and the evidence id)."""
+
+
+def _evidence_row_html(r: EvidenceRow) -> str:
+    e = html.escape
+    link = (
+        f'<a href="{e(r.url, quote=True)}" target="_blank" '
+        f'rel="noopener noreferrer nofollow">{e(r.source or "open")}</a>'
+        if r.url
+        else e(r.source)
     )
-    body: list[str] = []
-    for r in rows:
-        link = (
-            f'<a href="{html.escape(r.url, quote=True)}" target="_blank" '
-            f'rel="noopener noreferrer nofollow">open</a>'
-            if r.url
-            else ""
-        )
-        answers = "; ".join(r.answers)
-        off = r.screening == "off_topic"
-        style = ' style="opacity:0.5"' if off else ""
-        screening = r.screening.replace("_", "-")
-        body.append(
-            f'<tr class="dc-evidence-row{" dc-off-topic" if off else ""}"{style}>'
-            f"<td>{html.escape(r.source)}</td>"
-            f"<td>{html.escape(r.id)}</td><td>{html.escape(r.title)}</td>"
-            f"<td>{r.year if r.year is not None else ''}</td><td>{link}</td>"
-            f'<td class="dc-text">{html.escape(r.text)}</td>'
-            f"<td>{html.escape(answers)}</td><td>{r.relevance:.2f}</td>"
-            f'<td title="{html.escape(r.reason, quote=True)}">'
-            f"{html.escape(r.reason if off else screening)}</td>"
-            f'<td class="dc-stance" title="{html.escape(r.stance_reason, quote=True)}">'
-            f"{html.escape(r.stance)}</td></tr>"
-        )
+    number = f"[{r.number}] " if r.number is not None and r.cited else ""
+    cited = f'<td class="dc-cited">{number}<span class="dc-id">{e(r.id)}</span></td>'
+    screening = r.screening.replace("_", "-")
+    classes = "dc-evidence-row" + (" dc-off-topic" if r.off_topic else "")
+    classes += " dc-is-cited" if r.cited else ""
+    style = ' style="opacity:0.5"' if r.off_topic else ""
     return (
-        f'<table class="dc-evidence"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>"
+        f'<tr class="{classes}"{style} data-id="{e(r.id, quote=True)}">{cited}'
+        f"<td>{e(r.title)}</td>"
+        f'<td class="dc-author">{e(r.first_author)}</td>'
+        f'<td class="dc-journal">{e(r.journal)}</td>'
+        f'<td class="dc-year">{r.year if r.year is not None else ""}</td>'
+        f'<td class="dc-design">{e(r.design)}</td>'
+        f'<td class="dc-relevance">{r.relevance:.2f}</td>'
+        f'<td title="{e(r.reason, quote=True)}">{e(r.reason if r.off_topic else screening)}</td>'
+        f'<td class="dc-answers">{e("; ".join(r.answers))}</td>'
+        f'<td class="dc-text">{e(r.text)}</td>'
+        f'<td class="dc-stance" title="{e(r.stance_reason, quote=True)}">{e(r.stance)}</td>'
+        f'<td class="dc-link">{link}</td></tr>'
     )
+
+
+def evidence_table_html(rows: list[EvidenceRow], *, shown_of: int | None = None) -> str:
+    """An HTML table of ``rows``; every cell escaped, links only to ``http(s)`` URLs (opening
+    in a new tab). ``shown_of``: the number of rows before filtering, for the caption."""
+    if not rows:
+        if shown_of:
+            return f'<p class="dc-empty">No evidence matches the filters (of {shown_of}).</p>'
+        return '<p class="dc-empty">No evidence yet.</p>'
+    head = "".join(f"<th>{h}</th>" for h in EVIDENCE_COLUMNS)
+    caption = (
+        f'<caption class="dc-count">{len(rows)} of {shown_of} records</caption>'
+        if shown_of is not None
+        else ""
+    )
+    body = "".join(_evidence_row_html(r) for r in rows)
+    return (
+        f'<table class="dc-evidence">{caption}<thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def cited_quotes(result: RunResult) -> dict[str, list[SupportingQuote]]:
+    """Evidence id -> its distinct supporting quotes over the report's kept cited sentences,
+    best (entailment, else similarity) first."""
+    found: dict[str, dict[tuple[str, str], SupportingQuote]] = {}
+    for claim in result.report.grounding:
+        if claim.removed:
+            continue
+        for q in claim.quotes:
+            if q.supports and q.quote.strip():
+                found.setdefault(q.evidence_id, {}).setdefault((q.quote, q.locator), q)
+    return {
+        eid: sorted(qs.values(), key=lambda q: -(q.entailment or q.similarity))
+        for eid, qs in found.items()
+    }
 
 
 def _passage_block(number: int, quote: SupportingQuote, passage: Passage) -> str:
@@ -260,15 +316,65 @@ def progress_html(view: ProgressView) -> str:
     return "".join(parts)
 
 
+def _source_item(
+    eid: str, numbers: dict[str, int], items: dict[str, Evidence], quotes: list[SupportingQuote]
+) -> str:
+    """One source of a hypothesis: ``[n] title`` (or its id) and its quotes: the report's
+    supporting quotes for it, its stance reason, else its first sentences."""
+    e = html.escape
+    item = items.get(eid)
+    label = f"[{numbers[eid]}]" if eid in numbers else eid
+    title = item.citation.display_title() if item is not None else "(not in the evidence)"
+    said: list[str] = [
+        f"“{e(q.quote)}”" + (f" — {e(q.locator)}" if q.locator else "") for q in quotes[:2]
+    ]
+    if item is not None and item.stance_reason:
+        said.append(
+            f"Stance ({e(item.stance.value if item.stance else '')}): {e(item.stance_reason)}"
+        )
+    if not said and item is not None and item.content.strip():
+        said.append(f"“{e(item.snippet(240))}”")
+    extra = "".join(f'<li class="dc-hyp-quote">{q}</li>' for q in said)
+    return (
+        f'<li class="dc-hyp-source" data-id="{e(eid, quote=True)}">'
+        f'<span class="dc-hyp-ref">{e(label)}</span> {e(title)}'
+        + (f"<ul>{extra}</ul>" if extra else "")
+        + "</li>"
+    )
+
+
 def hypotheses_html(result: RunResult) -> str:
-    """The report's hypotheses with their supporting and contradicting evidence counts."""
+    """The report's hypotheses, each with its supporting and contradicting sources (numbered
+    as in the report, titled) and their quotes; every text escaped."""
     hs = result.report.hypotheses_tested
     if not hs:
         return '<p class="dc-empty">No hypothesis was formed.</p>'
-    items = "".join(
-        f"<li>{html.escape(h.statement)} <em>(confidence {h.confidence:.2f}; "
-        f"{len(h.supporting_evidence_ids)} supporting, "
-        f"{len(h.contradicting_evidence_ids)} contradicting)</em></li>"
-        for h in hs
-    )
-    return f'<ul class="dc-hypotheses">{items}</ul>'
+    numbers = result.report.reference_numbers()
+    items = {ev.id: ev for ev in result.evidence}
+    quotes = cited_quotes(result)
+    e = html.escape
+    blocks: list[str] = []
+    for h in hs:
+        chain = " → ".join(p for p in [h.drug, h.target, h.pathway, h.effect] if p)
+        parts = [
+            f'<li class="dc-hypothesis"><strong>{e(h.statement)}</strong> '
+            f"<em>(confidence {h.confidence:.2f}; {len(h.supporting_evidence_ids)} supporting, "
+            f"{len(h.contradicting_evidence_ids)} contradicting)</em>"
+        ]
+        if chain:
+            parts.append(f'<p class="dc-chain">Chain: {e(chain)}</p>')
+        for kind, ids in (
+            ("Supporting", h.supporting_evidence_ids),
+            ("Contradicting", h.contradicting_evidence_ids),
+        ):
+            listed = "".join(
+                _source_item(eid, numbers, items, quotes.get(eid, [])) for eid in dict.fromkeys(ids)
+            )
+            parts.append(
+                f'<div class="dc-hyp-{kind.lower()}"><p><strong>{kind} sources</strong></p>'
+                + (f"<ul>{listed}</ul>" if listed else "<p>none</p>")
+                + "</div>"
+            )
+        parts.append("</li>")
+        blocks.append("".join(parts))
+    return f'<ul class="dc-hypotheses">{"".join(blocks)}</ul>'
