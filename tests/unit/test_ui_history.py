@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from deepcritical.config import Settings
-from deepcritical.state import RunNotFoundError
+from deepcritical.events import ResearchEvent
+from deepcritical.state import RunInProgressError, RunNotFoundError
 from deepcritical.ui import history as hist
 
 T0 = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
@@ -169,18 +170,41 @@ def test_export_writes_json(store: FakeStore, tmp_path: Path) -> None:
     assert not (tmp_path / "bob").exists()  # nothing written for another owner's run
 
 
-def test_resume_events_resumes_the_stripped_id(
+async def test_resume_events_resumes_the_stripped_id(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from deepcritical import api
 
     seen: list[tuple[str, Settings, str | None]] = []
 
-    def fake_resume(run_id: str, settings: Settings, owner: str | None) -> Any:
+    async def fake_resume(run_id: str, settings: Settings, owner: str | None) -> Any:
         seen.append((run_id, settings, owner))
-        return iter(())
+        yield ResearchEvent(type="started", message="again", data={"run_id": run_id})
 
     monkeypatch.setattr(api, "resume", fake_resume)
     settings = Settings(data_dir=tmp_path, _env_file=None)
-    hist.resume_events(" r1 ", settings, "user:alice")
+    events = [e async for e in hist.resume_events(" r1 ", settings, "user:alice")]
     assert seen == [("r1", settings, "user:alice")]
+    assert [e.data["run_id"] for e in events] == ["r1"]
+
+
+async def test_resume_waits_for_a_run_just_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepcritical import api
+
+    tries: list[str] = []
+
+    async def still_running(run_id: str, settings: Settings, owner: str | None) -> Any:
+        tries.append(run_id)
+        if len(tries) < 3:
+            raise RunInProgressError(run_id, 1.0, 60.0)
+        yield ResearchEvent(type="started", message="resumed", data={"run_id": run_id})
+
+    monkeypatch.setattr(api, "resume", still_running)
+    settings = Settings(_env_file=None)
+    events = [e async for e in hist.resume_events("r1", settings, None, pause=0.01)]
+    assert len(tries) == 3
+    assert [e.message for e in events] == ["resumed"]
+    tries.clear()
+    with pytest.raises(RunInProgressError):
+        _ = [e async for e in hist.resume_events("r1", settings, None, tries=2, pause=0.01)]
+    assert len(tries) == 2

@@ -14,6 +14,7 @@ sees only that owner's runs: another owner's run is "not found", like one that d
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -24,7 +25,7 @@ from typing import Any, Protocol
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.models import RunResult
-from deepcritical.state import RunNotFoundError, RunRecord
+from deepcritical.state import RunInProgressError, RunNotFoundError, RunRecord
 
 __all__ = [
     "HEADERS",
@@ -207,16 +208,55 @@ def export_to_file(store: RunHistory, run_id: str, owner: str | None, directory:
     return path
 
 
-def resume_events(
-    run_id: str, settings: Settings, owner: str | None
+RESUME_TRIES = 5
+"""Times a resume is tried while the run is still marked running (a run just stopped is
+marked "cancelled" as its handler is cancelled; a quick *Resume* may arrive first)."""
+RESUME_PAUSE = 1.0
+"""Seconds between those tries."""
+
+
+async def resume_events(
+    run_id: str,
+    settings: Settings,
+    owner: str | None,
+    *,
+    tries: int = RESUME_TRIES,
+    pause: float = RESUME_PAUSE,
 ) -> AsyncIterator[ResearchEvent]:
     """The event stream of ``deepcritical.api.resume(run_id, settings, owner=owner)``,
-    ``run_id`` stripped of surrounding blanks.
+    ``run_id`` stripped of surrounding blanks; while the run is still marked running
+    (:class:`~deepcritical.state.RunInProgressError` before the first event) it is tried
+    again, ``tries`` times in all, ``pause`` seconds apart.
 
     Raises (on the first iteration):
         RunNotFoundError: unknown ``run_id``, or another owner's.
         RunNotResumableError: the run already finished.
+        RunInProgressError: the run is still running after ``tries`` tries.
     """
     from deepcritical import api  # on first use: it loads the agents
 
-    return api.resume(run_id.strip(), settings=settings, owner=owner)
+    for attempt in range(1, tries + 1):
+        events = api.resume(run_id.strip(), settings=settings, owner=owner)
+        try:
+            first = await anext(events)
+        except RunInProgressError:
+            await _aclose(events)
+            if attempt >= tries:
+                raise
+            await asyncio.sleep(pause)
+            continue
+        except StopAsyncIteration:
+            return
+        try:
+            yield first
+            async for event in events:
+                yield event
+        finally:
+            await _aclose(events)
+        return
+
+
+async def _aclose(events: AsyncIterator[ResearchEvent]) -> None:
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        await aclose()
