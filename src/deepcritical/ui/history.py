@@ -171,7 +171,12 @@ async def replay_events(record: RunRecord, result: RunResult) -> AsyncIterator[R
     yield ResearchEvent(
         type="started", message=f"Opened run {record.id} from history", data={"run_id": record.id}
     )
-    yield ResearchEvent(type="done", message=f"Stored report ({record.status})", result=result)
+    yield ResearchEvent(
+        type="done",
+        message=f"Stored report ({record.status})",
+        round=result.report.metadata.iterations,
+        result=result,
+    )
 
 
 def open_report(store: RunHistory, run_id: str, owner: str | None) -> tuple[str, str]:
