@@ -247,3 +247,19 @@ def test_downloads_include_the_references_for_reference_managers_scrubbed(
     assert [e["title"] for e in ris][1] == "AMPK and mTOR [redacted]"
     assert "@article{" in texts[4]
     assert json.loads(texts[5])[0]["title"].startswith("Metformin and cancer")
+
+
+async def test_history_open_of_an_unreadable_result_says_so(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deepcritical.models import RunResult
+    from deepcritical.ui import history as hist
+
+    def unreadable(store: Any, run_id: str, owner: str | None) -> Any:
+        return RunResult.model_validate({"report": {"bogus": 1}})
+
+    monkeypatch.setattr(hist, "stored_run", unreadable)
+    store = FakeStore([Record("r1", "Q1")])
+    demo = build_app(settings, research_fn=FakeResearch([]), store_opener=lambda s: store)
+    outs = [o async for o in handler(demo, "open_run")("r1")]
+    assert "could not be read" in str(outs[-1][-2])

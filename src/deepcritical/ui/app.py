@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import gradio as gr
 from gradio.events import api as gr_api
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from deepcritical.config import Settings, redact_model_spec
 from deepcritical.events import ResearchEvent
@@ -499,6 +499,10 @@ def _history_tab(
             )
         except (SignInRequired, RunNotFoundError) as exc:
             yield (*skip, f'<p class="dc-error">{html.escape(str(exc))}</p>', "")
+            return
+        except ValidationError:  # a result stored in a shape this version cannot read
+            message = f"The stored result of run {run_id.strip()} could not be read."
+            yield (*skip, f'<p class="dc-error">{html.escape(message)}</p>', "")
             return
 
         def line(more: str) -> str:
