@@ -156,13 +156,81 @@ def test_history_tab_is_always_built_and_uses_the_opener(settings: Settings) -> 
         comps = demo.get_config_file()["components"]  # type: ignore[attr-defined]
         return {str(c.get("props", {}).get("label")) for c in comps}
 
-    assert "Run id" in labels(build_app(settings, research_fn=FakeResearch([])))
+    label = "Selected run (click a row, or type a run id and press Enter)"
+    assert label in labels(build_app(settings, research_fn=FakeResearch([])))
     store = FakeStore([Record("r1", "Q1")])
     with_store = build_app(settings, research_fn=FakeResearch([]), store_opener=lambda s: store)
-    assert "Run id" in labels(with_store)
-    refresh = handler(with_store, "refresh")
-    assert refresh()[0][:2] == ["r1", "Q1"]
+    assert label in labels(with_store)
+    rows, ids = handler(with_store, "refresh")()
+    assert rows[0][2:4] == ["r1", "Q1"]
+    assert ids == ["r1"]
     assert store.closed == 1
+    # the table is listed when the History tab opens (its select event), not only on Refresh
+    config = with_store.get_config_file()
+    tab = next(c["id"] for c in config["components"] if c["props"].get("label") == "History")
+    refreshes = [
+        d for d in config["dependencies"] if [tab, "select"] in [list(t) for t in d["targets"]]
+    ]
+    assert len(refreshes) == 1
+
+
+async def test_history_row_opens_the_whole_run(settings: Settings, tmp_path: Path) -> None:
+    store = FakeStore(
+        [Record("r1abcdef99", "Q1"), Record("r2", "Q2", status="cancelled", report_markdown=None)]
+    )
+    store.results["r1abcdef99"] = run_result()
+    demo = build_app(
+        settings,
+        research_fn=FakeResearch([]),
+        store_opener=lambda s: store,
+        downloads_dir=tmp_path / "dl",
+    )
+    outs = [o async for o in handler(demo, "open_run")("r1abcdef99")]
+    assert len(outs) == 1
+    (_notice, progress, report, evidence, hypotheses, files, card, *_rest, status, stored) = outs[0]
+    assert "Report ready" in str(progress)
+    assert "r1abcdef99" in str(progress)
+    assert "<h1>Metformin review</h1>" in str(report)
+    assert stored == report  # rendered as the Report tab renders it
+    assert str(evidence).count("dc-evidence-row") == 2
+    assert "supporting" in str(hypotheses)
+    assert 'id="dc-answer"' in str(card)
+    assert isinstance(files, list)
+    assert all(Path(f).is_relative_to(tmp_path / "dl") for f in files)
+    assert "completed" in str(status)
+    assert "r1abcdef99" in str(status)
+    # a stopped run without a report: says so, leaves the run's panels alone
+    outs = [o async for o in handler(demo, "open_run")("r2")]
+    assert "No report yet: Resume continues it" in str(outs[0][-2])
+    assert outs[0][-1] == ""
+    outs = [o async for o in handler(demo, "open_run")("nope")]
+    assert "no stored run" in str(outs[0][-2])
+
+
+def test_pick_maps_a_clicked_row_to_its_full_id(settings: Settings) -> None:
+    import gradio as gr
+
+    demo = build_app(settings, research_fn=FakeResearch([]))
+    row = ["completed", "2026-01-02 03:04", "0123abcd", "Q", "", ""]
+    evt = gr.SelectData(None, {"index": [0, 3], "value": "Q", "row_value": row})
+    assert handler(demo, "pick")(["0123abcd9999", "ffff"], evt) == "0123abcd9999"
+
+
+async def test_page_load_ticks_sources_that_can_work(tmp_path: Path) -> None:
+    from deepcritical.ui.reachability import SourceCheck
+
+    async def prober(roots: Any) -> dict[str, bool]:
+        return {name: name == "pubmed" for name in roots}
+
+    settings = Settings(data_dir=tmp_path, sources=["pubmed", "europepmc"], _env_file=None)
+    demo = build_app(
+        settings, research_fn=FakeResearch([]), source_check=SourceCheck(settings, prober)
+    )
+    ticked, note = await handler(demo, "load_sources")()
+    assert ticked["value"] == ["pubmed"]  # no corpus here; Europe PMC did not answer
+    assert "Unreachable from this server" in note
+    assert "Europe PMC" in note
+    assert "No local corpus" in note
 
 
 def test_downloads_include_the_references_for_reference_managers_scrubbed(
@@ -207,3 +275,19 @@ async def test_the_evidence_controls_re_render_the_run_table(
     )
     assert cited_only.count('<tr class="dc-evidence-row') == 2
     assert "AMPK" in handler(demo, "rerender_table")(shown, "Title", True, "ampk", "", 0, 0, "all")
+
+
+async def test_history_open_of_an_unreadable_result_says_so(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deepcritical.models import RunResult
+    from deepcritical.ui import history as hist
+
+    def unreadable(store: Any, run_id: str, owner: str | None) -> Any:
+        return RunResult.model_validate({"report": {"bogus": 1}})
+
+    monkeypatch.setattr(hist, "stored_run", unreadable)
+    store = FakeStore([Record("r1", "Q1")])
+    demo = build_app(settings, research_fn=FakeResearch([]), store_opener=lambda s: store)
+    outs = [o async for o in handler(demo, "open_run")("r1")]
+    assert "could not be read" in str(outs[-1][-2])

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from deepcritical.config import Settings
-from deepcritical.state import RunNotFoundError
+from deepcritical.events import ResearchEvent
+from deepcritical.state import RunInProgressError, RunNotFoundError
 from deepcritical.ui import history as hist
 
 T0 = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
@@ -31,12 +32,17 @@ class Record:
     report_markdown: str | None = "# Report\n"
     owner: str | None = None
 
+    @property
+    def resumable(self) -> bool:
+        return self.status not in {"completed", "max_iterations"}
+
 
 @dataclass
 class FakeStore:
     records: list[Record]
     closed: int = 0
     limits: list[int] = field(default_factory=list)
+    results: dict[str, Any] = field(default_factory=dict)
 
     def list_runs(self, limit: int = 50, *, owner: str | None = None) -> list[Any]:
         self.limits.append(limit)
@@ -44,6 +50,12 @@ class FakeStore:
 
     def get_run(self, run_id: str, *, owner: str | None = None) -> Any:
         return next((r for r in self.records if r.id == run_id and r.owner == owner), None)
+
+    def result(self, run_id: str, *, owner: str | None = None) -> Any:
+        record = self.get_run(run_id, owner=owner)
+        if record is None:
+            raise RunNotFoundError(run_id)
+        return self.results.get(run_id)
 
     def export_run(self, run_id: str, *, owner: str | None = None) -> dict[str, Any]:
         if self.get_run(run_id, owner=owner) is None:
@@ -73,18 +85,63 @@ def store() -> FakeStore:
     )
 
 
-def test_rows_newest_first_plain_text(store: FakeStore) -> None:
+def test_rows_newest_first_status_and_time_first(store: FakeStore) -> None:
     rows = hist.history_rows(store, None, limit=10)
     assert store.limits == [10]
-    assert rows[0][0] == "r2"
-    assert len(rows[0][1]) == 120
-    assert rows[0][1].endswith("…")
-    assert rows[0][2:] == ["failed", "searching", "40%", "2026-01-02 03:04"]
-    assert rows[1][:3] == ["r1", "Q1", "completed"]
+    assert hist.HEADERS[:3] == ["Status", "Updated (UTC)", "Run"]
+    assert rows[0][:3] == ["failed", "2026-01-02 03:04", "r2"]
+    assert len(rows[0][3]) == 120
+    assert rows[0][3].endswith("…")
+    assert rows[0][4:] == ["searching", "40%"]
+    assert rows[1][:4] == ["completed", "2026-01-02 03:04", "r1", "Q1"]
     assert len(rows) == 2  # the local user's runs only
     assert len(hist.HEADERS) == len(rows[0])
-    assert [r[0] for r in hist.history_rows(store, "user:alice")] == ["a1"]
+    assert [r[2] for r in hist.history_rows(store, "user:alice")] == ["a1"]
     assert hist.history_rows(store, "user:bob") == []
+
+
+def test_table_shows_short_ids_and_keeps_the_full_ones() -> None:
+    long_ids = ["0123456789abcdef", "fedcba9876543210"]
+    store = FakeStore([Record(long_ids[0], "Q0"), Record(long_ids[1], "Q1", status="cancelled")])
+    rows, ids = hist.history_table(store, None)
+    assert ids == long_ids
+    assert [r[2] for r in rows] == ["01234567", "fedcba98"]
+    assert all(len(r[2]) == hist.SHORT_ID for r in rows)
+
+
+def test_selected_run_id_maps_a_clicked_row_to_its_full_id() -> None:
+    ids = ["0123456789abcdef", "fedcba9876543210"]
+    row = ["cancelled", "2026-01-02 03:04", "fedcba98", "Q1", "", ""]
+    assert hist.selected_run_id(ids, 1, row) == ids[1]
+    # a sorted table: the row's own short id wins over its index
+    assert hist.selected_run_id(ids, 0, row) == ids[1]
+    assert hist.selected_run_id(ids, 0, None) == ids[0]
+    assert hist.selected_run_id(ids, 5, None) is None
+    assert hist.selected_run_id(ids, None, ["x", "y", "nomatch"]) is None
+    assert hist.selected_run_id([], 0, row) is None
+
+
+async def test_stored_run_and_its_replay(store: FakeStore) -> None:
+    from tests.unit.ui_fixtures import run_result
+
+    result = run_result()
+    store.results["r1"] = result
+    record, got = hist.stored_run(store, " r1 ", None)
+    assert record.id == "r1"
+    assert got is result
+    assert hist.stored_run(store, "r2", None)[1] is None  # no report yet
+    for run_id, owner in [("nope", None), ("", None), ("a1", None), ("r1", "user:alice")]:
+        with pytest.raises(RunNotFoundError):
+            hist.stored_run(store, run_id, owner)
+    events = [e async for e in hist.replay_events(record, result)]
+    assert [e.type for e in events] == ["started", "done"]
+    assert events[0].data["run_id"] == "r1"
+    assert events[1].result is result
+
+
+def test_status_line_names_status_time_id_and_error(store: FakeStore) -> None:
+    failed = store.get_run("r2")
+    assert hist.status_line(failed) == "failed · updated 2026-01-02 03:04 UTC · run r2 — boom"
 
 
 def test_open_report_and_unknown_id(store: FakeStore) -> None:
@@ -113,18 +170,41 @@ def test_export_writes_json(store: FakeStore, tmp_path: Path) -> None:
     assert not (tmp_path / "bob").exists()  # nothing written for another owner's run
 
 
-def test_resume_events_resumes_the_stripped_id(
+async def test_resume_events_resumes_the_stripped_id(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from deepcritical import api
 
     seen: list[tuple[str, Settings, str | None]] = []
 
-    def fake_resume(run_id: str, settings: Settings, owner: str | None) -> Any:
+    async def fake_resume(run_id: str, settings: Settings, owner: str | None) -> Any:
         seen.append((run_id, settings, owner))
-        return iter(())
+        yield ResearchEvent(type="started", message="again", data={"run_id": run_id})
 
     monkeypatch.setattr(api, "resume", fake_resume)
     settings = Settings(data_dir=tmp_path, _env_file=None)
-    hist.resume_events(" r1 ", settings, "user:alice")
+    events = [e async for e in hist.resume_events(" r1 ", settings, "user:alice")]
     assert seen == [("r1", settings, "user:alice")]
+    assert [e.data["run_id"] for e in events] == ["r1"]
+
+
+async def test_resume_waits_for_a_run_just_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepcritical import api
+
+    tries: list[str] = []
+
+    async def still_running(run_id: str, settings: Settings, owner: str | None) -> Any:
+        tries.append(run_id)
+        if len(tries) < 3:
+            raise RunInProgressError(run_id, 1.0, 60.0)
+        yield ResearchEvent(type="started", message="resumed", data={"run_id": run_id})
+
+    monkeypatch.setattr(api, "resume", still_running)
+    settings = Settings(_env_file=None)
+    events = [e async for e in hist.resume_events("r1", settings, None, pause=0.01)]
+    assert len(tries) == 3
+    assert [e.message for e in events] == ["resumed"]
+    tries.clear()
+    with pytest.raises(RunInProgressError):
+        _ = [e async for e in hist.resume_events("r1", settings, None, tries=2, pause=0.01)]
+    assert len(tries) == 2

@@ -52,24 +52,39 @@ async def collect(stream: AsyncIterator[tuple[object, ...]]) -> list[tuple[objec
     return [out async for out in stream]
 
 
-def test_history_shows_each_user_only_their_runs(settings: Settings, store: FakeStore) -> None:
+def ids(table: tuple[list[list[str]], list[str]]) -> list[str]:
+    """The run ids of the History table ``refresh`` returned (rows, ids)."""
+    rows, run_ids = table
+    assert [row[2] for row in rows] == run_ids  # short ids of short ids are the ids
+    return run_ids
+
+
+async def opened(open_run: Any, *args: Any) -> str:
+    """The status line of History's open handler."""
+    outs = await collect(open_run(*args))
+    return str(outs[-1][-2])
+
+
+async def test_history_shows_each_user_only_their_runs(
+    settings: Settings, store: FakeStore
+) -> None:
     demo = build_app(
         settings, research_fn=FakeResearch([]), store_opener=lambda s: store, access=PASSWORDS
     )
     refresh, open_run, export = (handler(demo, n) for n in ("refresh", "open_run", "export"))
-    assert [row[0] for row in refresh(ALICE, None)] == ["a1"]
-    assert [row[0] for row in refresh(BOB, None)] == ["b1"]
-    assert refresh(None, None) == []  # no signed-in user: nothing, and no store opened
-    assert refresh(gr.Request(username=None), hf_profile("alice")) == []
-    opened = store.closed
-    assert opened == 2
+    assert ids(refresh(ALICE, None)) == ["a1"]
+    assert ids(refresh(BOB, None)) == ["b1"]
+    assert refresh(None, None) == ([], [])  # no signed-in user: nothing, and no store opened
+    assert refresh(gr.Request(username=None), hf_profile("alice")) == ([], [])
+    opened_stores = store.closed
+    assert opened_stores == 2
 
-    seen_by_bob = open_run("a1", BOB, None)
-    assert "no stored run" in seen_by_bob[0]
-    assert "Alice" not in str(seen_by_bob)
-    assert open_run("a1", ALICE, None)[0] == "completed"
-    assert "sign in" in open_run("a1", None, None)[0]
-    assert store.closed == opened + 2  # no store opened without a user
+    seen_by_bob = await opened(open_run, "a1", BOB, None)
+    assert "no stored run" in seen_by_bob
+    assert "Alice" not in seen_by_bob
+    assert "completed" in await opened(open_run, "a1", ALICE, None)
+    assert "sign in" in await opened(open_run, "a1", None, None)
+    assert store.closed == opened_stores + 2  # no store opened without a user
 
     with pytest.raises(gr.Error, match="no stored run"):
         export("a1", BOB, None)
@@ -78,13 +93,15 @@ def test_history_shows_each_user_only_their_runs(settings: Settings, store: Fake
     assert Path(export("a1", ALICE, None)).name == "run-a1.json"
 
 
-def test_without_sign_in_everyone_is_the_local_user(settings: Settings, store: FakeStore) -> None:
+async def test_without_sign_in_everyone_is_the_local_user(
+    settings: Settings, store: FakeStore
+) -> None:
     demo = build_app(settings, research_fn=FakeResearch([]), store_opener=lambda s: store)
     refresh, open_run = handler(demo, "refresh"), handler(demo, "open_run")
     # a user name Gradio might carry changes nothing: there is no sign-in to trust
-    assert [row[0] for row in refresh(ALICE, None)] == ["l1"]
-    assert [row[0] for row in refresh()] == ["l1"]
-    assert "no stored run" in open_run("a1", ALICE, None)[0]
+    assert ids(refresh(ALICE, None)) == ["l1"]
+    assert ids(refresh()) == ["l1"]
+    assert "no stored run" in await opened(open_run, "a1", ALICE, None)
 
 
 async def test_resume_is_scoped_to_the_caller(
@@ -102,7 +119,7 @@ async def test_resume_is_scoped_to_the_caller(
     demo = build_app(
         settings, research_fn=FakeResearch([]), store_opener=lambda s: store, access=PASSWORDS
     )
-    resume = handler(demo, "resume")
+    resume = handler(demo, "resume_run")
     outs = await collect(resume("a1", None, None))
     assert "sign in" in str(outs[-1][1])
     assert owners == []
@@ -138,8 +155,8 @@ async def test_hugging_face_sign_in_owns_by_profile(
         settings, research_fn=fake, store_opener=lambda s: store, access=Access("huggingface")
     )
     refresh = handler(demo, "refresh")
-    assert [row[0] for row in refresh(None, hf_profile("alice"))] == ["h1"]
-    assert refresh(ALICE, None) == []  # a password user name is no Hugging Face sign-in
+    assert ids(refresh(None, hf_profile("alice"))) == ["h1"]
+    assert refresh(ALICE, None) == ([], [])  # a password user name is no Hugging Face sign-in
     await collect(handler(demo, "run")("Q?", "", "none", "", [], 1, 5, "", None, hf_profile("bo")))
     assert fake.owners == ["hf:bo"]
 

@@ -37,6 +37,7 @@ def serve(
     from deepcritical.ui.app import build_app
     from deepcritical.ui.auth import Access, AuthConfigError
     from deepcritical.ui.launch import concurrency_from_env, launch, server_settings
+    from deepcritical.ui.reachability import SourceCheck
 
     try:
         access = Access.from_env()
@@ -48,5 +49,10 @@ def serve(
     if ui_log.getEffectiveLevel() > logging.WARNING:
         ui_log.setLevel(logging.WARNING)
     settings = server_settings(global_options.data_dir)
-    demo = build_app(settings, concurrency=concurrency or concurrency_from_env(), access=access)
+    demo = build_app(
+        settings,
+        concurrency=concurrency or concurrency_from_env(),
+        access=access,
+        source_check=SourceCheck(settings).start(),  # which live sources answer, at start
+    )
     launch(demo, host=host, port=port, mcp_server=mcp, access=access)

@@ -12,6 +12,14 @@ The same Blocks expose ``deep_research`` (:mod:`deepcritical.ui.mcp_tool`) as an
 endpoint and, with ``launch(mcp_server=True)``, as an MCP tool; the UI's own handlers are
 private (they take the session's API key and must not become tools).
 
+*Stop* keeps the run's progress panel and run id and shows it "Stopped"
+(:mod:`deepcritical.ui.control`); *Resume* then continues that run. The sources ticked by
+default are the ones that can work (:mod:`deepcritical.ui.reachability`: the local corpus, and
+the live sources that answered a short check at start); the examples are questions the
+bundled corpus answers (:mod:`deepcritical.ui.examples`). History lists the caller's runs
+when the tab opens; a row click opens the whole run in the Report, Evidence, Hypotheses and
+Downloads tabs.
+
 Being private hides a handler from the API page and the MCP tools, but anyone can still call
 it by its index through ``/gradio_api/queue/join``. So every handler that records or reads
 runs (research, History's refresh, open, export, resume) takes the request and asks
@@ -31,7 +39,7 @@ from typing import Any, Literal
 
 import gradio as gr
 from gradio.events import api as gr_api
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from deepcritical.config import Settings, redact_model_spec
 from deepcritical.events import ResearchEvent
@@ -48,14 +56,16 @@ from deepcritical.ui.answer import (
 )
 from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.citations import CITATION_CSS, report_html
+from deepcritical.ui.control import RunWatch, resumable, stopped_html
 from deepcritical.ui.downloads import write_downloads
 from deepcritical.ui.evidence_table import evidence_panel, evidence_view
+from deepcritical.ui.examples import choose_examples
 from deepcritical.ui.flow_diagram import flow_html
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
 from deepcritical.ui.progress import ProgressView, fail, fold
+from deepcritical.ui.reachability import SourceCheck, default_sources, sources_note
 from deepcritical.ui.render import (
     hypotheses_html,
-    markdown_to_safe_html,
     progress_html,
 )
 from deepcritical.ui.session import (
@@ -68,14 +78,10 @@ from deepcritical.ui.session import (
     visitor_settings,
 )
 from deepcritical.ui.streams import closing
+from deepcritical.ui.theme import THEME_CSS
 
 log = logging.getLogger(__name__)
 
-EXAMPLES = [
-    "Can metformin be repurposed to lower cancer risk in people with type 2 diabetes?",
-    "Does hippocampal atrophy on MRI predict cognitive decline?",
-    "What is the evidence that statins reduce dementia incidence?",
-]
 MODEL_CHOICES = [
     "none",
     "openai:gpt-4o",
@@ -92,12 +98,18 @@ CSS = """
 .dc-hyp-quote { font-size: 0.9em; color: #374151; }
 """  # noqa: E501
 CSS += CARD_CSS + CITATION_CSS
+CSS += THEME_CSS
+SOURCE_WAIT = 3.0
+"""Seconds the page load waits for the source check started with the app."""
 
 Outputs = tuple[str, str, str, str, str, list[str] | None, str, Any, Any, str]
 """(notice, progress, report, evidence, hypotheses, download paths, answer card, evidence by
 year, evidence by study design, flow of records); ``evidence`` is the Evidence tab's table,
 carrying its rows for sorting and filtering
 (:func:`~deepcritical.ui.evidence_table.evidence_view`)."""
+RunOutputs = tuple[Any, ...]
+""":data:`Outputs`, then the run's :class:`ProgressView` (session state, for *Stop*) and the
+update of the *Resume* button."""
 
 
 def _notice_md(settings: Settings) -> str:
@@ -201,6 +213,16 @@ def _choice(
     )
 
 
+def _corpus_exists(settings: Settings) -> bool:
+    from deepcritical.corpus.index import LocalCorpus
+
+    return LocalCorpus.exists(settings.resolved_corpus_dir)
+
+
+def _blank(view: ProgressView, settings: Settings) -> Outputs:
+    return _notice_md(settings), progress_html(view), "", "", "", None, *blank_answer()
+
+
 def build_app(
     settings: Settings,
     *,
@@ -209,6 +231,7 @@ def build_app(
     concurrency: int = 2,
     downloads_dir: Path | None = None,
     access: Access | None = None,
+    source_check: SourceCheck | None = None,
 ) -> gr.Blocks:
     """The web app for runs with ``settings`` (the server's defaults: model, keys from the
     environment, sources, data dir); each session may override model, key, sources, depth
@@ -226,12 +249,29 @@ def build_app(
             directory).
         access: the deployment's sign-in (default: none, every visitor is the local user);
             with Hugging Face sign-in the page gets a "Sign in with Hugging Face" button.
+        source_check: the reachability check of the live sources (default: one over
+            ``settings``, started at the first page load; ``deepcritical serve`` starts it
+            with the app).
     """
     run_fn: ResearchFn = research_fn if research_fn is not None else default_research()
     sign_in = access or Access()
     root = downloads_dir or Path(tempfile.mkdtemp(prefix="deepcritical-ui-"))
     root.mkdir(parents=True, exist_ok=True)
     deep_research = make_deep_research_tool(settings, research_fn, sign_in)
+    check = source_check or SourceCheck(settings)
+    corpus_exists = _corpus_exists(settings)
+
+    async def watched(
+        events: AsyncIterator[ResearchEvent], run_settings: Settings
+    ) -> AsyncIterator[RunOutputs]:
+        """:func:`stream_run`, each tuple followed by the run's view (kept in the session's
+        state for *Stop*) and the *Resume* button (shown when the run ended without its
+        report)."""
+        secrets = secret_values(run_settings)
+        watch = RunWatch(run_settings.max_rounds, lambda text: redact(text, secrets))
+        async for out in stream_run(watch.watch(events), run_settings, root):
+            view = watch.shown
+            yield (*out, view, gr.update(visible=view.finished and resumable(view)))
 
     async def run(
         question: str,
@@ -244,7 +284,7 @@ def build_app(
         orchestrator: str,
         request: gr.Request | None = None,
         profile: gr.OAuthProfile | None = None,
-    ) -> AsyncIterator[Outputs]:
+    ) -> AsyncIterator[RunOutputs]:
         try:
             owner = sign_in.owner(request, profile)
             choice = _choice(llm, api_key, sources, max_rounds, max_sources, orchestrator)
@@ -252,14 +292,47 @@ def build_app(
             del api_key, choice  # the key lives on only inside per_run, as a SecretStr
         except (SettingsError, SignInRequired) as exc:
             view = fail(ProgressView(), str(exc))
-            yield _notice_md(settings), progress_html(view), "", "", "", None, *blank_answer()
+            yield (*_blank(view, settings), None, gr.update(visible=False))
             return
         events = run_fn(question, per_run, context=context.strip() or None, owner=owner)
-        async for out in stream_run(events, per_run, root):
+        async for out in watched(events, per_run):
             yield out
 
-    def stopped() -> str:
-        return progress_html(fail(ProgressView(), "Stopped: the run was cancelled."))
+    async def resume_run(
+        run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
+    ) -> AsyncIterator[RunOutputs]:
+        """Continue the caller's stored run ``run_id`` (stopped, failed or interrupted) to its
+        report, streamed like a new run."""
+        try:
+            owner = sign_in.owner(request, profile)
+        except SignInRequired as exc:
+            view = fail(ProgressView(), str(exc))
+            yield (*_blank(view, settings), None, gr.update(visible=False))
+            return
+        if not run_id.strip():
+            view = fail(ProgressView(), "No run to resume: choose a run in History first.")
+            yield (*_blank(view, settings), None, gr.update(visible=False))
+            return
+        async for out in watched(hist.resume_events(run_id, settings, owner), settings):
+            yield out
+
+    async def resume_stopped(
+        view: ProgressView | None,
+        request: gr.Request | None = None,
+        profile: gr.OAuthProfile | None = None,
+    ) -> AsyncIterator[RunOutputs]:
+        run_id = view.run_id if view is not None and view.run_id else ""
+        async for out in resume_run(run_id, request, profile):
+            yield out
+
+    def stop(view: ProgressView | None) -> tuple[str, Any, ProgressView | None]:
+        """*Stop*: the run's panel as it was, "Stopped" (its handler is cancelled)."""
+        return stopped_html(view), gr.update(visible=resumable(view)), view
+
+    async def load_sources() -> tuple[Any, str]:
+        reachable = await asyncio.to_thread(check.wait, SOURCE_WAIT)
+        ticked = default_sources(settings.sources, reachable, corpus_exists)
+        return gr.update(value=ticked), sources_note(reachable, corpus_exists)
 
     demo = gr.Blocks(title="DeepCritical", analytics_enabled=False)
     with demo:
@@ -271,10 +344,14 @@ def build_app(
         if sign_in.mode == "huggingface":
             gr.LoginButton(elem_id="dc-login")
         notice = gr.Markdown(_notice_md(settings), elem_id="dc-notice")
+        watch_state = gr.State(None)
         with gr.Row():
             with gr.Column(scale=4):
                 question = gr.Textbox(
-                    label="Research question", lines=2, max_lines=6, elem_id="dc-question"
+                    label="Research question (Enter starts the research)",
+                    lines=1,
+                    max_lines=6,
+                    elem_id="dc-question",
                 )
                 context = gr.Textbox(
                     label="Context (optional)", lines=1, max_lines=4, elem_id="dc-context"
@@ -282,7 +359,14 @@ def build_app(
             with gr.Column(scale=1, min_width=160):
                 run_btn = gr.Button("Research", variant="primary", elem_id="dc-run")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="dc-stop")
-        gr.Examples(examples=[[q] for q in EXAMPLES], inputs=[question], label="Examples")
+                resume_btn = gr.Button(
+                    "Resume", variant="secondary", visible=False, elem_id="dc-resume"
+                )
+        gr.Examples(
+            examples=[[q] for q in choose_examples(corpus_exists)],
+            inputs=[question],
+            label="Examples (answered from the local corpus)" if corpus_exists else "Examples",
+        )
         with gr.Accordion("Settings", open=False):
             with gr.Row():
                 llm = gr.Dropdown(
@@ -301,14 +385,31 @@ def build_app(
                     ["iterative", "magentic"],
                     value=settings.orchestrator,
                     label="Orchestrator",
+                    elem_id="dc-orchestrator",
                 )
             with gr.Row():
-                sources = gr.CheckboxGroup(
-                    source_choices(), value=list(settings.sources), label="Sources"
+                with gr.Column():
+                    sources = gr.CheckboxGroup(
+                        source_choices(),
+                        value=default_sources(settings.sources, None, corpus_exists),
+                        label="Sources",
+                        elem_id="dc-sources",
+                    )
+                    sources_info = gr.Markdown(
+                        sources_note(None, corpus_exists),
+                        elem_id="dc-sources-note",
+                        elem_classes=["dc-sources-note"],
+                    )
+                max_rounds = gr.Slider(
+                    1, 20, value=settings.max_rounds, step=1, label="Max rounds", elem_id="dc-rnd"
                 )
-                max_rounds = gr.Slider(1, 20, value=settings.max_rounds, step=1, label="Max rounds")
                 max_sources = gr.Slider(
-                    1, 300, value=settings.max_sources, step=1, label="Max sources"
+                    1,
+                    300,
+                    value=settings.max_sources,
+                    step=1,
+                    label="Max sources",
+                    elem_id="dc-max-sources",
                 )
         progress = gr.HTML(progress_html(ProgressView()), elem_id="dc-progress")
         with gr.Tabs():
@@ -327,23 +428,24 @@ def build_app(
                     elem_id="dc-downloads",
                 )
             outputs = [notice, progress, report, evidence, hypotheses, files, *answer.outputs()]
-            _history_tab(store_opener, settings, root, outputs, sign_in)
-        run_event = run_btn.click(
-            run,
-            inputs=[
-                question,
-                context,
-                llm,
-                api_key,
-                sources,
-                max_rounds,
-                max_sources,
-                orchestrator,
-            ],
-            outputs=outputs,
+            run_outputs = [*outputs, watch_state, resume_btn]
+            hist_resume = _history_tab(
+                store_opener, settings, root, outputs, run_outputs, sign_in, resume_run
+            )
+        inputs = [question, context, llm, api_key, sources, max_rounds, max_sources, orchestrator]
+        run_event = run_btn.click(run, inputs, run_outputs, api_visibility="private")
+        submit_event = question.submit(run, inputs, run_outputs, api_visibility="private")
+        resume_event = resume_btn.click(
+            resume_stopped, [watch_state], run_outputs, api_visibility="private"
+        )
+        stop_btn.click(
+            stop,
+            [watch_state],
+            [progress, resume_btn, watch_state],
+            cancels=[run_event, submit_event, resume_event, hist_resume],
             api_visibility="private",
         )
-        stop_btn.click(stopped, None, [progress], cancels=[run_event], api_visibility="private")
+        demo.load(load_sources, None, [sources, sources_info], api_visibility="private")
         gr_api(deep_research, api_name="deep_research")
     demo.queue(default_concurrency_limit=concurrency)
     return demo
@@ -354,10 +456,15 @@ def _history_tab(
     settings: Settings,
     root: Path,
     outputs: list[Any],
+    run_outputs: list[Any],
     access: Access,
-) -> None:
-    """The *History* tab: the caller's past runs from the durable store; open, resume,
-    export. Each handler asks ``access`` who the caller is before it opens the store."""
+    resume_run: Any,
+) -> Any:
+    """The *History* tab: the caller's past runs from the durable store, listed when the tab
+    opens; a row click opens the run (report, evidence, hypotheses, downloads in their tabs,
+    and its report here); Resume and Export act on the selected run. Each handler asks
+    ``access`` who the caller is before it opens the store. Returns the Resume event (*Stop*
+    cancels it)."""
 
     def with_store(action: Any) -> Any:
         store = opener(settings)
@@ -368,24 +475,53 @@ def _history_tab(
 
     def refresh(
         request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
-    ) -> list[list[str]]:
+    ) -> tuple[list[list[str]], list[str]]:
         try:
             owner = access.owner(request, profile)
         except SignInRequired:
-            return []
-        rows: list[list[str]] = with_store(lambda s: hist.history_rows(s, owner))
-        return rows
+            return [], []
+        table: tuple[list[list[str]], list[str]] = with_store(
+            lambda s: hist.history_table(s, owner)
+        )
+        return table
 
-    def open_run(
+    def pick(ids: list[str] | None, evt: gr.SelectData) -> Any:
+        index = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+        found = hist.selected_run_id(
+            ids or [], index if isinstance(index, int) else None, evt.row_value
+        )
+        return found if found is not None else gr.skip()
+
+    async def open_run(
         run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
-    ) -> tuple[str, str]:
+    ) -> AsyncIterator[tuple[Any, ...]]:
+        skip = tuple(gr.skip() for _ in outputs)
         try:
             owner = access.owner(request, profile)
-            status, markdown = with_store(lambda s: hist.open_report(s, run_id, owner))
+            record, result = await asyncio.to_thread(
+                with_store, lambda s: hist.stored_run(s, run_id, owner)
+            )
         except (SignInRequired, RunNotFoundError) as exc:
-            return html.escape(str(exc)), ""
-        body = markdown_to_safe_html(markdown) if markdown else "<p>No report stored.</p>"
-        return html.escape(status), body
+            yield (*skip, f'<p class="dc-error">{html.escape(str(exc))}</p>', "")
+            return
+        except ValidationError:  # a result stored in a shape this version cannot read
+            message = f"The stored result of run {run_id.strip()} could not be read."
+            yield (*skip, f'<p class="dc-error">{html.escape(message)}</p>', "")
+            return
+
+        def line(more: str) -> str:
+            text = f"{hist.status_line(record)}. {more}"
+            return f'<p class="dc-history-line" role="status">{html.escape(text)}</p>'
+
+        if result is None:
+            more = "No report yet: Resume continues it." if record.resumable else "No report."
+            yield (*skip, line(more), "")
+            return
+        last: tuple[Any, ...] = ()
+        async for out in stream_run(hist.replay_events(record, result), settings, root):
+            last = out
+        opened = "Opened in the Report, Evidence, Hypotheses and Downloads tabs; report below."
+        yield (*last, line(opened), last[2])
 
     def export(
         run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
@@ -399,31 +535,37 @@ def _history_tab(
             raise gr.Error(str(exc)) from None
         return str(path)
 
-    async def resume(
-        run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
-    ) -> AsyncIterator[Outputs]:
-        try:
-            owner = access.owner(request, profile)
-        except SignInRequired as exc:
-            view = fail(ProgressView(), str(exc))
-            yield _notice_md(settings), progress_html(view), "", "", "", None, *blank_answer()
-            return
-        events = hist.resume_events(run_id, settings, owner)
-        async for out in stream_run(events, settings, root):
-            yield out
-
-    with gr.Tab("History"):
-        table = gr.Dataframe(headers=hist.HEADERS, interactive=False, elem_id="dc-history")
+    with gr.Tab("History", elem_id="dc-history-tab") as tab:
+        gr.Markdown(
+            "Your runs, newest first (listed when this tab opens). Click a row to open the "
+            "run; Resume and Export act on the selected run."
+        )
+        table = gr.Dataframe(
+            headers=hist.HEADERS,
+            interactive=False,
+            wrap=True,
+            column_widths=["12%", "14%", "10%", "44%", "10%", "10%"],
+            label="Runs",
+            elem_id="dc-history",
+        )
+        ids = gr.State([])
         with gr.Row():
-            run_id = gr.Textbox(label="Run id", elem_id="dc-history-id")
-            refresh_btn = gr.Button("Refresh")
-            open_btn = gr.Button("Open")
-            resume_btn = gr.Button("Resume")
-            export_btn = gr.Button("Export")
+            run_id = gr.Textbox(
+                label="Selected run (click a row, or type a run id and press Enter)",
+                elem_id="dc-history-id",
+            )
+            refresh_btn = gr.Button("Refresh", elem_id="dc-history-refresh")
+            resume_btn = gr.Button("Resume", elem_id="dc-history-resume")
+            export_btn = gr.Button("Export", elem_id="dc-history-export-btn")
         status = gr.HTML(elem_id="dc-history-status")
         stored_report = gr.HTML(elem_id="dc-history-report")
         exported = gr.File(label="Export (.json)", interactive=False, elem_id="dc-history-export")
-    refresh_btn.click(refresh, None, table, api_visibility="private")
-    open_btn.click(open_run, run_id, [status, stored_report], api_visibility="private")
+    tab.select(refresh, None, [table, ids], api_visibility="private")
+    refresh_btn.click(refresh, None, [table, ids], api_visibility="private")
+    open_outputs = [*outputs, status, stored_report]
+    table.select(pick, [ids], run_id, api_visibility="private").then(
+        open_run, run_id, open_outputs, api_visibility="private"
+    )
+    run_id.submit(open_run, run_id, open_outputs, api_visibility="private")
     export_btn.click(export, run_id, exported, api_visibility="private")
-    resume_btn.click(resume, run_id, outputs, api_visibility="private")
+    return resume_btn.click(resume_run, run_id, run_outputs, api_visibility="private")

@@ -1,9 +1,12 @@
 """Past runs from the durable run store (:mod:`deepcritical.state`), for the web app's
-History tab: the table of runs, a stored report, the JSON export and resuming a run.
+History tab: the table of runs (status and time first, a short id), opening a stored run (its
+record and :class:`~deepcritical.models.RunResult`, replayed as events so the app renders it
+as it renders a live run), the JSON export and resuming a run.
 
 The helpers take an open :class:`RunHistory`: a :class:`~deepcritical.state.RunStore` (the tab
 opens one per action with a :data:`StoreOpener`, default ``RunStore.open``, and closes it
-after), or in tests a small fake of its ``list_runs``/``get_run``/``export_run``/``close``.
+after), or in tests a small fake of its ``list_runs``/``get_run``/``export_run``/``result``/
+``close``.
 
 Every helper takes the caller's ``owner`` (:meth:`deepcritical.ui.auth.Access.owner`) and
 sees only that owner's runs: another owner's run is "not found", like one that does not exist.
@@ -11,28 +14,41 @@ sees only that owner's runs: another owner's run is "not found", like one that d
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
-from deepcritical.state import RunNotFoundError, RunRecord
+from deepcritical.models import RunResult
+from deepcritical.state import RunInProgressError, RunNotFoundError, RunRecord
 
 __all__ = [
     "HEADERS",
+    "SHORT_ID",
     "RunHistory",
     "StoreOpener",
     "export_to_file",
     "history_rows",
+    "history_table",
     "open_report",
+    "replay_events",
     "resume_events",
+    "selected_run_id",
+    "status_line",
+    "stored_run",
 ]
 
-HEADERS = ["Run id", "Question", "Status", "Stage", "Progress", "Updated"]
+HEADERS = ["Status", "Updated (UTC)", "Run", "Question", "Stage", "Progress"]
+"""The History table's columns: status and time first (seen without scrolling), the short
+run id, the question."""
+ID_COLUMN = HEADERS.index("Run")
+SHORT_ID = 8
+"""Characters of a run id shown in the table (the store accepts a unique prefix of 6+)."""
 
 
 class RunHistory(Protocol):
@@ -50,6 +66,10 @@ class RunHistory(Protocol):
     def export_run(self, run_id: str, *, owner: str | None = None) -> dict[str, Any]:
         """``owner``'s run ``run_id`` as JSON data (see
         :meth:`deepcritical.state.RunStore.export_run`)."""
+        ...
+
+    def result(self, run_id: str, *, owner: str | None = None) -> RunResult | None:
+        """``owner``'s stored :class:`RunResult` of ``run_id``, ``None`` before its report."""
         ...
 
     def close(self) -> None:
@@ -71,23 +91,92 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def history_rows(store: RunHistory, owner: str | None, limit: int = 50) -> list[list[str]]:
-    """Rows ``[id, question, status, stage, progress, updated]`` of ``owner``'s newest
-    ``limit`` runs (plain text; the Dataframe shows it as text)."""
+def _status(record: RunRecord) -> str:
+    status = str(record.status)
+    return f"{status} (interrupted)" if getattr(record, "interrupted", False) else status
+
+
+def history_table(
+    store: RunHistory, owner: str | None, limit: int = 50
+) -> tuple[list[list[str]], list[str]]:
+    """``(rows, run ids)`` of ``owner``'s newest ``limit`` runs: rows ``[status, updated,
+    short id, question, stage, progress]`` (plain text; see :data:`HEADERS`) and the full
+    id of each row, in the same order (:func:`selected_run_id` maps a clicked row to it)."""
     rows: list[list[str]] = []
+    ids: list[str] = []
     for r in store.list_runs(limit=limit, owner=owner):
         question = str(r.question)
         rows.append(
             [
-                str(r.id),
+                _status(r),
+                _cell(r.updated_at),
+                str(r.id)[:SHORT_ID],
                 question if len(question) <= 120 else question[:119] + "…",
-                _cell(r.status),
                 _cell(r.stage),
                 _cell(r.progress),
-                _cell(r.updated_at),
             ]
         )
-    return rows
+        ids.append(str(r.id))
+    return rows, ids
+
+
+def history_rows(store: RunHistory, owner: str | None, limit: int = 50) -> list[list[str]]:
+    """The rows of :func:`history_table`."""
+    return history_table(store, owner, limit)[0]
+
+
+def selected_run_id(
+    ids: Sequence[str], row_index: int | None, row_value: Sequence[Any] | None
+) -> str | None:
+    """The full id of the History row the user clicked: the run of ``ids`` whose id starts
+    with the short id of ``row_value`` (the clicked row's cells; right even when the table
+    was sorted), else ``ids[row_index]``; ``None`` for neither."""
+    if row_value is not None and len(row_value) > ID_COLUMN:
+        short = str(row_value[ID_COLUMN]).strip()
+        found = [i for i in ids if short and i.startswith(short)]
+        if len(found) == 1:
+            return found[0]
+    if row_index is not None and 0 <= row_index < len(ids):
+        return ids[row_index]
+    return None
+
+
+def status_line(record: RunRecord) -> str:
+    """One line on a stored run: status, last update, full id, and its error when it has
+    one."""
+    line = f"{_status(record)} · updated {_cell(record.updated_at)} UTC · run {record.id}"
+    return line + (f" — {record.error}" if record.error else "")
+
+
+def stored_run(
+    store: RunHistory, run_id: str, owner: str | None
+) -> tuple[RunRecord, RunResult | None]:
+    """``owner``'s stored run ``run_id`` (a unique prefix of 6+ characters works) and its
+    :class:`RunResult` (``None`` while it has no report: unfinished, failed, stopped).
+
+    Raises:
+        RunNotFoundError: unknown ``run_id``, or another owner's.
+    """
+    rid = run_id.strip()
+    record = store.get_run(rid, owner=owner) if rid else None
+    if record is None:
+        raise RunNotFoundError(f"no stored run {rid!r}")
+    return record, store.result(record.id, owner=owner)
+
+
+async def replay_events(record: RunRecord, result: RunResult) -> AsyncIterator[ResearchEvent]:
+    """A stored run as the two events a live run starts and ends with (``started`` with its
+    ``run_id``, ``done`` with its result), for the app's streaming handler: an opened run is
+    rendered exactly as a finished live one."""
+    yield ResearchEvent(
+        type="started", message=f"Opened run {record.id} from history", data={"run_id": record.id}
+    )
+    yield ResearchEvent(
+        type="done",
+        message=f"Stored report ({record.status})",
+        round=result.report.metadata.iterations,
+        result=result,
+    )
 
 
 def open_report(store: RunHistory, run_id: str, owner: str | None) -> tuple[str, str]:
@@ -124,16 +213,55 @@ def export_to_file(store: RunHistory, run_id: str, owner: str | None, directory:
     return path
 
 
-def resume_events(
-    run_id: str, settings: Settings, owner: str | None
+RESUME_TRIES = 5
+"""Times a resume is tried while the run is still marked running (a run just stopped is
+marked "cancelled" as its handler is cancelled; a quick *Resume* may arrive first)."""
+RESUME_PAUSE = 1.0
+"""Seconds between those tries."""
+
+
+async def resume_events(
+    run_id: str,
+    settings: Settings,
+    owner: str | None,
+    *,
+    tries: int = RESUME_TRIES,
+    pause: float = RESUME_PAUSE,
 ) -> AsyncIterator[ResearchEvent]:
     """The event stream of ``deepcritical.api.resume(run_id, settings, owner=owner)``,
-    ``run_id`` stripped of surrounding blanks.
+    ``run_id`` stripped of surrounding blanks; while the run is still marked running
+    (:class:`~deepcritical.state.RunInProgressError` before the first event) it is tried
+    again, ``tries`` times in all, ``pause`` seconds apart.
 
     Raises (on the first iteration):
         RunNotFoundError: unknown ``run_id``, or another owner's.
         RunNotResumableError: the run already finished.
+        RunInProgressError: the run is still running after ``tries`` tries.
     """
     from deepcritical import api  # on first use: it loads the agents
 
-    return api.resume(run_id.strip(), settings=settings, owner=owner)
+    for attempt in range(1, tries + 1):
+        events = api.resume(run_id.strip(), settings=settings, owner=owner)
+        try:
+            first = await anext(events)
+        except RunInProgressError:
+            await _aclose(events)
+            if attempt >= tries:
+                raise
+            await asyncio.sleep(pause)
+            continue
+        except StopAsyncIteration:
+            return
+        try:
+            yield first
+            async for event in events:
+                yield event
+        finally:
+            await _aclose(events)
+        return
+
+
+async def _aclose(events: AsyncIterator[ResearchEvent]) -> None:
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        await aclose()

@@ -13,6 +13,8 @@ from deepcritical.config import Settings
 from deepcritical.ui.app import CSS, build_app
 from deepcritical.ui.auth import Access
 from deepcritical.ui.headers import security_middleware
+from deepcritical.ui.reachability import SourceCheck
+from deepcritical.ui.theme import THEME
 
 DEFAULT_CONCURRENCY = 2
 SHARED_HISTORY_WARNING = (
@@ -59,6 +61,7 @@ def launch(
     """Serve ``demo`` (blocking) with the MCP server at ``/gradio_api/mcp/``; ``host`` and
     ``port`` default to Gradio's (``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT`` or
     127.0.0.1:7860). Gradio's browser-side run history is off (it would store the API key).
+    The theme (:mod:`deepcritical.ui.theme`) follows the system's light or dark mode.
 
     ``access`` must be the sign-in ``demo`` was built with: with passwords, Gradio's login
     page guards every route; without any sign-in, :data:`SHARED_HISTORY_WARNING` is logged.
@@ -81,6 +84,7 @@ def launch(
         mcp_server=mcp_server,
         show_error=False,
         css=CSS,
+        theme=THEME,
         footer_links=["api"],
         # Gradio's run history saves every call's inputs in the browser (and can upload them
         # to a Hugging Face bucket): that would keep the session's API key. Off.
@@ -92,5 +96,12 @@ def launch(
 
 def build_from_env(access: Access, data_dir: Path | None = None) -> gr.Blocks:
     """The app with :func:`server_settings`, :func:`concurrency_from_env` and the sign-in
-    ``access`` (:meth:`Access.from_env`; give :func:`launch` the same)."""
-    return build_app(server_settings(data_dir), concurrency=concurrency_from_env(), access=access)
+    ``access`` (:meth:`Access.from_env`; give :func:`launch` the same); the reachability check
+    of the live sources starts now, in the background."""
+    settings = server_settings(data_dir)
+    return build_app(
+        settings,
+        concurrency=concurrency_from_env(),
+        access=access,
+        source_check=SourceCheck(settings).start(),
+    )

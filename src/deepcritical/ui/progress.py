@@ -24,6 +24,7 @@ STAGES: dict[str, str] = {
     "report_section": "Writing the report",
     "done": "Report ready",
     "error": "Failed",
+    "stopped": "Stopped",
 }
 """Event type -> the stage label shown; ``manager`` and ``warning`` keep the current stage."""
 
@@ -42,7 +43,8 @@ class HypothesisView(BaseModel):
 
 
 class ProgressView(BaseModel):
-    """What the progress panel shows; built only by :func:`fold`.
+    """What the progress panel shows; built only by :func:`fold` (and ended by :func:`fail`
+    or :func:`stop`).
 
     ``queries_per_source``: search queries sent to each source so far (a query sent to 4
     sources counts once per source). ``hits_per_source``: results each source returned in
@@ -50,7 +52,8 @@ class ProgressView(BaseModel):
     in the run's store. ``coverage``: fraction (0..1) of checklist items satisfied.
     ``checklist``: item key -> status (``unsatisfied``, ``partial``, ``satisfied``).
     ``hypotheses``: the current set (each round re-emits the whole set, which replaces the
-    previous round's).
+    previous round's). ``stopped``: the user stopped the run (not a failure: no error; the
+    run id stays, so the run can be resumed).
     """
 
     run_id: str | None = None
@@ -68,6 +71,7 @@ class ProgressView(BaseModel):
     log: list[str] = Field(default_factory=list)
     finished: bool = False
     failed: bool = False
+    stopped: bool = False
     error: str | None = None
     events: int = 0
 
@@ -168,4 +172,13 @@ def fail(view: ProgressView, message: str) -> ProgressView:
     before the first event, a cancelled run)."""
     return view.model_copy(
         update={"finished": True, "failed": True, "error": message, "stage": STAGES["error"]}
+    )
+
+
+def stop(view: ProgressView) -> ProgressView:
+    """The view of a run the user stopped (*Stop*): stage "Stopped", finished, not failed and
+    without an error, everything else (run id, counts, hypotheses) kept as it was."""
+    return view.model_copy(
+        update={"finished": True, "stopped": True, "failed": False, "error": None}
+        | {"stage": STAGES["stopped"]}
     )

@@ -1,0 +1,185 @@
+"""Which sources can work from this server: the web app's default sources and the note next
+to its *Sources* control.
+
+The live sources' API roots (``Settings.source_base_urls`` or each source's public root) are
+asked once with a short ``HEAD`` (:data:`TIMEOUT` seconds, no redirects, no key, no query,
+no credentials of the URL) in a background thread (:class:`SourceCheck`); any HTTP answer
+below 500 counts as reachable. The local corpus is ticked whenever one exists, live sources
+only when they answered (:func:`default_sources`); the unreachable ones are named in the note
+(:func:`sources_note`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from deepcritical.config import Settings
+from deepcritical.models import SOURCE_LABELS
+from deepcritical.sources.clinicaltrials import DEFAULT_BASE_URL as TRIALS_URL
+from deepcritical.sources.europepmc import DEFAULT_BASE_URL as EUROPEPMC_URL
+from deepcritical.sources.openalex import DEFAULT_BASE_URL as OPENALEX_URL
+from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
+
+__all__ = [
+    "PUBLIC_ROOTS",
+    "TIMEOUT",
+    "SourceCheck",
+    "api_roots",
+    "default_sources",
+    "probe",
+    "sources_note",
+]
+
+log = logging.getLogger(__name__)
+
+TIMEOUT = 2.0
+"""Seconds a source's API root has to answer."""
+
+PUBLIC_ROOTS: dict[str, str] = {
+    "pubmed": PUBMED_URL,
+    "trials": TRIALS_URL,
+    "europepmc": EUROPEPMC_URL,
+    "openalex": OPENALEX_URL,
+    "web": "https://duckduckgo.com",  # the ddgs library searches DuckDuckGo first
+}
+"""Live source -> its public API root (the web source's: its search engine)."""
+
+Prober = Callable[[Mapping[str, str]], Coroutine[Any, Any, dict[str, bool]]]
+"""Asks each ``name -> url`` and returns ``name -> reachable``."""
+
+
+def _bare(url: str) -> str | None:
+    """``url`` without user, password, query and fragment (nothing secret is sent), or
+    ``None`` when it is not an http(s) URL."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return None
+    if parsed.scheme not in {"http", "https"} or not parsed.host:
+        return None
+    bare = httpx.URL(scheme=parsed.scheme, host=parsed.host, port=parsed.port, path=parsed.path)
+    return str(bare)
+
+
+def api_roots(settings: Settings) -> dict[str, str]:
+    """Live source -> the URL the check asks: ``settings.source_base_urls[name]`` when set
+    (a mirror, a stub), else :data:`PUBLIC_ROOTS`; credentials, query and fragment removed.
+    A web source with a ddgs API server is asked there."""
+    roots: dict[str, str] = {}
+    for name, public in PUBLIC_ROOTS.items():
+        bare = _bare(settings.source_base_urls.get(name, public))
+        if bare is not None:
+            roots[name] = bare
+    return roots
+
+
+async def _answers(client: httpx.AsyncClient, url: str, seconds: float) -> bool:
+    try:
+        response = await asyncio.wait_for(client.head(url), seconds + 0.5)
+    except (httpx.HTTPError, TimeoutError, OSError):
+        return False
+    # 407: a proxy that wants credentials answered, not the source
+    return response.status_code < 500 and response.status_code != 407
+
+
+async def probe(
+    roots: Mapping[str, str],
+    *,
+    seconds: float = TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> dict[str, bool]:
+    """``name -> reachable`` for each ``name -> url`` of ``roots``, asked at once with one
+    ``HEAD`` each (``seconds`` to answer, no redirects followed, no API key or other header
+    beyond httpx's own). Never raises."""
+    if not roots:
+        return {}
+    async with httpx.AsyncClient(
+        timeout=seconds, follow_redirects=False, transport=transport
+    ) as client:
+        answers = await asyncio.gather(*(_answers(client, url, seconds) for url in roots.values()))
+    return dict(zip(roots, answers, strict=True))
+
+
+class SourceCheck:
+    """The reachability of the live sources of ``settings``, asked once in a background
+    thread (:meth:`start`, idempotent) and read with :meth:`wait`."""
+
+    def __init__(self, settings: Settings, prober: Prober | None = None) -> None:
+        self._roots = api_roots(settings)
+        self._prober: Prober = prober or probe
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._started = False
+        self._result: dict[str, bool] = {}
+
+    def start(self) -> SourceCheck:
+        """Start the check (once; later calls do nothing) and return ``self``."""
+        with self._lock:
+            if self._started:
+                return self
+            self._started = True
+        threading.Thread(target=self._run, name="dc-source-check", daemon=True).start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            self._result = asyncio.run(self._prober(self._roots))
+        except Exception as exc:  # noqa: BLE001 - a failed check means "unreachable"
+            log.warning("source reachability check failed: %s", type(exc).__name__)
+            self._result = dict.fromkeys(self._roots, False)
+        finally:
+            unreachable = sorted(n for n in self._roots if not self._result.get(n))
+            if unreachable:
+                log.info("sources unreachable from this server: %s", ", ".join(unreachable))
+            self._done.set()
+
+    def wait(self, timeout: float) -> dict[str, bool] | None:
+        """``name -> reachable`` once the check is done (starting it if needed), or ``None``
+        when it is not done within ``timeout`` seconds."""
+        self.start()
+        if not self._done.wait(timeout):
+            return None
+        return dict(self._result)
+
+
+def default_sources(
+    configured: Sequence[str], reachable: Mapping[str, bool] | None, corpus_exists: bool
+) -> list[str]:
+    """The sources ticked by default: ``local`` when a corpus exists, then each live source of
+    ``configured`` that answered the check (none while the check is not done); ``configured``
+    itself when that leaves nothing (no corpus and no source answered)."""
+    ticked = ["local"] if corpus_exists else []
+    ticked += [s for s in configured if s != "local" and reachable and reachable.get(s)]
+    return ticked or list(configured)
+
+
+def _labels(names: Sequence[str]) -> str:
+    return ", ".join(SOURCE_LABELS.get(n, n) for n in names)
+
+
+def sources_note(reachable: Mapping[str, bool] | None, corpus_exists: bool) -> str:
+    """The markdown note next to the *Sources* control: whether the local corpus exists and
+    which live sources did not answer."""
+    corpus = (
+        "The local corpus is searched by default (the examples are answered from it)."
+        if corpus_exists
+        else "No local corpus on this server."
+    )
+    if reachable is None:
+        return f"{corpus} Checking which live sources answer from this server…"
+    down = [n for n, ok in reachable.items() if not ok]
+    up = [n for n, ok in reachable.items() if ok]
+    if not down:
+        return f"{corpus} Live sources reachable: {_labels(up)}."
+    note = (
+        f"{corpus} **Unreachable from this server** (no answer within {TIMEOUT:g} s when "
+        f"the app started): {_labels(down)}. They are left unticked; a run that searches "
+        "them finds nothing there."
+    )
+    return note + (f" Reachable: {_labels(up)}." if up else "")
