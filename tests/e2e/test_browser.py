@@ -16,6 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rispy
+from bibtexparser.entrypoint import parse_string
+from citeproc import (
+    Citation,
+    CitationItem,
+    CitationStylesBibliography,
+    CitationStylesStyle,
+    formatter,
+)
+from citeproc.source.json import CiteProcJSON
 from playwright.sync_api import (
     Browser,
     BrowserContext,
@@ -126,6 +136,29 @@ def download_links(page: Page) -> dict[str, str]:
     return out
 
 
+def assert_reference_files(page: Page, links: dict[str, str], data: dict[str, Any]) -> None:
+    """The RIS, BibTeX and CSL-JSON downloads parse back with rispy, bibtexparser and
+    citeproc-py, and hold the report's references, in its order, with their PMIDs."""
+    references = data["report"]["references"]
+    assert references
+    pmids = [r["citation"]["pmid"] for r in references]
+    ris = rispy.loads(page.request.get(links[".ris"]).text())
+    assert [r.get("accession_number") for r in ris] == pmids
+    library = parse_string(page.request.get(links[".bib"]).text())
+    assert not library.failed_blocks
+    assert [e.fields_dict["pmid"].value for e in library.entries] == pmids
+    csl = json.loads(page.request.get(links[".csl.json"]).text())
+    assert [item["PMID"] for item in csl] == pmids
+    bibliography = CitationStylesBibliography(
+        CitationStylesStyle("harvard-cite-them-right", validate=False),
+        CiteProcJSON(csl),
+        formatter.plain,
+    )
+    for item in csl:
+        bibliography.register(Citation([CitationItem(item["id"])]))
+    assert len(bibliography.bibliography()) == len(references)
+
+
 def no_script_ran(page: Page) -> None:
     assert page.evaluate("typeof window.__xss") == "undefined", "a payload script ran"
     assert page.locator("img[onerror]").count() == 0
@@ -189,6 +222,7 @@ def test_research_run_in_the_browser(
     data: dict[str, Any] = json.loads(page.request.get(links[".json"]).text())
     assert data["report"]["research_question"] == QUESTION
     assert data["evidence"]
+    assert_reference_files(page, links, data)
 
     # the hostile titles the report cites render as text there too
     show_tab(page, "Report")
