@@ -312,7 +312,7 @@ async def test_the_web_apps_resume_shows_the_refusal(
     run_id = stored_run(runs, settings, "in_progress", 2.0)
     demo = build_app(settings, downloads_dir=tmp_path / "downloads")
     resume_handler = next(
-        fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "resume"
+        fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "resume_run"
     )
     assert resume_handler is not None
     outputs = [out async for out in resume_handler(run_id)]
