@@ -9,8 +9,10 @@ The tests share the servers and run in order:
   follow`` writes the finished run's report;
 - ``runs cancel`` stops a running job within 5 s;
 - a worker killed with SIGKILL mid-run: its run is recovered by the other worker once its
-  heartbeat is stale (the heartbeat is aged here instead of waiting 60 s) and completes with
-  every saved source kept once and no search request the stub answered repeated.
+  heartbeat is stale (the heartbeat is aged here instead of waiting 60 s), or at once when
+  the worker restarts with the same ``--worker-id``, and completes with every saved source kept
+  once and no search request the stub answered repeated;
+- the embedded default: one worker on the SQLite run database (no server) runs a job.
 """
 
 from __future__ import annotations
@@ -92,6 +94,9 @@ class Cluster:
                  "2", "--worker-id", name],
                 cwd=self.root, env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True,
             )  # fmt: skip
+
+    def alive(self) -> set[str]:
+        return {name for name, proc in self.workers.items() if proc.poll() is None}
 
     def log_of(self, name: str) -> str:
         return (self.root / f"{name}.log").read_text(errors="replace")[-3000:]
@@ -267,67 +272,149 @@ def _age_heartbeat(store: RunStore, run_id: str, seconds: float) -> None:
     store.transact(work)
 
 
-def test_sigkilled_workers_run_is_recovered_by_the_other(cluster: Cluster) -> None:
-    settings = cluster.settings(max_rounds=2, max_sources=500)
-    run_id = submit_run(QUESTIONS[0], settings)
-    store = cluster.store()
+@dataclass
+class Killed:
+    """A run whose worker was killed with SIGKILL in round 2: the worker, the sources saved
+    before, the (route, query) requests the stub had answered, the request log's length."""
+
+    worker: str
+    before: dict[tuple[str, str], tuple[int, str]]
+    answered: set[tuple[str, str]]
+    log_mark: int
+
+
+def kill_worker_mid_run(cluster: Cluster, store: RunStore, run_id: str) -> Killed:
+    """Wait until the run's round 1 is checkpointed, hold round 2's searches at the stub,
+    SIGKILL the run's worker, then release the stub."""
+
+    def round_one() -> tuple[str, list[str]] | None:
+        record = store.require_run(run_id)
+        if record.worker is None or not record.iterations:
+            return None
+        return record.worker, list(record.iterations[0]["queries"])
+
+    victim, first_queries = wait_for(round_one, "round 1 is checkpointed", cluster, 90)
+    round_one_queries = {q.strip() for q in first_queries}
+
+    def later_query(record: RequestRecord) -> bool:
+        query = query_of(record)
+        return query is not None and query.strip() not in round_one_queries
+
+    held_before = cluster.stub.held
+    cluster.stub.hold(later_query)
     try:
 
-        def round_one() -> tuple[str, list[str]] | None:
-            record = store.require_run(run_id)
-            if record.worker is None or not record.iterations:
-                return None
-            return record.worker, list(record.iterations[0]["queries"])
+        def round_two() -> bool:
+            status = store.require_run(run_id).status
+            assert status not in FINAL, f"the run ended ({status}) before round 2 searched"
+            return cluster.stub.held > held_before
 
-        victim, first_queries = wait_for(round_one, "round 1 is checkpointed", cluster, 90)
-        survivor = "w2" if victim == "w1" else "w1"
-        round_one_queries = {q.strip() for q in first_queries}
-
-        def later_query(record: RequestRecord) -> bool:
-            query = query_of(record)
-            return query is not None and query.strip() not in round_one_queries
-
-        cluster.stub.hold(later_query)
-        held_before = cluster.stub.held
-        wait_for(lambda: cluster.stub.held > held_before, "round 2 to search", cluster, 90)
+        wait_for(round_two, "round 2 to search", cluster, 90)
         time.sleep(0.5)
         proc = cluster.workers[victim]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        killed = store.require_run(run_id)
-        assert killed.status == "in_progress"
+        assert store.require_run(run_id).status == "in_progress"
         before = _sources(store, run_id)
         assert before, "round 1 saved no source before the kill"
         answered = {(r.route, q) for r in cluster.stub.requests if r.status and (q := query_of(r))}
-        log_mark = len(cluster.stub.requests)
-        cluster.stub.release()
-        # 60 s without a heartbeat is how a dead worker is told from a slow one: age it
-        # instead of waiting; the survivor's next recovery pass (every 5 s) takes the job
-        killed_at = time.monotonic()
-        _age_heartbeat(store, run_id, STALE_AFTER_SECONDS + 1)
-
-        def finished() -> Any:
-            record = store.require_run(run_id)
-            return record if record.status in FINAL else None
-
-        final = wait_for(finished, "the recovered run to finish", cluster, 120)
-        recovered_in = time.monotonic() - killed_at
-        assert final.status in {"completed", "max_iterations"}, (final.status, final.error)
-        assert final.worker == survivor
-        assert final.attempts == 2
-        assert final.report_markdown
-        after = _sources(store, run_id)
-        for key, value in before.items():
-            assert after.get(key) == value, f"source {key} changed or was lost"
-        numbers = [n for n, _ in after.values()]
-        assert sorted(numbers) == list(range(1, len(numbers) + 1))
-        assert recovered_in < 120
+        return Killed(victim, before, answered, len(cluster.stub.requests))
     finally:
-        store.close()
+        cluster.stub.release()
+
+
+def check_continued(cluster: Cluster, store: RunStore, run_id: str, killed: Killed) -> Any:
+    """Wait for the run to finish; check its report, sources and searches; its record."""
+
+    def finished() -> Any:
+        record = store.require_run(run_id)
+        return record if record.status in FINAL else None
+
+    final = wait_for(finished, "the continued run to finish", cluster, 120)
+    assert final.status in {"completed", "max_iterations"}, (final.status, final.error)
+    assert final.attempts == 2
+    assert final.report_markdown
+    after = _sources(store, run_id)
+    for key, value in killed.before.items():
+        assert after.get(key) == value, f"source {key} changed or was lost"
+    numbers = [n for n, _ in after.values()]
+    assert sorted(numbers) == list(range(1, len(numbers) + 1))
+    later = cluster.stub.requests[killed.log_mark :]
     repeated = [
         (r.route, q)
-        for r in cluster.stub.requests[log_mark:]
-        if (q := query_of(r)) is not None and (r.route, q) in answered
+        for r in later
+        if (q := query_of(r)) is not None and (r.route, q) in killed.answered
     ]
-    assert not repeated, f"the recovered run repeated searches: {repeated[:5]}"
-    assert len(cluster.stub.requests) > log_mark, "the recovered run made no new search"
+    assert not repeated, f"the continued run repeated searches: {repeated[:5]}"
+    assert later, "the continued run made no new search"
+    return final
+
+
+def test_sigkilled_workers_run_is_recovered_by_the_other(cluster: Cluster) -> None:
+    run_id = submit_run(QUESTIONS[0], cluster.settings(max_rounds=2, max_sources=500))
+    store = cluster.store()
+    try:
+        killed = kill_worker_mid_run(cluster, store, run_id)
+        # 60 s without a heartbeat is how a dead worker is told from a slow one: age it
+        # instead of waiting; the survivor's next recovery pass (every 5 s) takes the job
+        _age_heartbeat(store, run_id, STALE_AFTER_SECONDS + 1)
+        final = check_continued(cluster, store, run_id, killed)
+        assert final.worker == ("w2" if killed.worker == "w1" else "w1")
+    finally:
+        store.close()
+        cluster.start_worker("w2" if "w2" not in cluster.alive() else "w1")
+
+
+def test_sigkilled_workers_run_continues_at_once_when_it_restarts_with_its_id(
+    cluster: Cluster,
+) -> None:
+    assert cluster.alive() == {"w1", "w2"}
+    # another wording than the first kill's: its round 2 searches are not in the call cache
+    question = "Does MEK inhibitor therapy prolong survival in BRAF V600-mutant melanoma?"
+    run_id = submit_run(question, cluster.settings(max_rounds=2, max_sources=500))
+    store = cluster.store()
+    try:
+        killed = kill_worker_mid_run(cluster, store, run_id)
+        restarted = time.monotonic()
+        # the same --worker-id: it gives up the run's heartbeat, DBOS recovers its job at launch
+        cluster.start_worker(killed.worker)
+        final = check_continued(cluster, store, run_id, killed)
+        # DBOS re-enqueues the recovered job: the first free worker takes it, at once, not
+        # after the 60 s a dead worker's heartbeat needs to go stale
+        assert final.worker in {"w1", "w2"}
+        assert time.monotonic() - restarted < STALE_AFTER_SECONDS
+    finally:
+        store.close()
+
+
+def test_embedded_default_runs_a_job_on_sqlite(cluster: Cluster, tmp_path: Path) -> None:
+    data_dir = tmp_path / "embedded"
+    env = {k: v for k, v in cluster.env.items() if k != "DEEPCRITICAL_DATABASE_URL"}
+    with (tmp_path / "solo.log").open("w") as log:
+        proc = subprocess.Popen(
+            [*cli_command(), "--data-dir", str(data_dir), "worker", "--worker-id", "solo"],
+            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+    try:
+        settings = cluster.settings(data_dir=data_dir, database_url=None)
+        run_id = submit_run(QUESTIONS[3], settings)
+        store = RunStore.open(settings)
+        try:
+            deadline = time.monotonic() + 90
+            while store.require_run(run_id).status not in FINAL and time.monotonic() < deadline:
+                time.sleep(0.2)
+            record = store.require_run(run_id)
+            logged = store.events(run_id)
+        finally:
+            store.close()
+        assert record.status in {"completed", "max_iterations"}, (
+            record.status,
+            (tmp_path / "solo.log").read_text(errors="replace")[-2000:],
+        )
+        assert record.worker == "solo"
+        assert logged[-1].event.type == "done"
+        assert (data_dir / "deepcritical.db").is_file()
+        assert (data_dir / "deepcritical-jobs.db").is_file()  # DBOS's tables, beside it
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -12,7 +12,7 @@ import pytest
 
 from deepcritical.events import ResearchEvent
 from deepcritical.state import RunInProgressError, RunStore
-from deepcritical.state.lease import abandon_run, claim_run, dead_workers
+from deepcritical.state.lease import abandon_runs, claim_run, dead_workers
 from deepcritical.state.schema import aware
 
 
@@ -82,7 +82,9 @@ def test_dead_workers_and_restarted_worker(runs: RunStore) -> None:
     runs.set_worker(fresh, "w1")
     with pytest.raises(RunInProgressError):
         claim_run(runs, fresh)
-    assert not abandon_run(runs, fresh, "w2")  # another worker's run: untouched
-    assert abandon_run(runs, fresh, "w1")
+    assert abandon_runs(runs, "w2") == []  # another worker's runs: untouched
+    with pytest.raises(RunInProgressError):
+        claim_run(runs, fresh)
+    assert sorted(abandon_runs(runs, "w1")) == sorted([run_id, fresh])
     assert runs.require_run(fresh).status == "in_progress"
     assert claim_run(runs, fresh) == 2

@@ -4,9 +4,10 @@ The job is run with :func:`deepcritical.api.resume` on its recorded run: a ``que
 starts from the beginning (its first attempt); a run that already has checkpoints (its
 worker died) continues from them, its finished search calls answered by the call cache, its
 sources saved idempotently. The resume lease decides who may continue a run: a run left
-``in_progress`` by a dead worker is taken over once its heartbeat is stale (another worker's
-recovery), or at once by the same worker id restarted (:func:`~deepcritical.state.lease.
-abandon_run`: it knows it runs nothing yet).
+``in_progress`` by a dead worker is taken over once its heartbeat is stale, at once when the
+worker restarted with the same id gave the heartbeat up
+(:func:`~deepcritical.state.lease.abandon_runs`); while another process holds the lease the
+job waits (a duplicate recovery ends when the run does).
 
 While the run streams, a watcher reads ``cancel_requested`` every
 :data:`CANCEL_POLL_SECONDS`; when it is set the run's stream is closed (the run is recorded
@@ -26,7 +27,7 @@ from deepcritical.api import resume
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.state.errors import RunInProgressError
-from deepcritical.state.lease import LIVE_STATUSES, abandon_run
+from deepcritical.state.lease import LIVE_STATUSES
 from deepcritical.state.runs import FINISHED_STATUSES, RunStore
 
 __all__ = ["CANCEL_POLL_SECONDS", "execute_run"]
@@ -37,8 +38,8 @@ CANCELLED_NOTE = "the run was cancelled (deepcritical runs cancel)"
 CANCEL_POLL_SECONDS = 0.5
 """How often a running job checks whether it was cancelled."""
 
-_RUNNING: set[str] = set()
-"""Run ids this process is executing now."""
+LEASE_WAIT_SECONDS = 5.0
+"""How long a job waits before trying again a run whose lease another process holds."""
 
 
 async def execute_run(run_id: str, settings: Settings, worker: str) -> str:
@@ -60,17 +61,20 @@ async def execute_run(run_id: str, settings: Settings, worker: str) -> str:
         if record.cancel_requested:
             await asyncio.to_thread(_mark_cancelled, store, run_id)
             return "cancelled"
-        if record.worker == worker and record.status in LIVE_STATUSES and run_id not in _RUNNING:
-            # this worker id died while running it and has started again
-            await asyncio.to_thread(abandon_run, store, run_id, worker)
-        _RUNNING.add(run_id)
-        try:
-            cancelled = await _run_until_cancelled(store, run_id, settings, record.owner, worker)
-        except RunInProgressError:  # a duplicate recovery: the live owner goes on with it
-            log.warning("job already running in another process", run_id=run_id)
-            return "in_progress"
-        finally:
-            _RUNNING.discard(run_id)
+        while True:
+            try:
+                cancelled = await _run_until_cancelled(
+                    store, run_id, settings, record.owner, worker
+                )
+                break
+            except RunInProgressError:
+                # another process holds the run's lease: a live one (a duplicate recovery)
+                # finishes it; a dead one's heartbeat goes stale and the lease is ours
+                log.warning("job's run held by another process; waiting", run_id=run_id)
+                await asyncio.sleep(LEASE_WAIT_SECONDS)
+                current = await asyncio.to_thread(store.job_record, run_id)
+                if current is None or current.status not in LIVE_STATUSES:
+                    return current.status if current is not None else "missing"
         if cancelled:
             await asyncio.to_thread(_mark_cancelled, store, run_id)
         final = await asyncio.to_thread(store.job_record, run_id)

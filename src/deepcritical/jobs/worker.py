@@ -9,8 +9,10 @@ that ended with an error report or raised is never retried.
 
 Two ways a dead worker's job is picked up:
 
-- on restart with the same worker id (``--worker-id``): DBOS recovers that executor's
-  pending workflows at launch, and the job takes the run over at once;
+- on restart with the same worker id (``--worker-id``): the worker first gives up the
+  heartbeats of the runs it had (:func:`~deepcritical.state.lease.abandon_runs`), then DBOS
+  recovers that executor's pending workflows at launch (re-enqueued; any worker dequeues
+  them) and the run is taken over at once;
 - by any other worker, within :data:`~deepcritical.state.runs.STALE_AFTER_SECONDS` +
   :data:`RECOVERY_POLL_SECONDS`: every worker looks for runs whose worker's heartbeat is
   stale (:func:`~deepcritical.state.lease.dead_workers`) and recovers that worker's
@@ -29,7 +31,7 @@ import structlog
 from deepcritical.config import Settings
 from deepcritical.jobs.engine import QUEUE, QUEUE_POLL_SECONDS, WORKFLOW, dbos_config
 from deepcritical.jobs.execute import execute_run
-from deepcritical.state.lease import dead_workers
+from deepcritical.state.lease import abandon_runs, dead_workers
 from deepcritical.state.runs import STALE_AFTER_SECONDS, RunStore
 
 __all__ = ["MAX_RECOVERY_ATTEMPTS", "RECOVERY_POLL_SECONDS", "default_worker_id", "run_worker"]
@@ -89,7 +91,14 @@ def run_worker(
     global _CONTEXT
     name = worker_id or default_worker_id()
     _CONTEXT = _WorkerContext(settings=settings, worker_id=name)
-    RunStore.open(settings).close()  # the run database exists and is migrated
+    store = RunStore.open(settings)  # the run database exists and is migrated
+    try:
+        # this worker id runs nothing yet: what it ran before is for whoever recovers it
+        given_up = abandon_runs(store, name)
+    finally:
+        store.close()
+    if given_up:
+        log.warning("continuing the runs of this worker's last life", runs=given_up)
     _register_workflow()
     DBOS(config=dbos_config(settings, name))
     DBOS.launch()

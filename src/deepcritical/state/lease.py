@@ -30,7 +30,7 @@ from deepcritical.state.errors import RunInProgressError, RunNotFoundError, RunN
 from deepcritical.state.runs import FINISHED_STATUSES, STALE_AFTER_SECONDS, RunStore
 from deepcritical.state.schema import RunRow, aware
 
-__all__ = ["LIVE_STATUSES", "abandon_run", "claim_run", "dead_workers", "release_run"]
+__all__ = ["LIVE_STATUSES", "abandon_runs", "claim_run", "dead_workers", "release_run"]
 
 LIVE_STATUSES = frozenset({"pending", "in_progress"})
 """Statuses of a run that may have a process working on it (decided by its heartbeat)."""
@@ -126,34 +126,33 @@ def release_run(runs: RunStore, run_id: str, error: str) -> None:
     runs.transact(work)
 
 
-def abandon_run(runs: RunStore, run_id: str, worker: str) -> bool:
-    """Give up the heartbeat of a job that ``worker`` was running when it died, once
-    ``worker`` (the same worker id) has started again: an ``in_progress`` or ``pending`` row
-    whose ``worker`` is ``worker`` keeps its status (followers keep waiting) but its heartbeat
-    is set a day back, so :func:`claim_run` takes it over at once instead of waiting for it to
-    go stale. Only the restarted worker may call it: it knows that it runs nothing yet. True
-    when the row changed.
+def abandon_runs(runs: RunStore, worker: str) -> list[str]:
+    """Give up the heartbeats of the jobs that ``worker`` was running when it died, as the
+    worker with the same id starts again (before it takes any job): every ``pending`` or
+    ``in_progress`` row whose ``worker`` is ``worker`` keeps its status (followers keep
+    waiting) but its heartbeat is set a day back, so :func:`claim_run` lets whichever worker
+    recovers the job take it over at once instead of waiting for it to go stale. Only a
+    worker that runs nothing yet may call it, and worker ids must be unique among live
+    workers. The ids of the runs given up.
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: the database failed (after the store's retries).
     """
 
-    def work(session: Session) -> bool:
-        now = utc_now()
-        taken = cast(
-            "CursorResult[Any]",
+    def work(session: Session) -> list[str]:
+        found = list(
+            session.scalars(
+                select(RunRow.id).where(RunRow.worker == worker, RunRow.status.in_(LIVE_STATUSES))
+            ).all()
+        )
+        if found:
             session.execute(
                 update(RunRow)
-                .where(
-                    RunRow.id == run_id,
-                    RunRow.worker == worker,
-                    RunRow.status.in_(LIVE_STATUSES),
-                )
-                .values(updated_at=now - timedelta(days=1))
+                .where(RunRow.id.in_(found), RunRow.status.in_(LIVE_STATUSES))
+                .values(updated_at=utc_now() - timedelta(days=1))
                 .execution_options(synchronize_session=False)
-            ),
-        )
-        return bool(taken.rowcount == 1)
+            )
+        return [str(r) for r in found]
 
     return runs.transact(work)
 
