@@ -42,6 +42,7 @@ from deepcritical.cli.run_output import (
     parse_export_formats,
     run_to_report,
 )
+from deepcritical.cli.runs import Owner
 from deepcritical.events import ResearchEvent
 from deepcritical.state import RunNotFoundError
 
@@ -103,6 +104,7 @@ def follow(
     run_id: RunId,
     out: ReportPath = Path("report.md"),
     export: ExportOption = None,
+    owner: Owner = None,
 ) -> None:
     """Show a job's progress from its event log, as `research` does, until it ends; write
     its report files when it delivers a report. Ctrl-C stops following, not the run."""
@@ -112,7 +114,7 @@ def follow(
     from deepcritical.jobs import follow_run
 
     async def events() -> AsyncIterator[ResearchEvent]:
-        async for logged in follow_run(run_id, settings):
+        async for logged in follow_run(run_id, settings, owner=owner):
             yield logged.event
 
     run_to_report(
@@ -124,14 +126,14 @@ def follow(
     )
 
 
-def cancel(run_id: RunId) -> None:
+def cancel(run_id: RunId, owner: Owner = None) -> None:
     """Cancel a job: a queued one never starts, a running one is stopped by its worker
     within seconds (recorded as cancelled)."""
     settings = settings_from_options()
     from deepcritical.jobs import cancel_run
 
     try:
-        status = cancel_run(run_id, settings)
+        status = cancel_run(run_id, settings, owner=owner)
     except RunNotFoundError as exc:
         raise fail(f"{exc}", 2) from exc
     console.print(f"Cancel requested for run {run_id} (status now: {status}).")
