@@ -3,7 +3,8 @@ command groups, assembled; :func:`main` is the console script's entry point.
 
 Commands: ``research`` (:mod:`~deepcritical.cli.research`), ``corpus add|info``
 (:mod:`~deepcritical.cli.corpus`), ``runs list|show|export|resume``
-(:mod:`~deepcritical.cli.runs`) and ``serve`` (:mod:`~deepcritical.cli.serve`).
+(:mod:`~deepcritical.cli.runs`), ``runs submit|follow|cancel`` and ``worker``
+(:mod:`~deepcritical.cli.jobs`) and ``serve`` (:mod:`~deepcritical.cli.serve`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import typer
 
 from deepcritical.cli.context import configure_logging, global_options
 from deepcritical.cli.corpus import corpus_app
+from deepcritical.cli.jobs import cancel, follow, submit, worker
 from deepcritical.cli.research import research
 from deepcritical.cli.runs import runs_app
 from deepcritical.cli.serve import serve
@@ -86,7 +88,11 @@ def _global_options(
 
 app.add_typer(corpus_app, name="corpus")
 app.command()(research)
+runs_app.command("submit")(submit)
+runs_app.command("follow")(follow)
+runs_app.command("cancel")(cancel)
 app.add_typer(runs_app, name="runs")
+app.command("worker")(worker)
 app.command("serve")(serve)
 
 

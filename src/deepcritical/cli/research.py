@@ -8,6 +8,7 @@ resume ID`` continues it if it is interrupted.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -25,83 +26,94 @@ from deepcritical.config import Settings
 from deepcritical.models import ReportPreferences
 from deepcritical.state import Syllabus, SyllabusError
 
-__all__ = ["research"]
+__all__ = ["RunInputs", "research", "run_inputs"]
 
 REPORT_LENGTHS = ("brief", "standard", "detailed")
 
 
-def research(
-    question: Annotated[str, typer.Argument(help="The research question.")],
-    corpus: Annotated[
-        Path | None,
-        typer.Option(
-            "--corpus",
-            help="Search this local corpus directory (alone, unless --sources adds others).",
-        ),
-    ] = None,
-    llm: Annotated[
-        str | None,
-        typer.Option(
-            "--llm",
-            help="none | openai:MODEL | anthropic:MODEL | openai-compatible:MODEL@BASE_URL.",
-        ),
-    ] = None,
-    sources: Annotated[
-        str | None,
-        typer.Option(
-            "--sources",
-            help="Comma list of pubmed,trials,europepmc,openalex,web,local "
-            "(default: local when a corpus exists, plus the live sources).",
-        ),
-    ] = None,
-    max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1, max=20)] = None,
-    max_sources: Annotated[
-        int | None, typer.Option("--max-sources", min=1, help="Stop gathering at this many items.")
-    ] = None,
-    time_budget: Annotated[
-        float | None, typer.Option("--time-budget", help="Seconds for gathering evidence.")
-    ] = None,
-    orchestrator: Annotated[
-        str | None,
-        typer.Option(
-            "--orchestrator",
-            help="iterative (deterministic loop; default, works with --llm none) or magentic "
-            "(an LLM manager picks the next agent; needs --llm).",
-        ),
-    ] = None,
-    context: Annotated[
-        str | None, typer.Option("--context", help="Background for the planner.")
-    ] = None,
-    audience: Annotated[
-        str | None,
-        typer.Option("--audience", help="Who reads the report, e.g. 'clinicians'."),
-    ] = None,
-    length: Annotated[
-        str | None,
-        typer.Option("--length", help="Report length: brief | standard | detailed."),
-    ] = None,
-    focus: Annotated[
-        str | None,
-        typer.Option("--focus", help="An aspect the report should emphasise."),
-    ] = None,
-    out: ReportPath = Path("report.md"),
-    export: ExportOption = None,
-    syllabus_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--syllabus",
-            help="YAML/JSON syllabus whose questions replace the planner's checklist "
-            "(e.g. syllabi/drug_profile.yaml).",
-        ),
-    ] = None,
-) -> None:
-    """Research QUESTION and write a validated report (markdown + JSON; with --export, its
-    references as RIS, BibTeX or CSL-JSON next to it).
+QuestionArg = Annotated[str, typer.Argument(help="The research question.")]
+CorpusOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--corpus",
+        help="Search this local corpus directory (alone, unless --sources adds others).",
+    ),
+]
+LlmOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        help="none | openai:MODEL | anthropic:MODEL | openai-compatible:MODEL@BASE_URL.",
+    ),
+]
+SourcesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--sources",
+        help="Comma list of pubmed,trials,europepmc,openalex,web,local "
+        "(default: local when a corpus exists, plus the live sources).",
+    ),
+]
+MaxRoundsOption = Annotated[int | None, typer.Option("--max-rounds", min=1, max=20)]
+MaxSourcesOption = Annotated[
+    int | None, typer.Option("--max-sources", min=1, help="Stop gathering at this many items.")
+]
+TimeBudgetOption = Annotated[
+    float | None, typer.Option("--time-budget", help="Seconds for gathering evidence.")
+]
+OrchestratorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--orchestrator",
+        help="iterative (deterministic loop; default, works with --llm none) or magentic "
+        "(an LLM manager picks the next agent; needs --llm).",
+    ),
+]
+ContextOption = Annotated[str | None, typer.Option("--context", help="Background for the planner.")]
+AudienceOption = Annotated[
+    str | None, typer.Option("--audience", help="Who reads the report, e.g. 'clinicians'.")
+]
+LengthOption = Annotated[
+    str | None, typer.Option("--length", help="Report length: brief | standard | detailed.")
+]
+FocusOption = Annotated[
+    str | None, typer.Option("--focus", help="An aspect the report should emphasise.")
+]
+SyllabusOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--syllabus",
+        help="YAML/JSON syllabus whose questions replace the planner's checklist "
+        "(e.g. syllabi/drug_profile.yaml).",
+    ),
+]
 
-    The run is recorded (its id is printed first): `deepcritical runs resume ID` continues it
-    if it is interrupted."""
-    exports = parse_export_formats(export)
-    check_out_path(out, exports)
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What the options of ``research`` (and ``runs submit``) make of a run."""
+
+    settings: Settings
+    preferences: ReportPreferences | None
+    syllabus: Syllabus | None
+
+
+def run_inputs(
+    *,
+    corpus: Path | None,
+    llm: str | None,
+    sources: str | None,
+    max_rounds: int | None,
+    max_sources: int | None,
+    time_budget: float | None,
+    orchestrator: str | None,
+    audience: str | None,
+    length: str | None,
+    focus: str | None,
+    syllabus_file: Path | None,
+) -> RunInputs:
+    """The settings, report preferences and syllabus of the run options; exits with code 2
+    on a bad option, a bad syllabus, or the ``local`` source without a corpus."""
     syllabus = None
     if syllabus_file is not None:
         try:
@@ -124,6 +136,46 @@ def research(
     if source_list is None:
         settings = _default_sources(settings, corpus_given=corpus is not None)
     _require_local_corpus(settings)
+    return RunInputs(settings=settings, preferences=preferences, syllabus=syllabus)
+
+
+def research(
+    question: QuestionArg,
+    corpus: CorpusOption = None,
+    llm: LlmOption = None,
+    sources: SourcesOption = None,
+    max_rounds: MaxRoundsOption = None,
+    max_sources: MaxSourcesOption = None,
+    time_budget: TimeBudgetOption = None,
+    orchestrator: OrchestratorOption = None,
+    context: ContextOption = None,
+    audience: AudienceOption = None,
+    length: LengthOption = None,
+    focus: FocusOption = None,
+    out: ReportPath = Path("report.md"),
+    export: ExportOption = None,
+    syllabus_file: SyllabusOption = None,
+) -> None:
+    """Research QUESTION and write a validated report (markdown + JSON; with --export, its
+    references as RIS, BibTeX or CSL-JSON next to it).
+
+    The run is recorded (its id is printed first): `deepcritical runs resume ID` continues it
+    if it is interrupted."""
+    exports = parse_export_formats(export)
+    check_out_path(out, exports)
+    inputs = run_inputs(
+        corpus=corpus,
+        llm=llm,
+        sources=sources,
+        max_rounds=max_rounds,
+        max_sources=max_sources,
+        time_budget=time_budget,
+        orchestrator=orchestrator,
+        audience=audience,
+        length=length,
+        focus=focus,
+        syllabus_file=syllabus_file,
+    )
 
     from deepcritical.api import research as run_research
     from deepcritical.llm.providers import ModelSpecError
@@ -131,7 +183,11 @@ def research(
 
     run_to_report(
         lambda: run_research(
-            question, settings, context=context, syllabus=syllabus, preferences=preferences
+            question,
+            inputs.settings,
+            context=context,
+            syllabus=inputs.syllabus,
+            preferences=inputs.preferences,
         ),
         out,
         bad_input=(QuestionError, ModelSpecError),

@@ -30,7 +30,7 @@ from deepcritical.state.errors import RunInProgressError, RunNotFoundError, RunN
 from deepcritical.state.runs import FINISHED_STATUSES, STALE_AFTER_SECONDS, RunStore
 from deepcritical.state.schema import RunRow, aware
 
-__all__ = ["LIVE_STATUSES", "claim_run", "release_run"]
+__all__ = ["LIVE_STATUSES", "abandon_runs", "claim_run", "dead_workers", "release_run"]
 
 LIVE_STATUSES = frozenset({"pending", "in_progress"})
 """Statuses of a run that may have a process working on it (decided by its heartbeat)."""
@@ -48,7 +48,8 @@ def claim_run(runs: RunStore, run_id: str, *, stale_after: float = STALE_AFTER_S
             run counts as dead and may be taken over.
 
     Returns:
-        The run's attempt number now (1 + the number of resumes).
+        The run's attempt number now (1 + the number of resumes; a ``queued`` job's first
+        start is attempt 1).
 
     Raises:
         RunNotFoundError: no run with this id.
@@ -88,7 +89,8 @@ def claim_run(runs: RunStore, run_id: str, *, stale_after: float = STALE_AFTER_S
                 .values(
                     status="in_progress",
                     updated_at=now,
-                    attempts=RunRow.attempts + 1,
+                    # a queued job's first start is its first attempt, not a resume
+                    attempts=RunRow.attempts + (0 if status == "queued" else 1),
                     error=None,
                     finished_at=None,
                 )
@@ -97,7 +99,7 @@ def claim_run(runs: RunStore, run_id: str, *, stale_after: float = STALE_AFTER_S
         )
         if taken.rowcount != 1:  # another resumer changed the row since we read it
             raise RunInProgressError(run_id, 0.0, stale_after)
-        return int(attempts or 1) + 1
+        return int(attempts or 1) + (0 if status == "queued" else 1)
 
     return runs.transact(work)
 
@@ -122,3 +124,62 @@ def release_run(runs: RunStore, run_id: str, error: str) -> None:
         )
 
     runs.transact(work)
+
+
+def abandon_runs(runs: RunStore, worker: str) -> list[str]:
+    """Give up the heartbeats of the jobs that ``worker`` was running when it died, as the
+    worker with the same id starts again (before it takes any job): every ``pending`` or
+    ``in_progress`` row whose ``worker`` is ``worker`` keeps its status (followers keep
+    waiting) but its heartbeat is set a day back, so :func:`claim_run` lets whichever worker
+    recovers the job take it over at once instead of waiting for it to go stale. Only a
+    worker that runs nothing yet may call it, and worker ids must be unique among live
+    workers. The ids of the runs given up.
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: the database failed (after the store's retries).
+    """
+
+    def work(session: Session) -> list[str]:
+        found = list(
+            session.scalars(
+                select(RunRow.id).where(RunRow.worker == worker, RunRow.status.in_(LIVE_STATUSES))
+            ).all()
+        )
+        if found:
+            session.execute(
+                update(RunRow)
+                .where(RunRow.id.in_(found), RunRow.status.in_(LIVE_STATUSES))
+                .values(updated_at=utc_now() - timedelta(days=1))
+                .execution_options(synchronize_session=False)
+            )
+        return [str(r) for r in found]
+
+    return runs.transact(work)
+
+
+def dead_workers(
+    runs: RunStore, alive: str, *, stale_after: float = STALE_AFTER_SECONDS
+) -> list[str]:
+    """The workers (other than ``alive``) of jobs still ``pending``/``in_progress`` whose
+    heartbeat is older than ``stale_after`` seconds and that nobody asked to cancel: their
+    worker died, and their jobs are to be recovered by a live one.
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: the database failed (after the store's retries).
+    """
+
+    def read(session: Session) -> list[str]:
+        cutoff = utc_now() - timedelta(seconds=stale_after)
+        found = session.scalars(
+            select(RunRow.worker)
+            .where(
+                RunRow.worker.is_not(None),
+                RunRow.worker != alive,
+                RunRow.status.in_(LIVE_STATUSES),
+                RunRow.updated_at < cutoff,
+            )
+            .distinct()
+        ).all()
+        return sorted(str(w) for w in found if w)
+
+    return runs.transact(read)

@@ -5,7 +5,8 @@ one transaction: the run row (status, progress 0..1, stage, refined question, ch
 per-item status and evidence ids, iterations, metrics) and every evidence item of the run's
 store that is new or changed since the last checkpoint, through
 :meth:`~deepcritical.state.sources.SourceCollector.save_in` (relevant questions = the checklist
-items it was assigned to; citation id = its evidence id). So whatever kills the process, the
+items it was assigned to; citation id = its evidence id), and appends the event to the run's
+event log (:mod:`~deepcritical.state.event_log`). So whatever kills the process, the
 database holds everything up to the last event.
 
 A failing checkpoint never ends the run: the recorder logs it, turns the first failure into a
@@ -27,6 +28,7 @@ from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.cache import CachedModel
 from deepcritical.models import ChecklistItem, utc_now
 from deepcritical.state.cache import CachedSource, CallCache
+from deepcritical.state.event_log import append_event
 from deepcritical.state.runs import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
@@ -162,7 +164,8 @@ class RunRecorder:
     # --- one checkpoint -----------------------------------------------------------------
 
     def checkpoint(self, event: ResearchEvent) -> None:
-        """Fold ``event`` into the run's state and write it with the new sources."""
+        """Fold ``event`` into the run's state and write it with the new sources; append it to
+        the run's event log."""
         self.events += 1
         self._observe(event)
         pending = self._pending_sources()
@@ -185,6 +188,7 @@ class RunRecorder:
                     allow_unassigned=True,
                 )
             self._write_row(session, event)
+            append_event(session, self.run_id, event)
 
         self.runs.transact(work)
         for evidence_id, questions, keys in pending:

@@ -32,6 +32,7 @@ from tenacity import (
 )
 
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.models import RunResult, utc_now
 from deepcritical.state.db import (
     create_db_engine,
@@ -40,6 +41,7 @@ from deepcritical.state.db import (
     migrate,
 )
 from deepcritical.state.errors import RunNotFoundError
+from deepcritical.state.event_log import LoggedEvent, append_event, read_events
 from deepcritical.state.saved import sources_by_question
 from deepcritical.state.schema import RunRow, SourceQuestionRow, SourceRow, aware
 from deepcritical.state.syllabus import Syllabus
@@ -55,7 +57,14 @@ __all__ = [
 
 T = TypeVar("T")
 RunStatus = Literal[
-    "pending", "in_progress", "completed", "failed", "cancelled", "max_iterations", "time_budget"
+    "queued",
+    "pending",
+    "in_progress",
+    "completed",
+    "failed",
+    "cancelled",
+    "max_iterations",
+    "time_budget",
 ]
 FINISHED_STATUSES = frozenset({"completed", "max_iterations"})
 """Statuses of runs that delivered their final report (they cannot be resumed). A run that
@@ -99,6 +108,8 @@ class RunRecord(BaseModel):
     syllabus: dict[str, Any] | None = None
     syllabus_fixed: bool = False
     preferences: dict[str, Any] | None = None
+    worker: str | None = None
+    cancel_requested: bool = False
 
     @property
     def resumable(self) -> bool:
@@ -195,8 +206,10 @@ class RunStore:
         syllabus: Syllabus | None = None,
         preferences: dict[str, Any] | None = None,
         owner: str | None = None,
+        status: Literal["pending", "queued"] = "pending",
     ) -> str:
-        """Insert a ``pending`` run and return its id (32 hex characters).
+        """Insert a ``pending`` run (``queued``: a job waiting for a worker) and return its id
+        (32 hex characters).
 
         ``settings`` must already be public (:meth:`Settings.public_dict`: no secrets);
         ``preferences`` are the user's report preferences
@@ -218,7 +231,7 @@ class RunStore:
                     syllabus=syllabus.model_dump(mode="json") if syllabus else None,
                     syllabus_fixed=syllabus is not None,
                     preferences=preferences,
-                    status="pending",
+                    status=status,
                     progress=0.0,
                     stage=None,
                     checklist=[],
@@ -339,7 +352,89 @@ class RunStore:
             syllabus=row.syllabus,
             syllabus_fixed=row.syllabus_fixed,
             preferences=row.preferences,
+            worker=row.worker,
+            cancel_requested=bool(row.cancel_requested),
         )
+
+    # --- jobs ---------------------------------------------------------------------------
+
+    def job_record(self, run_id: str) -> RunRecord | None:
+        """The run ``run_id`` (full id) whoever owns it, or ``None``: for the job worker,
+        which runs every owner's jobs (never shown to a user)."""
+
+        def read(session: Session) -> RunRecord | None:
+            row = session.get(RunRow, run_id)
+            return None if row is None else self._record(session, row, full=True)
+
+        return self.transact(read)
+
+    def set_worker(self, run_id: str, worker: str) -> None:
+        """Record that ``worker`` runs the job ``run_id`` now."""
+
+        def work(session: Session) -> None:
+            self.require_row(session, run_id).worker = worker
+
+        self.transact(work)
+
+    def request_cancel(self, run_id: str, *, owner: str | None = None) -> str:
+        """Ask the worker running ``owner``'s run ``run_id`` to stop it: sets
+        ``cancel_requested``; a job still ``queued`` becomes ``cancelled`` at once. Returns the
+        run's status after the request.
+
+        Raises:
+            RunNotFoundError: no run with this id, or it belongs to another owner.
+        """
+        record = self.require_run(run_id, owner=owner)
+
+        def work(session: Session) -> str:
+            row = self.require_row(session, record.id)
+            row.cancel_requested = True
+            if row.status == "queued":
+                now = utc_now()
+                row.status = "cancelled"
+                row.error = "cancelled before a worker started it"
+                row.updated_at = now
+                row.finished_at = now
+                append_event(session, row.id, ResearchEvent(type="error", message=row.error))
+            return row.status
+
+        return self.transact(work)
+
+    def end_cancelled(self, run_id: str, note: str) -> None:
+        """Record that a worker stopped the cancelled job ``run_id``: status ``cancelled``
+        (unless it delivered its report first) and, in the same transaction, a last ``error``
+        event ``note`` in its log, so a follower knows it ended."""
+
+        def work(session: Session) -> None:
+            row = self.require_row(session, run_id)
+            if row.status not in FINISHED_STATUSES:
+                now = utc_now()
+                row.status = "cancelled"
+                row.error = row.error or note
+                row.updated_at = now
+                row.finished_at = row.finished_at or now
+            append_event(session, run_id, ResearchEvent(type="error", message=note))
+
+        self.transact(work)
+
+    def cancel_requested(self, run_id: str) -> bool:
+        """Whether ``runs cancel`` asked to stop run ``run_id``."""
+
+        def read(session: Session) -> bool:
+            value = session.scalar(select(RunRow.cancel_requested).where(RunRow.id == run_id))
+            return bool(value)
+
+        return self.transact(read)
+
+    def events(self, run_id: str, after_seq: int = 0, limit: int = 1000) -> list[LoggedEvent]:
+        """The events of run ``run_id``'s log numbered above ``after_seq``, in order (at most
+        ``limit``): see :mod:`~deepcritical.state.event_log`."""
+        return self.transact(lambda session: read_events(session, run_id, after_seq, limit))
+
+    def append_event(self, run_id: str, event: ResearchEvent) -> int:
+        """Append ``event`` to run ``run_id``'s log outside a checkpoint (the note a worker
+        adds when it stopped a cancelled run); its number."""
+        return self.transact(lambda session: append_event(session, run_id, event))
 
     def export_run(self, run_id: str, *, owner: str | None = None) -> dict[str, Any]:
         """Everything stored about ``owner``'s run (``None``: the local user), JSON-able:

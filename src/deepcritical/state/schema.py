@@ -9,6 +9,8 @@
   from two sources is one source.
 - ``source_questions``: which syllabus questions a source was assigned to.
 - ``call_cache``: results of search and LLM calls keyed by a hash of the request.
+- ``run_events``: the append-only event log of a run (every event it emitted, numbered
+  1, 2, ... per run), which followers of a job read from any offset.
 
 Times are timezone-aware UTC (SQLite hands back naive values: :func:`aware` fixes them).
 """
@@ -20,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -36,6 +39,7 @@ from deepcritical.models import utc_now
 __all__ = [
     "Base",
     "CacheRow",
+    "RunEventRow",
     "RunRow",
     "SourceKeyRow",
     "SourceQuestionRow",
@@ -63,6 +67,8 @@ class RunRow(Base):
 
     ``owner`` is the user the run belongs to (``user:alice``, ``hf:alice``: the web app's
     signed-in user); ``None`` is the local user (CLI, Python API, a web app without sign-in).
+    A run submitted as a job (:mod:`deepcritical.jobs`) starts ``queued``; ``worker`` names the
+    worker that ran it last and ``cancel_requested`` is set by ``runs cancel``.
     """
 
     __tablename__ = "runs"
@@ -91,6 +97,8 @@ class RunRow(Base):
         DateTime(timezone=True), default=utc_now, index=True
     )
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    worker: Mapped[str | None] = mapped_column(String(MAX_OWNER_CHARS))
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class SourceRow(Base):
@@ -149,4 +157,17 @@ class CacheRow(Base):
     kind: Mapped[str] = mapped_column(String(20))
     label: Mapped[str] = mapped_column(String(200), default="")
     payload: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+class RunEventRow(Base):
+    """One event of a run's append-only log: ``seq`` counts 1, 2, ... within the run,
+    ``payload`` is the :class:`~deepcritical.events.ResearchEvent` as JSON."""
+
+    __tablename__ = "run_events"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    type: Mapped[str] = mapped_column(String(40))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)

@@ -1,0 +1,95 @@
+"""Submitting and cancelling jobs: :func:`submit_run`, :func:`cancel_run`.
+
+A job is one run: :func:`submit_run` checks the question, records the run as ``queued`` with
+its question, context, public settings, report preferences and syllabus (what
+:func:`deepcritical.api.resume` reads back), then enqueues the workflow whose id is the run
+id. :func:`cancel_run` sets the run's ``cancel_requested`` (the worker running it stops it
+within a second; a queued job is cancelled at once) and cancels the DBOS workflow, so a job
+not yet started never starts.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from deepcritical.config import Settings
+from deepcritical.jobs.engine import QUEUE, WORKFLOW, open_client
+from deepcritical.models import ReportPreferences
+from deepcritical.orchestrators.deps import check_context, check_question
+from deepcritical.state.runs import RunStore
+from deepcritical.state.syllabus import Syllabus
+
+__all__ = ["cancel_run", "submit_run"]
+
+log = structlog.get_logger(__name__)
+
+
+def submit_run(
+    question: str,
+    settings: Settings,
+    *,
+    context: str | None = None,
+    preferences: ReportPreferences | None = None,
+    syllabus: Syllabus | None = None,
+    owner: str | None = None,
+) -> str:
+    """Record a ``queued`` run of ``question`` for ``owner`` and enqueue it; its run id.
+
+    Raises:
+        QuestionError: empty or too long question (nothing recorded).
+        sqlalchemy.exc.SQLAlchemyError: the run database cannot be opened.
+        Exception: the job database cannot be reached (the run is then marked failed).
+    """
+    question = check_question(question, settings.max_question_chars)
+    context = check_context(context)
+    store = RunStore.open(settings)
+    try:
+        run_id = store.create_run(
+            question,
+            settings.public_dict(),
+            context=context,
+            syllabus=syllabus,
+            preferences=preferences.model_dump(mode="json") if preferences else None,
+            owner=owner,
+            status="queued",
+        )
+        try:
+            client = open_client(settings)
+            try:
+                client.enqueue(
+                    {"queue_name": QUEUE, "workflow_name": WORKFLOW, "workflow_id": run_id}, run_id
+                )
+            finally:
+                client.destroy()
+        except Exception:
+            store.request_cancel(run_id, owner=owner)  # never left queued without a job
+            raise
+    finally:
+        store.close()
+    return run_id
+
+
+def cancel_run(run_id: str, settings: Settings, *, owner: str | None = None) -> str:
+    """Cancel ``owner``'s job ``run_id`` (a unique prefix works); the run's status after the
+    request (``cancelled`` for a job that had not started; a running job's status changes
+    when its worker has stopped it, within a few seconds).
+
+    Raises:
+        RunNotFoundError: no such run among ``owner``'s runs.
+    """
+    store = RunStore.open(settings)
+    try:
+        record = store.require_run(run_id, owner=owner)
+        status = store.request_cancel(record.id, owner=owner)
+    finally:
+        store.close()
+    try:
+        client = open_client(settings)
+        try:
+            client.cancel_workflow(record.id)
+        finally:
+            client.destroy()
+    except Exception:
+        # only matters for a job no worker has dequeued, which checks the flag too
+        log.warning("could not cancel the job's workflow", run_id=record.id, exc_info=True)
+    return status
