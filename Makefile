@@ -20,7 +20,7 @@ export ANONYMIZED_TELEMETRY := False
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: install lockcheck lock system-deps postgresql demo test lint typecheck check bench clean browser requirements serve image
+.PHONY: install lockcheck lock system-deps postgresql demo test lint typecheck check bench clean browser requirements serve serve-scaled image
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -73,12 +73,12 @@ demo: install
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) research "$(QUESTION)" --llm none --sources local --out report.md
 
 ## The rules that hold the code to its shape: lint (ruff, with complexity, blind-except and
-## banned-import rules), formatting, types (mypy strict over src, tests and benchmarks), the
+## banned-import rules), formatting, types (mypy strict over src, tests, benchmarks, scripts), the
 ## import-linter contracts (the levels of docs/architecture.md; no import cycles) and hadolint
 ## on the Dockerfile (no Docker daemon needed). `install` first checks that uv.lock is current.
 check: install
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/hadolint Dockerfile
@@ -87,8 +87,8 @@ test: check $(if $(SKIP_SYSTEM_DEPS),,system-deps)
 	$(BIN)/pytest
 
 lint: install
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck: install
 	$(BIN)/mypy
@@ -120,6 +120,13 @@ requirements: $(UV)
 ## The web app (and the deep_research MCP tool) on http://127.0.0.1:7860
 serve: install
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) serve
+
+## A local scaled deployment: PostgreSQL (Debian's, cluster kept in $(DATA_DIR)/scaled/postgres),
+## the web app on http://127.0.0.1:7860 and WORKERS job workers, all on 127.0.0.1, sharing one
+## run database; Ctrl-C (or SIGTERM) stops them all (scripts/serve_scaled.py).
+WORKERS ?= 2
+serve-scaled: install postgresql
+	$(PY) -m scripts.serve_scaled --data-dir $(DATA_DIR) --workers $(WORKERS)
 
 ## The container image (needs a Docker daemon): the web app, built from uv.lock.
 image:
