@@ -107,13 +107,20 @@ def start_postgres(root: Path, *, port: int = 0, durable: bool = True) -> LocalP
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
         prefix = ["runuser", "-u", "postgres", "--"]
+    if prefix and subprocess.run([*prefix, "test", "-w", str(root)], check=False).returncode:
+        raise RuntimeError(
+            f"the postgres user cannot reach {root}: a directory above it is closed to other "
+            "users (choose a data directory under one that is open, e.g. chmod o+x)"
+        )
     data = root / "data"
     if not (data / "PG_VERSION").is_file():
-        subprocess.run(
+        made = subprocess.run(
             [*prefix, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres",
              "--auth=trust", "-E", "UTF8", *([] if durable else ["--no-sync"])],
-            check=True, capture_output=True, text=True,
+            check=False, capture_output=True, text=True,
         )  # fmt: skip
+        if made.returncode != 0:
+            raise RuntimeError(f"initdb failed: {made.stderr}{made.stdout}")
     server = LocalPostgres(root=root, port=port or free_port(), bin_dir=bin_dir, prefix=prefix)
     options = f"-h 127.0.0.1 -p {server.port} -k '' -c max_connections=200"
     if not durable:
