@@ -94,12 +94,13 @@ typecheck: install
 	$(BIN)/mypy
 
 ## Benchmarks print figures (main job on 20 PubMedQA questions; retrieval quality; source
-## round time vs rate limits).
+## round time vs rate limits; jobs: throughput over 1, 2, 4 workers, job-path latency).
 bench: install
 	$(PY) -m benchmarks.pubmedqa_runs
 	$(PY) -m benchmarks.retrieval
 	$(PY) -m benchmarks.bench_sources
 	$(PY) -m benchmarks.bench_state_prompt
+	$(PY) -m benchmarks.bench_jobs
 
 ## Debian's Chromium for the browser tests (tests/e2e drive /usr/bin/chromium with
 ## Playwright; Playwright's own browser download is never used). apt-get only when missing.
