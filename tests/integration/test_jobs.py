@@ -243,7 +243,8 @@ def test_cancel_stops_a_running_job_within_five_seconds(cluster: Cluster, tmp_pa
                 cluster,
                 60,
             )
-            assert store.require_run(run_id).status == "cancelled"
+            final = store.require_run(run_id)
+            assert final.status == "cancelled", (final.status, final.stage, final.error)
             assert stopped - asked < 5.0, (
                 f"the run stopped {stopped - asked:.1f} s after it was cancelled"
             )
