@@ -502,13 +502,13 @@ def _run_mode(
     return backend, job_research(backend)
 
 
-def _check_job_key(backend: JobBackend | None, api_key: str) -> None:
+def _check_job_key(backend: JobBackend | None, api_key: str | None) -> None:
     """Refuse a session's own API key in jobs mode (a worker never sees it).
 
     Raises:
         SettingsError: jobs mode and a key was given.
     """
-    if backend is not None and api_key.strip():
+    if backend is not None and (api_key or "").strip():
         raise SettingsError(JOB_KEY_REFUSED)
 
 
