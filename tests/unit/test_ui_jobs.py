@@ -17,7 +17,7 @@ from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.state.event_log import LoggedEvent
 from deepcritical.ui.app import build_app
-from deepcritical.ui.jobs_mode import JOB_KEY_REFUSED, job_research
+from deepcritical.ui.jobs_mode import FOLLOWERS, JOB_KEY_REFUSED, job_research
 from deepcritical.ui.mcp_tool import parse_output, run_deep_research
 from deepcritical.ui.progress import ProgressView, fold
 from tests.unit.test_ui_app import handler
@@ -80,6 +80,17 @@ def test_the_setting_reads_deepcritical_jobs(monkeypatch: pytest.MonkeyPatch) ->
     assert Settings(_env_file=None).jobs is False
     monkeypatch.setenv("DEEPCRITICAL_JOBS", "1")
     assert Settings(_env_file=None).jobs is True
+
+
+def test_in_jobs_mode_the_queue_follows_many_runs_at_once(settings: Settings) -> None:
+    plain = settings.model_copy(update={"jobs": False})
+    assert build_app(plain, concurrency=3)._queue.default_concurrency_limit == 3
+    jobs = build_app(settings, concurrency=3, jobs=FakeJobs([]))
+    assert jobs._queue.default_concurrency_limit == FOLLOWERS
+    assert (
+        build_app(settings, concurrency=50, jobs=FakeJobs([]))._queue.default_concurrency_limit
+        == 50
+    )
 
 
 async def test_without_the_setting_research_runs_in_process(tmp_path: Path) -> None:

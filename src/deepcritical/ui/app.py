@@ -70,6 +70,7 @@ from deepcritical.ui.examples import choose_examples
 from deepcritical.ui.flow_diagram import flow_html
 from deepcritical.ui.jobs_mode import (
     FOLLOWED_STATUSES,
+    FOLLOWERS,
     JOB_KEY_REFUSED,
     DbosJobs,
     JobBackend,
@@ -260,7 +261,8 @@ def build_app(
         store_opener: opens the durable run store for the History tab, once per action
             (default ``RunStore.open``); tests pass one that returns a fake store.
         concurrency: research runs executed at once; further clicks wait in the queue and
-            see their position.
+            see their position. In jobs mode the handlers only follow runs (the workers'
+            concurrency limits the runs): at least ``FOLLOWERS`` (32) of them at once.
         downloads_dir: where each run's download files are written (default: a temporary
             directory).
         access: the deployment's sign-in (default: none, every visitor is the local user);
@@ -486,7 +488,10 @@ def build_app(
         )
         demo.load(load_sources, None, [sources, sources_info], api_visibility="private")
         gr_api(deep_research, api_name="deep_research")
-    demo.queue(default_concurrency_limit=concurrency)
+    # in jobs mode a handler only follows a run: the workers limit the runs themselves
+    demo.queue(
+        default_concurrency_limit=concurrency if backend is None else max(concurrency, FOLLOWERS)
+    )
     return demo
 
 

@@ -28,6 +28,8 @@ from deepcritical.ui.streams import closing
 
 __all__ = [
     "FOLLOWED_STATUSES",
+    "FOLLOWERS",
+    "FOLLOW_POLL_SECONDS",
     "JOB_KEY_REFUSED",
     "DbosJobs",
     "JobBackend",
@@ -39,6 +41,11 @@ __all__ = [
 FOLLOWED_STATUSES = frozenset({"queued", "pending", "in_progress"})
 """Statuses of a run that a worker has yet to run or is running: History follows such a run
 live (its event log) instead of showing its stored state."""
+FOLLOWERS = 32
+"""Handlers the app's queue runs at once in jobs mode (at least): a handler there only follows
+a run's event log, the workers' ``--concurrency`` limits the runs themselves."""
+FOLLOW_POLL_SECONDS = 0.5
+"""How often a page's follower reads the run's event log."""
 JOB_KEY_REFUSED = (
     "This server runs research as jobs on its workers, which use the server's API keys: "
     "leave the API key empty (or ask the operator to configure the model's key)."
@@ -91,7 +98,9 @@ class DbosJobs:
     ) -> AsyncIterator[LoggedEvent]:
         from deepcritical.jobs import follow_run
 
-        return follow_run(run_id, settings, owner=owner, after_seq=after_seq)
+        return follow_run(
+            run_id, settings, owner=owner, after_seq=after_seq, poll_seconds=FOLLOW_POLL_SECONDS
+        )
 
     def cancel(self, run_id: str, settings: Settings, *, owner: str | None) -> str:
         from deepcritical.jobs import cancel_run
