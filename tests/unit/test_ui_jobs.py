@@ -208,8 +208,15 @@ async def test_history_follows_a_running_job_live_until_its_report(
     assert "completed" in str(outs[-1][-2])
     assert "Followed to its end" in str(outs[-1][-2])
     assert isinstance(outs[-1][10], ProgressView)  # kept for Stop
-    # a queued run is followed too; a finished one is opened from the store as before
+    # a queued run is followed too (and Stop can cancel it before a worker takes it); a
+    # finished one is opened from the store as before
     store.records.append(Record("r-queued", "Q2", status="queued", report_markdown=None))
+    empty = FakeJobs([])
+    queued_demo = build_app(settings, jobs=empty, store_opener=lambda s: store)
+    outs = await collect(handler(queued_demo, "open_run")("r-queued"))
+    assert empty.followed == [("r-queued", None, 0)]
+    assert outs[1][10].run_id == "r-queued"
+    assert "r-queued" in str(outs[1][1])
     await collect(handler(demo, "open_run")("r-queued"))
     assert jobs.followed[-1] == ("r-queued", None, 0)
     await collect(handler(demo, "open_run")("r-live"))

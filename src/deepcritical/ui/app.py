@@ -74,8 +74,8 @@ from deepcritical.ui.jobs_mode import (
     JOB_KEY_REFUSED,
     DbosJobs,
     JobBackend,
-    follow_events,
     job_research,
+    reattach_events,
 )
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
 from deepcritical.ui.progress import ProgressView, fail, fold
@@ -563,7 +563,8 @@ async def _follow_job(
         "(Stop cancels it; closing the page does not)."
     )
     last: tuple[Any, ...] = ()
-    async for out in watched(follow_events(backend, record.id, settings, owner), settings):
+    events = reattach_events(backend, record.id, str(record.status), settings, owner)
+    async for out in watched(events, settings):
         last = out
         yield (*out, _line_html(following), "")
     try:

@@ -35,6 +35,7 @@ __all__ = [
     "JobBackend",
     "follow_events",
     "job_research",
+    "reattach_events",
     "submitted_event",
 ]
 
@@ -125,6 +126,21 @@ async def follow_events(
     async with closing(backend.follow(run_id, settings, owner=owner)) as logged:
         async for item in logged:
             yield item.event
+
+
+async def reattach_events(
+    backend: JobBackend, run_id: str, status: str, settings: Settings, owner: str | None
+) -> AsyncIterator[ResearchEvent]:
+    """Re-attaching to ``owner``'s job ``run_id`` (now ``status``): an event naming the run
+    (so *Stop* can cancel it even before a worker has taken it), then
+    :func:`follow_events`."""
+    yield ResearchEvent(
+        type="started",
+        message=f"Following run {run_id} ({status})",
+        data={"run_id": run_id, "job": True},
+    )
+    async for event in follow_events(backend, run_id, settings, owner):
+        yield event
 
 
 def job_research(backend: JobBackend) -> ResearchFn:
