@@ -232,6 +232,11 @@ class Settings(BaseSettings):
     cache_ttl_seconds: float = Field(
         default=86400.0, ge=0, description="Age in seconds after which cached calls are redone."
     )
+    jobs: bool = Field(
+        default=False,
+        description="The web app and its MCP tool run research as durable jobs on workers "
+        "(deepcritical worker; see docs/jobs.md) instead of in the app's process.",
+    )
 
     @field_validator("sources", "model_base_urls", "model_host_allowlist", mode="before")
     @classmethod

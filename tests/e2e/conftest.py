@@ -15,8 +15,9 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -88,10 +89,27 @@ class AppServer:
     data_dir: Path
     stub: ChatCompletionsStub
     process: subprocess.Popen[bytes]
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def log(self) -> str:
-        """Everything the server printed so far (stdout and stderr)."""
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
+        """Everything the server printed so far (stdout and stderr), then its workers'."""
+        text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        for path in sorted(self.log_path.parent.glob("worker-*.log")):
+            text += f"\n--- {path.name}\n" + path.read_text(encoding="utf-8", errors="replace")
+        return text
+
+
+class SlowChatStub(ChatCompletionsStub):
+    """The scripted stub answering each request after ``delay`` seconds (a run that lasts
+    long enough to close the page in the middle of it)."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(ManagerScript(), RoleScript())
+        self.delay = delay
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(self.delay)
+        return super().complete(body)
 
 
 @pytest.fixture(scope="session")
@@ -129,17 +147,46 @@ def app_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @contextmanager
 def running_server(
-    data_dir: Path, root: Path, concurrency: int, **settings: str
+    data_dir: Path,
+    root: Path,
+    concurrency: int,
+    *,
+    stub: ChatCompletionsStub | None = None,
+    workers: int = 0,
+    **settings: str,
 ) -> Iterator[AppServer]:
     """``deepcritical serve`` on 127.0.0.1 (free port) over a copy of ``data_dir``, its model
-    the scripted Chat Completions stub (never "sufficient": runs stop at max rounds);
-    ``settings`` are more ``DEEPCRITICAL_<NAME>`` variables (``ui_auth="alice:pw"``)."""
+    the scripted Chat Completions stub (never "sufficient": runs stop at max rounds; default
+    a fresh one); ``settings`` are more ``DEEPCRITICAL_<NAME>`` variables
+    (``ui_auth="alice:pw"``, ``jobs="1"``); ``workers`` ``deepcritical worker`` processes
+    with the server's environment and data directory (for jobs mode)."""
     own_data = root / "data"
     shutil.copytree(data_dir, own_data)
-    stub = ChatCompletionsStub(ManagerScript(), RoleScript())
+    stub = stub or ChatCompletionsStub(ManagerScript(), RoleScript())
     port = free_port()
     log_path = root / "server.log"
+    env = server_env(
+        llm=f"openai-compatible:scripted@{stub.base_url}",
+        sources='["local"]',
+        max_rounds="2",
+        results_per_query="3",
+        llm_retries="0",
+        llm_timeout_seconds="30",
+        **settings,
+    )
+    started: list[subprocess.Popen[bytes]] = []
     with stub, log_path.open("wb") as log:
+        for n in range(1, workers + 1):
+            command = [*cli_command(), "--data-dir", str(own_data), "worker"]
+            with (root / f"worker-{n}.log").open("wb") as worker_log:  # the child keeps a copy
+                worker = subprocess.Popen(
+                    [*command, "--worker-id", f"e2e-w{n}"],
+                    env=env,
+                    stdout=worker_log,
+                    stderr=subprocess.STDOUT,
+                    cwd=root,
+                )
+            started.append(worker)
         process = subprocess.Popen(
             [
                 *cli_command(),
@@ -153,30 +200,24 @@ def running_server(
                 "--concurrency",
                 str(concurrency),
             ],
-            env=server_env(
-                llm=f"openai-compatible:scripted@{stub.base_url}",
-                sources='["local"]',
-                max_rounds="2",
-                results_per_query="3",
-                llm_retries="0",
-                llm_timeout_seconds="30",
-                **settings,
-            ),
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=root,
         )
-        server = AppServer(f"http://127.0.0.1:{port}", log_path, own_data, stub, process)
+        server = AppServer(f"http://127.0.0.1:{port}", log_path, own_data, stub, process, started)
         try:
             _wait_until_up(server)
             yield server
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+            for proc in [process, *started]:
+                proc.terminate()
+            for proc in [process, *started]:
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")
@@ -192,6 +233,21 @@ def single_run_server(
 ) -> Iterator[AppServer]:
     """An app server running one research at a time (the queue test)."""
     with running_server(app_data, tmp_path_factory.mktemp("app1"), concurrency=1) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def jobs_server(app_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    """An app server in jobs mode (``DEEPCRITICAL_JOBS=1``, the embedded SQLite job database)
+    with one worker process, whose scripted model answers each call after 0.6 s."""
+    with running_server(
+        app_data,
+        tmp_path_factory.mktemp("app-jobs"),
+        concurrency=2,
+        stub=SlowChatStub(0.6),
+        workers=1,
+        jobs="1",
+    ) as server:
         yield server
 
 

@@ -694,3 +694,72 @@ def test_checkable_citations_and_the_evidence_table(
         assert page.evaluate("window.__csp") == []
     finally:
         ctx.close()
+
+
+JOBS_QUESTION = "Does metformin reduce the risk of colorectal cancer in type 2 diabetes?"
+
+
+def test_jobs_mode_closed_page_reopens_and_sees_the_same_run_finish(
+    browser: Browser, jobs_server: AppServer
+) -> None:
+    """Jobs mode (DEEPCRITICAL_JOBS=1, one worker): a run started in the page runs in the
+    worker; the page is closed mid-run, a new page finds the run in History with its live
+    status, opening it follows the same run live, and its report appears."""
+    settings = Settings(data_dir=jobs_server.data_dir, _env_file=None)
+
+    def record(run_id: str) -> Any:
+        store = RunStore.open(settings)
+        try:
+            return store.get_run(run_id)
+        finally:
+            store.close()
+
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.add_init_script(WATCH_STAGES)
+    try:
+        page = open_app(ctx, jobs_server)
+        start_run(page, JOBS_QUESTION)
+        run_id_el = page.locator("#dc-progress .dc-run-id code")
+        run_id_el.wait_for(state="visible", timeout=60_000)
+        run_id = run_id_el.inner_text().strip()
+        # the worker has taken the run: its events stream in
+        page.wait_for_function(
+            "window.__stages.some(s => s === 'Planning' || s === 'Searching')", timeout=60_000
+        )
+        page.close()  # mid-run
+        closed = record(run_id)
+        assert closed is not None
+        assert closed.status in {"queued", "in_progress"}, (closed.status, jobs_server.log())
+
+        page = open_app(ctx, jobs_server)
+        show_tab(page, "History")
+        table = page.locator("#dc-history")
+        page.wait_for_function(
+            "id => document.querySelector('#dc-history').textContent.includes(id)",
+            arg=run_id[:8],
+            timeout=30_000,
+        )
+        listed = table.text_content() or ""
+        assert any(s in listed for s in ("in_progress", "queued", "completed", "max_iter")), listed
+        table.get_by_text(run_id[:8], exact=True).locator("visible=true").first.click()
+        status = page.locator("#dc-history-status")
+        # still running: opening it re-attaches and follows it live
+        status.get_by_text("following it live").wait_for(timeout=30_000)
+        page.locator("#dc-history-report h1").wait_for(timeout=RUN_TIMEOUT_MS)
+        assert run_id in status.inner_text()
+        assert JOBS_QUESTION in page.locator("#dc-history-report").inner_text()
+        show_tab(page, "Report")
+        wait_for_report(page)
+        assert JOBS_QUESTION in page.locator("#dc-report").inner_text()
+        assert run_id in page.locator("#dc-progress .dc-run-id code").inner_text()
+        stages = page.evaluate("window.__stages")
+        finished = record(run_id)
+        assert finished is not None
+        assert finished.status in {"completed", "max_iterations"}, finished.error
+        assert finished.worker == "e2e-w1"  # the worker ran it, not the app
+        assert finished.attempts == 1  # closing the page did not stop or restart it
+        # the reopened page followed the run live (its stages streamed), not only its store
+        assert "Report ready" in stages, stages
+        assert len(stages) > 2, stages
+    finally:
+        ctx.close()

@@ -26,6 +26,14 @@ def serve(
             help="Research runs at once (default $DEEPCRITICAL_UI_CONCURRENCY or 2).",
         ),
     ] = None,
+    jobs: Annotated[
+        bool | None,
+        typer.Option(
+            "--jobs/--no-jobs",
+            help="Run research as durable jobs on workers (`deepcritical worker`) instead of "
+            "in this process (default $DEEPCRITICAL_JOBS, off).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the web app (and the deep_research MCP tool at /gradio_api/mcp/).
 
@@ -33,6 +41,8 @@ def serve(
     and --data-dir; each browser session may override model, key, sources and depth.
     Sign-in: DEEPCRITICAL_UI_AUTH / DEEPCRITICAL_UI_AUTH_FILE (user:password), or Sign in with
     Hugging Face on a Space with OAuth; without sign-in, all visitors share one run history.
+    With --jobs (or DEEPCRITICAL_JOBS=1) runs execute in workers, so they outlive the page
+    and this server; start at least one `deepcritical worker` on the same run database.
     """
     from deepcritical.ui.app import build_app
     from deepcritical.ui.auth import Access, AuthConfigError
@@ -49,6 +59,10 @@ def serve(
     if ui_log.getEffectiveLevel() > logging.WARNING:
         ui_log.setLevel(logging.WARNING)
     settings = server_settings(global_options.data_dir)
+    if jobs is not None:
+        settings = settings.model_copy(update={"jobs": jobs})
+    if settings.jobs:
+        ui_log.warning("jobs mode: research runs execute in `deepcritical worker` processes")
     demo = build_app(
         settings,
         concurrency=concurrency or concurrency_from_env(),

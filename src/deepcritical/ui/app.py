@@ -20,6 +20,13 @@ bundled corpus answers (:mod:`deepcritical.ui.examples`). History lists the call
 when the tab opens; a row click opens the whole run in the Report, Evidence, Hypotheses and
 Downloads tabs.
 
+With ``Settings.jobs`` (``DEEPCRITICAL_JOBS=1``, ``deepcritical serve --jobs``) runs are
+durable jobs instead (:mod:`deepcritical.ui.jobs_mode`): *Research* and ``deep_research``
+submit a job and follow its event log through the same rendering, *Stop* also cancels the
+job in its worker, and opening a queued or running run in History follows it live until it
+ends; closing the page or restarting the app stops only the following. *Resume* still
+continues a stopped run in this process.
+
 Being private hides a handler from the API page and the MCP tools, but anyone can still call
 it by its index through ``/gradio_api/queue/join``. So every handler that records or reads
 runs (research, History's refresh, open, export, resume) takes the request and asks
@@ -33,7 +40,7 @@ import asyncio
 import html
 import logging
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,7 +51,7 @@ from pydantic import SecretStr, ValidationError
 from deepcritical.config import Settings, redact_model_spec
 from deepcritical.events import ResearchEvent
 from deepcritical.models import RunResult
-from deepcritical.state import RunNotFoundError, RunStore
+from deepcritical.state import RunNotFoundError, RunRecord, RunStore
 from deepcritical.ui import history as hist
 from deepcritical.ui.answer import (
     CARD_CSS,
@@ -61,6 +68,15 @@ from deepcritical.ui.downloads import write_downloads
 from deepcritical.ui.evidence_table import evidence_panel, evidence_view
 from deepcritical.ui.examples import choose_examples
 from deepcritical.ui.flow_diagram import flow_html
+from deepcritical.ui.jobs_mode import (
+    FOLLOWED_STATUSES,
+    FOLLOWERS,
+    JOB_KEY_REFUSED,
+    DbosJobs,
+    JobBackend,
+    job_research,
+    reattach_events,
+)
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
 from deepcritical.ui.progress import ProgressView, fail, fold
 from deepcritical.ui.reachability import SourceCheck, default_sources, sources_note
@@ -232,6 +248,7 @@ def build_app(
     downloads_dir: Path | None = None,
     access: Access | None = None,
     source_check: SourceCheck | None = None,
+    jobs: JobBackend | None = None,
 ) -> gr.Blocks:
     """The web app for runs with ``settings`` (the server's defaults: model, keys from the
     environment, sources, data dir); each session may override model, key, sources, depth
@@ -244,7 +261,8 @@ def build_app(
         store_opener: opens the durable run store for the History tab, once per action
             (default ``RunStore.open``); tests pass one that returns a fake store.
         concurrency: research runs executed at once; further clicks wait in the queue and
-            see their position.
+            see their position. In jobs mode the handlers only follow runs (the workers'
+            concurrency limits the runs): at least ``FOLLOWERS`` (32) of them at once.
         downloads_dir: where each run's download files are written (default: a temporary
             directory).
         access: the deployment's sign-in (default: none, every visitor is the local user);
@@ -252,7 +270,13 @@ def build_app(
         source_check: the reachability check of the live sources (default: one over
             ``settings``, started at the first page load; ``deepcritical serve`` starts it
             with the app).
+        jobs: the job engine when ``settings.jobs`` is on (default
+            :class:`~deepcritical.ui.jobs_mode.DbosJobs`); tests pass fakes. In jobs mode
+            *Research* and ``deep_research`` submit jobs and follow them (``research_fn`` is
+            not used), *Stop* cancels the job, and History follows a queued or running run
+            live (:mod:`deepcritical.ui.jobs_mode`).
     """
+    backend, research_fn = _run_mode(settings, jobs, research_fn)
     run_fn: ResearchFn = research_fn if research_fn is not None else default_research()
     sign_in = access or Access()
     root = downloads_dir or Path(tempfile.mkdtemp(prefix="deepcritical-ui-"))
@@ -287,6 +311,7 @@ def build_app(
     ) -> AsyncIterator[RunOutputs]:
         try:
             owner = sign_in.owner(request, profile)
+            _check_job_key(backend, api_key)
             choice = _choice(llm, api_key, sources, max_rounds, max_sources, orchestrator)
             per_run = await visitor_settings(settings, choice)
             del api_key, choice  # the key lives on only inside per_run, as a SecretStr
@@ -325,8 +350,14 @@ def build_app(
         async for out in resume_run(run_id, request, profile):
             yield out
 
-    def stop(view: ProgressView | None) -> tuple[str, Any, ProgressView | None]:
-        """*Stop*: the run's panel as it was, "Stopped" (its handler is cancelled)."""
+    def stop(
+        view: ProgressView | None,
+        request: gr.Request | None = None,
+        profile: gr.OAuthProfile | None = None,
+    ) -> tuple[str, Any, ProgressView | None]:
+        """*Stop*: the run's panel as it was, "Stopped" (its handler is cancelled); in jobs
+        mode the run's job is cancelled in its worker too."""
+        _cancel_job(backend, view, settings, sign_in, request, profile)
         return stopped_html(view), gr.update(visible=resumable(view)), view
 
     async def load_sources() -> tuple[Any, str]:
@@ -429,8 +460,16 @@ def build_app(
                 )
             outputs = [notice, progress, report, evidence, hypotheses, files, *answer.outputs()]
             run_outputs = [*outputs, watch_state, resume_btn]
-            hist_resume = _history_tab(
-                store_opener, settings, root, outputs, run_outputs, sign_in, resume_run
+            hist_resume, hist_open = _history_tab(
+                store_opener,
+                settings,
+                root,
+                outputs,
+                run_outputs,
+                sign_in,
+                resume_run,
+                watched,
+                backend,
             )
         inputs = [question, context, llm, api_key, sources, max_rounds, max_sources, orchestrator]
         run_event = run_btn.click(run, inputs, run_outputs, api_visibility="private")
@@ -442,13 +481,98 @@ def build_app(
             stop,
             [watch_state],
             [progress, resume_btn, watch_state],
-            cancels=[run_event, submit_event, resume_event, hist_resume],
+            # in jobs mode History's open follows a running job: Stop cancels it too
+            cancels=[run_event, submit_event, resume_event, hist_resume]
+            + (hist_open if backend is not None else []),
             api_visibility="private",
         )
         demo.load(load_sources, None, [sources, sources_info], api_visibility="private")
         gr_api(deep_research, api_name="deep_research")
-    demo.queue(default_concurrency_limit=concurrency)
+    # in jobs mode a handler only follows a run: the workers limit the runs themselves
+    demo.queue(
+        default_concurrency_limit=concurrency if backend is None else max(concurrency, FOLLOWERS)
+    )
     return demo
+
+
+def _run_mode(
+    settings: Settings, jobs: JobBackend | None, research_fn: ResearchFn | None
+) -> tuple[JobBackend | None, ResearchFn | None]:
+    """``(job backend, research function)``: in jobs mode (``settings.jobs``) ``jobs`` (default
+    :class:`DbosJobs`) and a research function that submits and follows jobs; else no
+    backend and ``research_fn`` (in-process runs, as without jobs)."""
+    if not settings.jobs:
+        return None, research_fn
+    backend = jobs or DbosJobs()
+    return backend, job_research(backend)
+
+
+def _check_job_key(backend: JobBackend | None, api_key: str | None) -> None:
+    """Refuse a session's own API key in jobs mode (a worker never sees it).
+
+    Raises:
+        SettingsError: jobs mode and a key was given.
+    """
+    if backend is not None and (api_key or "").strip():
+        raise SettingsError(JOB_KEY_REFUSED)
+
+
+def _cancel_job(
+    backend: JobBackend | None,
+    view: ProgressView | None,
+    settings: Settings,
+    access: Access,
+    request: gr.Request | None,
+    profile: gr.OAuthProfile | None,
+) -> None:
+    """In jobs mode, cancel the caller's job of ``view`` in its worker (when it has a run id
+    and has not ended); a failure is logged, never shown (the panel says Stopped; the job may
+    have ended meanwhile)."""
+    if backend is None or view is None or not view.run_id or view.finished:
+        return
+    try:
+        owner = access.owner(request, profile)
+        backend.cancel(view.run_id, settings, owner=owner)
+    except Exception as exc:  # noqa: BLE001 - Stop must always answer
+        log.warning("could not cancel job %s: %s: %s", view.run_id, type(exc).__name__, exc)
+
+
+def _line_html(text: str) -> str:
+    return f'<p class="dc-history-line" role="status">{html.escape(text)}</p>'
+
+
+async def _follow_job(
+    backend: JobBackend,
+    record: RunRecord,
+    owner: str | None,
+    settings: Settings,
+    watched: Callable[[AsyncIterator[ResearchEvent], Settings], AsyncIterator[RunOutputs]],
+    with_store: Callable[[Callable[[hist.RunHistory], Any]], Any],
+) -> AsyncIterator[tuple[Any, ...]]:
+    """History's re-attach to the job ``record``: its event log from the first event, live,
+    rendered in the run's panels (as a run started on this page) with a status line, until
+    the run ends; then its final status line (read with ``with_store``) and the report below
+    the table."""
+
+    def final_line() -> str:
+        ended, _ = with_store(lambda s: hist.stored_run(s, record.id, owner))
+        return f"{hist.status_line(ended)}. Followed to its end."
+
+    following = (
+        f"{record.status} · run {record.id} — following it live "
+        "(Stop cancels it; closing the page does not)."
+    )
+    last: tuple[Any, ...] = ()
+    events = reattach_events(backend, record.id, str(record.status), settings, owner)
+    async for out in watched(events, settings):
+        last = out
+        yield (*out, _line_html(following), "")
+    try:
+        ended = await asyncio.to_thread(final_line)
+    except Exception:  # noqa: BLE001 - the panels already show how the run ended
+        ended = f"Run {record.id}: followed to its end."
+    if last:
+        yield (*last, _line_html(ended), last[2])
 
 
 def _history_tab(
@@ -459,12 +583,16 @@ def _history_tab(
     run_outputs: list[Any],
     access: Access,
     resume_run: Any,
-) -> Any:
+    watched: Callable[[AsyncIterator[ResearchEvent], Settings], AsyncIterator[RunOutputs]],
+    backend: JobBackend | None,
+) -> tuple[Any, list[Any]]:
     """The *History* tab: the caller's past runs from the durable store, listed when the tab
     opens; a row click opens the run (report, evidence, hypotheses, downloads in their tabs,
     and its report here); Resume and Export act on the selected run. Each handler asks
-    ``access`` who the caller is before it opens the store. Returns the Resume event (*Stop*
-    cancels it)."""
+    ``access`` who the caller is before it opens the store. In jobs mode (``backend``) a
+    queued or running run is followed live from its event log until it ends, as a run
+    started on this page (*Stop* cancels it). Returns the Resume event and the open events
+    (*Stop* cancels them)."""
 
     def with_store(action: Any) -> Any:
         store = opener(settings)
@@ -495,7 +623,7 @@ def _history_tab(
     async def open_run(
         run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
     ) -> AsyncIterator[tuple[Any, ...]]:
-        skip = tuple(gr.skip() for _ in outputs)
+        skip = tuple(gr.skip() for _ in run_outputs)
         try:
             owner = access.owner(request, profile)
             record, result = await asyncio.to_thread(
@@ -513,6 +641,10 @@ def _history_tab(
             text = f"{hist.status_line(record)}. {more}"
             return f'<p class="dc-history-line" role="status">{html.escape(text)}</p>'
 
+        if backend is not None and result is None and record.status in FOLLOWED_STATUSES:
+            async for out in _follow_job(backend, record, owner, settings, watched, with_store):
+                yield out
+            return
         if result is None:
             more = "No report yet: Resume continues it." if record.resumable else "No report."
             yield (*skip, line(more), "")
@@ -521,7 +653,7 @@ def _history_tab(
         async for out in stream_run(hist.replay_events(record, result), settings, root):
             last = out
         opened = "Opened in the Report, Evidence, Hypotheses and Downloads tabs; report below."
-        yield (*last, line(opened), last[2])
+        yield (*last, gr.skip(), gr.skip(), line(opened), last[2])
 
     def export(
         run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
@@ -562,10 +694,11 @@ def _history_tab(
         exported = gr.File(label="Export (.json)", interactive=False, elem_id="dc-history-export")
     tab.select(refresh, None, [table, ids], api_visibility="private")
     refresh_btn.click(refresh, None, [table, ids], api_visibility="private")
-    open_outputs = [*outputs, status, stored_report]
-    table.select(pick, [ids], run_id, api_visibility="private").then(
+    open_outputs = [*run_outputs, status, stored_report]
+    opened = table.select(pick, [ids], run_id, api_visibility="private").then(
         open_run, run_id, open_outputs, api_visibility="private"
     )
-    run_id.submit(open_run, run_id, open_outputs, api_visibility="private")
+    typed = run_id.submit(open_run, run_id, open_outputs, api_visibility="private")
     export_btn.click(export, run_id, exported, api_visibility="private")
-    return resume_btn.click(resume_run, run_id, run_outputs, api_visibility="private")
+    resumed = resume_btn.click(resume_run, run_id, run_outputs, api_visibility="private")
+    return resumed, [opened, typed]

@@ -1,0 +1,165 @@
+"""The web app and its MCP tool on durable jobs (``Settings.jobs``, ``DEEPCRITICAL_JOBS=1``,
+``deepcritical serve --jobs``; see ``docs/jobs.md``).
+
+In jobs mode a click on *Research* (and a ``deep_research`` call) submits the run as a job
+(:func:`deepcritical.jobs.submit_run`) and follows the run's event log
+(:func:`deepcritical.jobs.follow_run`): :func:`job_research` has the signature of
+:func:`deepcritical.api.research`, so the app renders the followed events exactly as it
+renders an in-process run. The run executes in a worker (``deepcritical worker``): closing the
+page or restarting the app stops only the following, never the run; opening the run again
+in History follows it again from its first event (:func:`follow_events`). *Stop* cancels the
+job in its worker (:meth:`JobBackend.cancel`).
+
+:class:`JobBackend` is what the app needs from the engine; :class:`DbosJobs` is the real one
+(:mod:`deepcritical.jobs`), tests pass fakes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
+from deepcritical.state.event_log import LoggedEvent
+from deepcritical.ui.mcp_tool import ResearchFn
+from deepcritical.ui.streams import closing
+
+__all__ = [
+    "FOLLOWED_STATUSES",
+    "FOLLOWERS",
+    "FOLLOW_POLL_SECONDS",
+    "JOB_KEY_REFUSED",
+    "DbosJobs",
+    "JobBackend",
+    "follow_events",
+    "job_research",
+    "reattach_events",
+    "submitted_event",
+]
+
+FOLLOWED_STATUSES = frozenset({"queued", "pending", "in_progress"})
+"""Statuses of a run that a worker has yet to run or is running: History follows such a run
+live (its event log) instead of showing its stored state."""
+FOLLOWERS = 32
+"""Handlers the app's queue runs at once in jobs mode (at least): a handler there only follows
+a run's event log, the workers' ``--concurrency`` limits the runs themselves."""
+FOLLOW_POLL_SECONDS = 0.5
+"""How often a page's follower reads the run's event log."""
+JOB_KEY_REFUSED = (
+    "This server runs research as jobs on its workers, which use the server's API keys: "
+    "leave the API key empty (or ask the operator to configure the model's key)."
+)
+"""Why a session's own API key is refused in jobs mode: secrets are never stored with a run,
+so a worker could not use it."""
+
+
+class JobBackend(Protocol):
+    """What the web app needs from the job engine."""
+
+    def submit(
+        self, question: str, settings: Settings, *, context: str | None, owner: str | None
+    ) -> str:
+        """Record ``owner``'s run of ``question`` as a queued job; its run id (blocking).
+
+        Raises:
+            QuestionError: empty or too long question.
+            Exception: the run or job database cannot be reached.
+        """
+        ...
+
+    def follow(
+        self, run_id: str, settings: Settings, *, owner: str | None, after_seq: int = 0
+    ) -> AsyncIterator[LoggedEvent]:
+        """The run's logged events above ``after_seq``, live, until the run ends."""
+        ...
+
+    def cancel(self, run_id: str, settings: Settings, *, owner: str | None) -> str:
+        """Cancel ``owner``'s job ``run_id``; the run's status after the request (blocking).
+
+        Raises:
+            RunNotFoundError: no such run among ``owner``'s runs.
+        """
+        ...
+
+
+class DbosJobs:
+    """The job engine of :mod:`deepcritical.jobs` (DBOS over the run database)."""
+
+    def submit(
+        self, question: str, settings: Settings, *, context: str | None, owner: str | None
+    ) -> str:
+        from deepcritical.jobs import submit_run
+
+        return submit_run(question, settings, context=context, owner=owner)
+
+    def follow(
+        self, run_id: str, settings: Settings, *, owner: str | None, after_seq: int = 0
+    ) -> AsyncIterator[LoggedEvent]:
+        from deepcritical.jobs import follow_run
+
+        return follow_run(
+            run_id, settings, owner=owner, after_seq=after_seq, poll_seconds=FOLLOW_POLL_SECONDS
+        )
+
+    def cancel(self, run_id: str, settings: Settings, *, owner: str | None) -> str:
+        from deepcritical.jobs import cancel_run
+
+        return cancel_run(run_id, settings, owner=owner)
+
+
+def submitted_event(run_id: str) -> ResearchEvent:
+    """The event shown at once for a submitted job (its run id, before a worker takes it)."""
+    return ResearchEvent(
+        type="started",
+        message=f"Run {run_id} submitted as a job; waiting for a worker",
+        data={"run_id": run_id, "job": True},
+    )
+
+
+async def follow_events(
+    backend: JobBackend, run_id: str, settings: Settings, owner: str | None
+) -> AsyncIterator[ResearchEvent]:
+    """The events of ``owner``'s job ``run_id`` from its first, live, until the run ends;
+    closing this stream stops following (never the run)."""
+    async with closing(backend.follow(run_id, settings, owner=owner)) as logged:
+        async for item in logged:
+            yield item.event
+
+
+async def reattach_events(
+    backend: JobBackend, run_id: str, status: str, settings: Settings, owner: str | None
+) -> AsyncIterator[ResearchEvent]:
+    """Re-attaching to ``owner``'s job ``run_id`` (now ``status``): an event naming the run
+    (so *Stop* can cancel it even before a worker has taken it), then
+    :func:`follow_events`."""
+    yield ResearchEvent(
+        type="started",
+        message=f"Following run {run_id} ({status})",
+        data={"run_id": run_id, "job": True},
+    )
+    async for event in follow_events(backend, run_id, settings, owner):
+        yield event
+
+
+def job_research(backend: JobBackend) -> ResearchFn:
+    """A ``research(question, settings, context=..., owner=...)`` (as
+    :func:`deepcritical.api.research`) that submits the run as a job on ``backend`` and
+    streams :func:`submitted_event`, then the run's event log (:func:`follow_events`)."""
+
+    async def research(
+        question: str,
+        settings: Settings,
+        *,
+        context: str | None = None,
+        owner: str | None = None,
+    ) -> AsyncIterator[ResearchEvent]:
+        run_id = await asyncio.to_thread(
+            backend.submit, question, settings, context=context, owner=owner
+        )
+        yield submitted_event(run_id)
+        async for event in follow_events(backend, run_id, settings, owner):
+            yield event
+
+    return research
