@@ -209,7 +209,9 @@ def test_ten_runs_spread_over_both_workers_and_a_follower_reattaches(
 
 
 def test_cancel_stops_a_running_job_within_five_seconds(cluster: Cluster, tmp_path: Path) -> None:
-    cluster.stub.latency_seconds = 1.5  # a slow server: the run is still searching
+    # a slow server (5 s an answer): the run is still searching long after `runs cancel` has
+    # started and exited, even on a loaded machine where the command takes seconds to start
+    cluster.stub.latency_seconds = 5.0
     try:
         submitted = run_cli(
             "--data-dir", cluster.data_dir, "runs", "submit", QUESTIONS[1], "--llm", "none",
