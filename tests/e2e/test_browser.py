@@ -29,6 +29,7 @@ from citeproc.source.json import CiteProcJSON
 from playwright.sync_api import (
     Browser,
     BrowserContext,
+    Locator,
     Page,
     Playwright,
     expect,
@@ -120,6 +121,18 @@ def evidence_titles(page: Page) -> list[str]:
     rows = page.locator("#dc-evidence tr.dc-evidence-row")
     rows.first.wait_for(state="visible")
     return [rows.nth(i).locator("td").nth(1).inner_text() for i in range(rows.count())]
+
+
+def history_listing(page: Page, run_id: str) -> Locator:
+    """The History tab's table, once it lists the run ``run_id`` (by its short id), with no
+    Refresh: the tab fills when it opens."""
+    show_tab(page, "History")
+    page.wait_for_function(
+        "id => document.querySelector('#dc-history').textContent.includes(id)",
+        arg=run_id[:8],
+        timeout=30_000,
+    )
+    return page.locator("#dc-history")
 
 
 def download_links(page: Page) -> dict[str, str]:
@@ -385,13 +398,7 @@ def test_history_lists_opens_and_exports_the_run(
         # a fresh page: whatever it shows of the run comes from the History tab
         page.close()
         page = open_app(ctx, app_server)
-        show_tab(page, "History")
-        table = page.locator("#dc-history")
-        page.wait_for_function(
-            "id => document.querySelector('#dc-history').textContent.includes(id)",
-            arg=run_id[:8],
-            timeout=30_000,
-        )
+        table = history_listing(page, run_id)
         headers = table.locator("th").all_inner_texts()
         assert [h.strip() for h in headers[:2]] == ["Status", "Updated (UTC)"], headers
         assert HISTORY_QUESTION[:40] in (table.text_content() or "")
@@ -732,13 +739,7 @@ def test_jobs_mode_closed_page_reopens_and_sees_the_same_run_finish(
         assert closed.status in {"queued", "in_progress"}, (closed.status, jobs_server.log())
 
         page = open_app(ctx, jobs_server)
-        show_tab(page, "History")
-        table = page.locator("#dc-history")
-        page.wait_for_function(
-            "id => document.querySelector('#dc-history').textContent.includes(id)",
-            arg=run_id[:8],
-            timeout=30_000,
-        )
+        table = history_listing(page, run_id)
         listed = table.text_content() or ""
         assert any(s in listed for s in ("in_progress", "queued", "completed", "max_iter")), listed
         table.get_by_text(run_id[:8], exact=True).locator("visible=true").first.click()
