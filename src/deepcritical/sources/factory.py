@@ -21,6 +21,15 @@ class _HttpOptions(TypedDict):
     tries: int
 
 
+def _http_options(settings: Settings) -> _HttpOptions:
+    return _HttpOptions(timeout_seconds=settings.http_timeout_seconds, tries=settings.http_retries)
+
+
+def _ncbi_key(settings: Settings) -> str | None:
+    """The NCBI API key in the clear, for the E-utilities clients only (never logged)."""
+    return settings.ncbi_api_key.get_secret_value() if settings.ncbi_api_key else None
+
+
 def build_sources(
     settings: Settings, client: httpx.AsyncClient, embedder: Embedder
 ) -> list[SearchSource]:
@@ -32,7 +41,7 @@ def build_sources(
         deepcritical.corpus.index.CorpusNotFoundError: ``local`` is asked for and the corpus
             directory holds no corpus.
     """
-    http = _HttpOptions(timeout_seconds=settings.http_timeout_seconds, tries=settings.http_retries)
+    http = _http_options(settings)
     urls = settings.source_base_urls
     built: list[SearchSource] = []
     for name in settings.sources:
@@ -46,11 +55,10 @@ def build_sources(
             from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
             from deepcritical.sources.pubmed import PubMedSource
 
-            key = settings.ncbi_api_key.get_secret_value() if settings.ncbi_api_key else None
             built.append(
                 PubMedSource(
                     client,
-                    api_key=key,
+                    api_key=_ncbi_key(settings),
                     email=settings.ncbi_email,
                     tool=settings.ncbi_tool,
                     base_url=urls.get(name, PUBMED_URL),
@@ -100,15 +108,13 @@ def build_full_text(settings: Settings, client: httpx.AsyncClient) -> FullTextFe
     from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
 
     urls = settings.source_base_urls
-    key = settings.ncbi_api_key.get_secret_value() if settings.ncbi_api_key else None
     return FullTextFetcher(
         client,
         europepmc_url=urls.get("europepmc", EPMC_URL),
         eutils_url=urls.get("pubmed", PUBMED_URL),
-        api_key=key,
+        api_key=_ncbi_key(settings),
         email=settings.ncbi_email,
         tool=settings.ncbi_tool,
         max_chars=settings.max_record_chars,
-        timeout_seconds=settings.http_timeout_seconds,
-        tries=settings.http_retries,
+        **_http_options(settings),
     )
