@@ -35,6 +35,7 @@ from functools import cache
 from importlib import resources
 
 import numpy as np
+from numpy.typing import NDArray
 
 from deepcritical.evidence.mmr import unit_rows
 from deepcritical.evidence.passages import PASSAGES_PER_QUERY, rank_passages
@@ -188,16 +189,17 @@ def _passage_text(evidence: Evidence, passage: Passage) -> str:
 def _best_passage(
     store: EvidenceStore,
     question: str,
+    vector: NDArray[np.float32],
     evidence: Evidence,
     terms: tuple[str, ...],
     calibration: RelevanceCalibration,
 ) -> tuple[float, ScreeningFeatures, str] | None:
     """``(relevance, features, locator)`` of the passage of ``evidence``'s full text that
-    scores best for ``question``, among those that best answer it; ``None`` without passages."""
+    scores best for ``question`` (embedded as ``vector``), among those that best answer it;
+    ``None`` without passages."""
     if not evidence.passages:
         return None
     embedder = store.embedder
-    vector = unit_rows(np.asarray(embedder.embed([question]), dtype=np.float32))[0]
     best: tuple[float, ScreeningFeatures, str] | None = None
     for scored in rank_passages(evidence, question, vector, embedder, PASSAGES_PER_QUERY):
         features = ScreeningFeatures(
@@ -228,11 +230,18 @@ def screen_items(
     """
     results = []
     terms = tuple(extract_key_terms(question))
+    vector: NDArray[np.float32] | None = None
     for evidence_id, features in screening_features(store, question, ids).items():
         item = store.require(evidence_id)
         relevance = calibration.relevance(features)
         where = ""
-        body = _best_passage(store, question, item, terms, calibration)
+        if item.passages and vector is None:  # embedded once, for the first full text
+            vector = unit_rows(np.asarray(store.embedder.embed([question]), dtype=np.float32))[0]
+        body = (
+            _best_passage(store, question, vector, item, terms, calibration)
+            if vector is not None
+            else None
+        )
         if body is not None and body[0] > relevance:
             relevance, features, where = body
         status = calibration.status(relevance)
