@@ -17,6 +17,7 @@ DEFAULT_SOURCES = ["pubmed", "trials", "europepmc", "openalex", "web"]
 ALL_SOURCES = [*DEFAULT_SOURCES, "local"]
 
 MAX_RECORD_CHARS = 200_000
+EmbeddingBackend = Literal["auto", "torch", "onnx-int8"]
 """The default of ``Settings.max_record_chars``: characters of text kept per record (a
 PubMed abstract is rarely over 5,000; a full paper's text is about 50,000)."""
 
@@ -187,6 +188,15 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     corpus_dir: Path | None = Field(
         default=None, description="Local corpus directory; defaults to <data_dir>/corpus."
+    )
+    embedding_backend: EmbeddingBackend = Field(
+        default="auto",
+        description="How the local corpus embeds its records and queries: 'torch' (fp32 "
+        "sentence-transformers), 'onnx-int8' (the same model exported to ONNX and quantised "
+        "to int8, about 3x faster on a CPU; exported once into ~/.cache/deepcritical/onnx, "
+        "falls back to torch with a warning when it cannot be), or 'auto': what an existing "
+        "corpus was built with, else 'onnx-int8'. Runs' screening and evidence store always "
+        "use torch (their thresholds are calibrated on its vectors).",
     )
     max_record_chars: int = Field(
         default=MAX_RECORD_CHARS,

@@ -12,16 +12,15 @@ from typer.testing import CliRunner
 
 from benchmarks.fulltext_questions import answer_passage, load_questions
 from deepcritical.cli.app import app
+from deepcritical.config import Settings
+from deepcritical.corpus.embedding import corpus_embedder
 from deepcritical.corpus.index import LocalCorpus
-from deepcritical.evidence.embeddings import Embedder
 from deepcritical.formats.jats import read_jats
 
 pytestmark = pytest.mark.slow
 
 
-def test_corpus_add_directory_then_search_a_body_phrase(
-    jats_dir: Path, tmp_path: Path, minilm_embedder: Embedder
-) -> None:
+def test_corpus_add_directory_then_search_a_body_phrase(jats_dir: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     result = CliRunner().invoke(
         app, ["--data-dir", str(data), "corpus", "add", str(jats_dir)], catch_exceptions=True
@@ -29,7 +28,9 @@ def test_corpus_add_directory_then_search_a_body_phrase(
     assert result.exit_code == 0, f"{result.output[-2000:]}\n{result.exception!r}"
     output = " ".join(result.output.split())  # rich wraps long lines
     assert output.count("1 records read, 1 added") == 6
-    with LocalCorpus.open(data / "corpus", minilm_embedder) as local:
+    # the embedder `corpus add` used (int8 ONNX by default), as a run would choose it
+    embedder = corpus_embedder(Settings(data_dir=data))
+    with LocalCorpus.open(data / "corpus", embedder) as local:
         assert local.count() == 6
         # pone.0046493 (PMID 23029536) says so in its Methods, not in its abstract
         hits = local.search("ammonium bicarbonate", 3)

@@ -111,9 +111,10 @@ def _line_list(lines: Sequence[int], shown: int = 20) -> str:
 
 
 def _open_corpus(settings: Settings) -> LocalCorpus:
-    """The corpus at ``settings.resolved_corpus_dir`` with the settings' embedding model
-    (loaded on first use; :class:`EmbeddingModelError` when it cannot be)."""
+    """The corpus at ``settings.resolved_corpus_dir`` with the settings' embedding model and
+    backend (:func:`~deepcritical.corpus.embedding.corpus_embedder`; the torch model loads on
+    first use, :class:`EmbeddingModelError` when it cannot be)."""
+    from deepcritical.corpus.embedding import corpus_embedder
     from deepcritical.corpus.index import LocalCorpus
-    from deepcritical.evidence.embeddings import shared_embedder
 
-    return LocalCorpus(settings.resolved_corpus_dir, shared_embedder(settings.embedding_model))
+    return LocalCorpus(settings.resolved_corpus_dir, corpus_embedder(settings))

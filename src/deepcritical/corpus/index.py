@@ -172,7 +172,9 @@ class LocalCorpus:
             self._docs.close()
             raise CorpusMismatchError(
                 f"the corpus in {self.directory} was embedded with {stored!r}, not {given!r}; "
-                "use that model or import into a new directory"
+                "use that model and backend (DEEPCRITICAL_EMBEDDING_MODEL, "
+                "DEEPCRITICAL_EMBEDDING_BACKEND=auto follows the corpus) or import into a new "
+                "directory"
             )
 
     # ----------------------------------------------------------------------- lifecycle

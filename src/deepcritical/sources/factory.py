@@ -46,10 +46,12 @@ def build_sources(
     built: list[SearchSource] = []
     for name in settings.sources:
         if name == "local":
+            from deepcritical.corpus.embedding import corpus_embedder
             from deepcritical.corpus.index import LocalCorpus
             from deepcritical.sources.local import LocalCorpusSource
 
-            corpus = LocalCorpus.open(settings.resolved_corpus_dir, embedder)
+            directory = settings.resolved_corpus_dir
+            corpus = LocalCorpus.open(directory, corpus_embedder(settings, directory, embedder))
             built.append(LocalCorpusSource(corpus, settings.max_evidence_chars))
         elif name == "pubmed":
             from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL

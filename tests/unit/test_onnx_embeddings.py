@@ -1,0 +1,205 @@
+"""The int8 ONNX embedder: length-bucketed batches, provider choice, export cache and fallback,
+and (slow: exports and loads the real model) agreement with the torch embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime
+import pytest
+import tokenizers
+from numpy.typing import NDArray
+from structlog.testing import capture_logs
+
+from deepcritical.evidence import onnx_embeddings
+from deepcritical.evidence.embeddings import (
+    DEFAULT_MODEL,
+    SentenceTransformerEmbedder,
+    resolve_model_path,
+    shared_embedder,
+)
+from deepcritical.evidence.onnx_embeddings import (
+    CPU_PROVIDER,
+    CUDA_PROVIDER,
+    OnnxInt8Embedder,
+    backend_embedder,
+    execution_providers,
+    export_dir,
+    length_batches,
+    load_onnx_int8,
+    onnx_int8_name,
+)
+
+
+def test_length_batches_sort_by_length_and_cover_every_index() -> None:
+    batches = length_batches([50, 3, 20, 3, 90, 7], 2)
+    assert batches == [[1, 3], [5, 2], [0, 4]]
+    assert sorted(i for b in batches for i in b) == list(range(6))
+    assert length_batches([], 4) == []
+    with pytest.raises(ValueError, match="at least 1"):
+        length_batches([1], 0)
+
+
+def test_execution_providers_put_cuda_first_when_offered() -> None:
+    assert execution_providers([CUDA_PROVIDER, CPU_PROVIDER]) == [CUDA_PROVIDER, CPU_PROVIDER]
+    assert execution_providers(["AzureExecutionProvider", CPU_PROVIDER]) == [CPU_PROVIDER]
+
+
+@dataclass
+class FakeEncoding:
+    ids: list[int]
+
+
+class FakeTokenizer:
+    """One token per word, each token id the text's length in characters."""
+
+    def enable_truncation(self, max_length: int) -> None:
+        self.max_length = max_length
+
+    def no_padding(self) -> None:
+        pass
+
+    def encode_batch(self, texts: Sequence[str]) -> list[FakeEncoding]:
+        return [FakeEncoding([len(t)] * len(t.split())) for t in texts]
+
+
+class FakeSession:
+    """Returns, per row, ``[first token id, tokens in the row, batch width]``."""
+
+    widths: list[int]
+
+    def __init__(self, path: str, options: Any, providers: list[str]) -> None:
+        self.providers = providers
+        self.widths = []
+        FakeSession.last = self
+
+    last: FakeSession
+
+    @dataclass
+    class Output:
+        shape: tuple[str, int]
+
+    def get_outputs(self) -> list[FakeSession.Output]:
+        return [FakeSession.Output(("batch", 3))]
+
+    def run(self, names: None, feed: dict[str, NDArray[np.int64]]) -> list[NDArray[np.float32]]:
+        ids, mask = feed["input_ids"], feed["attention_mask"]
+        self.widths.append(ids.shape[1])
+        width = np.full(len(ids), ids.shape[1])
+        return [np.stack([ids[:, 0], mask.sum(1), width], axis=1).astype(np.float32)]
+
+
+@pytest.fixture
+def fake_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(onnxruntime, "InferenceSession", FakeSession)
+    monkeypatch.setattr(tokenizers.Tokenizer, "from_file", staticmethod(lambda _p: FakeTokenizer()))
+
+
+def fake_embedder(tmp_path: Path, **kwargs: Any) -> OnnxInt8Embedder:
+    return OnnxInt8Embedder("org/model", tmp_path / "m.onnx", tmp_path, batch_size=2, **kwargs)
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_embed_keeps_input_order_and_pads_each_batch_to_its_own_longest(tmp_path: Path) -> None:
+    texts = ["a b c d e f", "x", "p q r", "s t", "u v w x y z g h"]
+    vectors = fake_embedder(tmp_path, available_providers=[CPU_PROVIDER]).embed(texts)
+    assert vectors.shape == (5, 3)
+    assert vectors[:, 0].tolist() == [len(t) for t in texts]  # row i is text i
+    assert vectors[:, 1].tolist() == [len(t.split()) for t in texts]
+    # batches by length: ["x", "s t"], ["p q r", "a b c d e f"], ["u v w x y z g h"]
+    assert FakeSession.last.widths == [2, 6, 8]
+    assert fake_embedder(tmp_path).embed([]).shape == (0, 3)
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_gpu_provider_is_used_when_onnx_runtime_offers_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        onnxruntime, "get_available_providers", lambda: [CUDA_PROVIDER, CPU_PROVIDER]
+    )
+    embedder = fake_embedder(tmp_path)
+    assert FakeSession.last.providers == [CUDA_PROVIDER, CPU_PROVIDER]
+    assert embedder.providers[0] == CUDA_PROVIDER
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: [CPU_PROVIDER])
+    fake_embedder(tmp_path)
+    assert FakeSession.last.providers == [CPU_PROVIDER]
+
+
+def test_onnx_vectors_have_a_name_of_their_own(tmp_path: Path) -> None:
+    assert onnx_int8_name(DEFAULT_MODEL) == DEFAULT_MODEL + "#onnx-int8"
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"v1")
+    first = export_dir(model, tmp_path / "cache")
+    assert first == export_dir(model, tmp_path / "cache")
+    (model / "model.safetensors").write_bytes(b"v2 changed")
+    assert export_dir(model, tmp_path / "cache") != first
+
+
+@pytest.fixture
+def no_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(onnx_embeddings, "_SHARED", {})
+
+
+@pytest.mark.usefixtures("no_shared")
+def test_unwritable_cache_falls_back_to_torch_with_a_warning(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("x", encoding="utf-8")  # the cache directory cannot be created
+    with capture_logs() as logs:
+        embedder = backend_embedder(DEFAULT_MODEL, "onnx-int8", cache_dir=blocker / "onnx")
+    assert embedder is shared_embedder(DEFAULT_MODEL)
+    assert isinstance(embedder, SentenceTransformerEmbedder)
+    (warning,) = [e for e in logs if e["log_level"] == "warning"]
+    assert "using torch" in warning["event"]
+    assert "Error" in warning["error"]
+
+
+@pytest.mark.usefixtures("no_shared")
+def test_missing_onnx_packages_fall_back_to_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def missing(_model: Path, _target: Path) -> Path:
+        raise ImportError("No module named 'onnx'")
+
+    monkeypatch.setattr(onnx_embeddings, "export_onnx_int8", missing)
+    with capture_logs() as logs:
+        embedder = backend_embedder(DEFAULT_MODEL, "auto", cache_dir=tmp_path)
+    assert embedder is shared_embedder(DEFAULT_MODEL)
+    assert any("No module named 'onnx'" in e.get("error", "") for e in logs)
+    assert backend_embedder(DEFAULT_MODEL, "torch") is embedder
+
+
+SENTENCES = [
+    "Metformin lowers fasting glucose in adults with type 2 diabetes.",
+    "Statins reduce LDL cholesterol and the risk of myocardial infarction.",
+    "Does vitamin D supplementation prevent fractures in older women?",
+    "The randomised trial enrolled 412 patients with chronic kidney disease; the primary "
+    "outcome was the time to dialysis, and secondary outcomes included all-cause mortality.",
+]
+
+
+@pytest.mark.slow
+def test_int8_onnx_vectors_match_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm_embedder: SentenceTransformerEmbedder
+) -> None:
+    onnx = load_onnx_int8(DEFAULT_MODEL, cache_dir=tmp_path)
+    assert onnx.model_name == onnx_int8_name(DEFAULT_MODEL)  # type: ignore[attr-defined]
+    fast, reference = onnx.embed(SENTENCES), minilm_embedder.embed(SENTENCES)
+    assert fast.shape == reference.shape == (len(SENTENCES), 384)
+    np.testing.assert_allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-4)
+    assert float((fast * reference).sum(1).min()) > 0.99
+    # the export is cached: a second load reads it and exports nothing
+    model_dir = Path(resolve_model_path(DEFAULT_MODEL))
+    assert (export_dir(model_dir, tmp_path) / "model.int8.onnx").is_file()
+
+    def no_export(_model: Path, _target: Path) -> Path:
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(onnx_embeddings, "export_onnx_int8", no_export)
+    again = load_onnx_int8(DEFAULT_MODEL, cache_dir=tmp_path)
+    np.testing.assert_allclose(again.embed(SENTENCES), fast, atol=1e-6)
