@@ -13,7 +13,6 @@ import onnxruntime
 import pytest
 import tokenizers
 from numpy.typing import NDArray
-from structlog.testing import capture_logs
 
 from deepcritical.evidence import onnx_embeddings
 from deepcritical.evidence.embeddings import (
@@ -25,6 +24,7 @@ from deepcritical.evidence.embeddings import (
 from deepcritical.evidence.onnx_embeddings import (
     CPU_PROVIDER,
     CUDA_PROVIDER,
+    EmbedderFallbackWarning,
     OnnxInt8Embedder,
     backend_embedder,
     execution_providers,
@@ -150,13 +150,10 @@ def no_shared(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unwritable_cache_falls_back_to_torch_with_a_warning(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("x", encoding="utf-8")  # the cache directory cannot be created
-    with capture_logs() as logs:
+    with pytest.warns(EmbedderFallbackWarning, match=r"\(\w+Error: .*\); using torch"):
         embedder = backend_embedder(DEFAULT_MODEL, "onnx-int8", cache_dir=blocker / "onnx")
     assert embedder is shared_embedder(DEFAULT_MODEL)
     assert isinstance(embedder, SentenceTransformerEmbedder)
-    (warning,) = [e for e in logs if e["log_level"] == "warning"]
-    assert "using torch" in warning["event"]
-    assert "Error" in warning["error"]
 
 
 @pytest.mark.usefixtures("no_shared")
@@ -167,10 +164,9 @@ def test_missing_onnx_packages_fall_back_to_torch(
         raise ImportError("No module named 'onnx'")
 
     monkeypatch.setattr(onnx_embeddings, "export_onnx_int8", missing)
-    with capture_logs() as logs:
+    with pytest.warns(EmbedderFallbackWarning, match="No module named 'onnx'"):
         embedder = backend_embedder(DEFAULT_MODEL, "auto", cache_dir=tmp_path)
     assert embedder is shared_embedder(DEFAULT_MODEL)
-    assert any("No module named 'onnx'" in e.get("error", "") for e in logs)
     assert backend_embedder(DEFAULT_MODEL, "torch") is embedder
 
 
@@ -203,3 +199,24 @@ def test_int8_onnx_vectors_match_torch(
     monkeypatch.setattr(onnx_embeddings, "export_onnx_int8", no_export)
     again = load_onnx_int8(DEFAULT_MODEL, cache_dir=tmp_path)
     np.testing.assert_allclose(again.embed(SENTENCES), fast, atol=1e-6)
+
+
+def test_torch_embedder_uses_cuda_when_torch_sees_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sentence_transformers
+    import torch
+
+    devices: list[str] = []
+
+    class FakeModel:
+        def __init__(self, path: str, device: str) -> None:
+            devices.append(device)
+
+        def get_embedding_dimension(self) -> int:
+            return 384
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", FakeModel)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    SentenceTransformerEmbedder(DEFAULT_MODEL)._load()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    SentenceTransformerEmbedder(DEFAULT_MODEL)._load()
+    assert devices == ["cuda", "cpu"]

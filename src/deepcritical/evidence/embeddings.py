@@ -75,8 +75,17 @@ def resolve_model_path(model_name: str) -> str:
     return model_name
 
 
+def torch_device() -> str:
+    """``"cuda"`` when torch sees a CUDA GPU, else ``"cpu"`` (the CPU build of torch never
+    does)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 class SentenceTransformerEmbedder:
-    """Embedder backed by sentence-transformers on the CPU; the model loads on first use.
+    """Embedder backed by sentence-transformers on the GPU when there is one
+    (:func:`torch_device`), else the CPU; the model loads on first use.
 
     Args:
         model_name: hub name or local directory (see :func:`resolve_model_path`).
@@ -106,7 +115,7 @@ class SentenceTransformerEmbedder:
 
                 path = resolve_model_path(self.model_name)
                 try:
-                    self._model = SentenceTransformer(path, device="cpu")
+                    self._model = SentenceTransformer(path, device=torch_device())
                 except Exception as exc:  # library raises OSError/ValueError/HF errors
                     raise EmbeddingModelError(
                         f"cannot load embedding model {self.model_name!r} from {path!r}: {exc}"

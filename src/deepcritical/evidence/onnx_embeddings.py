@@ -284,6 +284,10 @@ def load_onnx_int8(model_name: str = DEFAULT_MODEL, cache_dir: Path | None = Non
     return OnnxInt8Embedder(model_name, target, model_dir)
 
 
+class EmbedderFallbackWarning(UserWarning):
+    """The int8 ONNX embedder could not be exported or loaded; torch is used instead."""
+
+
 _SHARED: dict[tuple[str, str], Embedder] = {}
 _SHARED_LOCK = threading.Lock()
 
@@ -297,8 +301,10 @@ def backend_embedder(
 
     ``"torch"``: :func:`~deepcritical.evidence.embeddings.shared_embedder` (fp32,
     sentence-transformers). ``"onnx-int8"`` and ``"auto"``: :func:`load_onnx_int8`; when the
-    export or the load fails (ONNX packages missing, cache directory read-only, ...) a warning
-    is logged and the torch embedder is returned instead, whose vectors carry its own name.
+    export or the load fails (ONNX packages missing, cache directory read-only, ...) an
+    :class:`EmbedderFallbackWarning` is issued (Python's ``warnings``: shown on standard error
+    by the command line) and the torch embedder is returned instead, whose vectors carry its
+    own name.
     """
     if backend == "torch":
         return shared_embedder(model_name)
@@ -310,10 +316,11 @@ def backend_embedder(
             # any failure of the optional fast path (missing package, read-only disk, exporter
             # or ONNX Runtime error) must leave the working torch path
             except Exception as exc:  # noqa: BLE001
-                log.warning(
-                    "int8 ONNX embedder unavailable; using torch (fp32) instead",
-                    model=model_name,
-                    error=f"{type(exc).__name__}: {exc}",
+                warnings.warn(
+                    f"the int8 ONNX embedder of {model_name!r} is unavailable "
+                    f"({type(exc).__name__}: {exc}); using torch (fp32) instead",
+                    EmbedderFallbackWarning,
+                    stacklevel=2,
                 )
                 _SHARED[key] = shared_embedder(model_name)
         return _SHARED[key]
