@@ -98,6 +98,7 @@ typecheck: install
 bench: install
 	$(PY) -m benchmarks.pubmedqa_runs
 	$(PY) -m benchmarks.retrieval
+	$(PY) -m benchmarks.bench_import
 	$(PY) -m benchmarks.bench_sources
 	$(PY) -m benchmarks.bench_state_prompt
 	$(PY) -m benchmarks.bench_jobs
