@@ -21,6 +21,7 @@ screening thresholds read; they stay on torch). Timings depend on the machine an
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -81,7 +82,9 @@ def print_table(results: dict[str, dict[str, float]]) -> None:
     names = list(results)
     print("\n" + f"{'figure':<22}" + "".join(f"{n:>12}" for n in names) + "  target")
     rate_row = "".join(f"{results[n]['rate']:>12.1f}" for n in names)
-    print(f"{'import abstracts/s':<22}{rate_row}  >= {TARGET_RATE:.0f} (new path, 2 cores)")
+    fastest = max(results[n]["rate"] for n in names)
+    status = "met" if fastest >= TARGET_RATE else "MISSED"
+    print(f"{'import abstracts/s':<22}{rate_row}  >= {TARGET_RATE:.0f} on 2 cores: {status}")
     for mode in MODES:
         for key in [f"recall@{k}" for k in CUTOFFS] + ["mrr@10", "ms_p50"]:
             row = "".join(f"{results[n][f'{mode} {key}']:>12.3f}" for n in names)
@@ -149,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, dict[str, float]] = {}
         for backend in backends:
             embedders[backend], results[backend] = measure(backend, work, corpus_file, questions)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{len(questions)} questions; throughput = (t1000 - t100) / 900 abstracts")
+    print(f"{os.cpu_count()} cores, load average {load} (timings are only as quiet as that)")
     print_table(results)
     if len(embedders) == 2:
         print_agreement(embedders["torch"], embedders["onnx-int8"], corpus_file, questions)
