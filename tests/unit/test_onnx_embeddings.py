@@ -96,6 +96,7 @@ class FakeSession:
 @pytest.fixture
 def fake_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnxruntime, "InferenceSession", FakeSession)
+    monkeypatch.setattr(onnxruntime, "disable_telemetry_events", lambda: None)
     monkeypatch.setattr(tokenizers.Tokenizer, "from_file", staticmethod(lambda _p: FakeTokenizer()))
 
 

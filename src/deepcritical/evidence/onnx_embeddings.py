@@ -231,6 +231,7 @@ class OnnxInt8Embedder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        ort.disable_telemetry_events()  # as Chroma's: nothing about the user leaves the machine
         self.model_name = onnx_int8_name(model_name)
         self.batch_size = batch_size
         self.max_chars = max_chars
