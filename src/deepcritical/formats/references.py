@@ -37,7 +37,8 @@ What is written, per record:
   likewise; RIS ``ID`` is the record's BibTeX key, as is the CSL ``id``.
 * **notes**: RIS ``N1`` (one line each), BibTeX ``note`` and CSL ``note`` (joined with
   ``"; "``): the caller's label (``export_references`` says which report reference or evidence
-  item it is, with its study design), the title note and the NCT ID.
+  item it is, with its study design), the title note, the NCT ID and one note per integrity
+  flag (``Integrity flag: RETRACTED: Retraction in: ... PMID: 123``).
 
 Keys (BibTeX key, CSL ``id``, RIS ``ID``) are ``<first author><year><first title word>`` in
 lower-case ASCII (``muller2020effect``; ``anon`` and ``nd`` stand in for a missing author or
@@ -413,6 +414,9 @@ def _records(citations: Sequence[Citation], labels: Sequence[str] | None) -> lis
         nct = clean_text(citation.nct_id)
         if nct:
             notes.append(f"{TRIAL_REGISTRY}: {nct}")
+        notes += [
+            clean_text(f"Integrity flag: {flag.label()}") for flag in citation.integrity_flags
+        ]
         records.append(
             _Record(
                 citation=citation,

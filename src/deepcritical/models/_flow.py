@@ -18,10 +18,11 @@ __all__ = ["RecordFlow", "flow_lines"]
 class RecordFlow(BaseModel):
     """How many records a run found, kept, screened, excluded, included and cited.
 
-    The counts add up (:meth:`problems` lists any that do not):
+    The counts add up (:meth:`problems` lists any that do not; records excluded as
+    ``retracted`` are counted with the excluded ones there):
     ``identified - identifier_duplicates - near_duplicates - beyond_limit == unique``;
-    ``unique == screened + not_screened == excluded + included``;
-    ``included == relevant + partial + not_screened``; ``cited <= included``;
+    ``unique == screened + not_screened == excluded + retracted + included``;
+    ``included + retracted == relevant + partial + not_screened``; ``cited <= included``;
     ``sum(exclusion_reasons.values()) == excluded``.
     """
 
@@ -55,6 +56,10 @@ class RecordFlow(BaseModel):
     """Included records screened ``partial`` (bear on part of the question)."""
     cited: int = 0
     """Records the report cites (its references)."""
+    retracted: int = 0
+    """Records screening kept (not off-topic) but excluded because a source marks them as
+    retracted (``Citation.retracted``): listed in the report's "Retracted or flagged records
+    found" section, never cited. ``relevant`` and ``partial`` count included records only."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -71,11 +76,14 @@ class RecordFlow(BaseModel):
             - self.beyond_limit
             == self.unique,
             "screened + not screened != unique": self.screened + self.not_screened == self.unique,
-            "excluded + included != unique": self.excluded + self.included == self.unique,
+            "excluded + included != unique": self.excluded
+            + self.retracted
+            + self.included
+            == self.unique,
             "relevant + partial + not screened != included": self.relevant
             + self.partial
             + self.not_screened
-            == self.included,
+            == self.included + self.retracted,
             "exclusion reasons do not sum to excluded": sum(self.exclusion_reasons.values())
             == self.excluded,
             "cited > included": self.cited <= self.included,
@@ -108,6 +116,8 @@ def flow_lines(flow: RecordFlow) -> list[str]:
     lines.append(screened)
     reasons = "; ".join(f"{cause}: {n}" for cause, n in flow.exclusion_reasons.items())
     lines.append(f"- Excluded as off-topic: {flow.excluded}" + (f" ({reasons})" if reasons else ""))
+    if flow.retracted:
+        lines.append(f"- Excluded as retracted: {flow.retracted}")
     parts = [f"{flow.relevant} relevant", f"{flow.partial} partly relevant"]
     if flow.not_screened:
         parts.append(f"{flow.not_screened} not screened")

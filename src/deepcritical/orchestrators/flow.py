@@ -60,10 +60,16 @@ class FlowLog:
 
     def flow(self, records: Sequence[Evidence], report: ResearchReport) -> RecordFlow:
         """The run's flow: the rounds so far, the screening of ``records`` (every record of
-        the store) and the references of ``report``."""
+        the store), the on-topic records excluded as retracted (``Citation.retracted``) and
+        the references of ``report``."""
         statuses = Counter(e.screening for e in records)
         excluded = [e for e in records if e.screening == Screening.OFF_TOPIC]
         causes = Counter(exclusion_cause(e.screening_reason) for e in excluded)
+        retracted = Counter(
+            e.screening
+            for e in records
+            if e.screening != Screening.OFF_TOPIC and e.citation.retracted
+        )
         return RecordFlow(
             identified_per_source=dict(self.identified_per_source),
             identifier_duplicates=self.identifier_duplicates,
@@ -74,8 +80,9 @@ class FlowLog:
             not_screened=statuses[None],
             excluded=len(excluded),
             exclusion_reasons=dict(causes.most_common()),
-            included=len(records) - len(excluded),
-            relevant=statuses[Screening.RELEVANT],
-            partial=statuses[Screening.PARTIAL],
+            included=len(records) - len(excluded) - retracted.total(),
+            relevant=statuses[Screening.RELEVANT] - retracted[Screening.RELEVANT],
+            partial=statuses[Screening.PARTIAL] - retracted[Screening.PARTIAL],
             cited=len({r.evidence_id for r in report.references}),
+            retracted=retracted.total(),
         )

@@ -528,9 +528,24 @@ class ResearchRun:
         return sum(r.status == Screening.OFF_TOPIC for r in outcome.records)
 
     def on_topic(self) -> list[Evidence]:
-        """The items screening did not find off-topic, in store order: the only ones that
-        reach the checklist, hypotheses, judge, writer and references."""
-        return [e for e in self.store.all() if e.screening != Screening.OFF_TOPIC]
+        """The items screening did not find off-topic and no source marks as retracted
+        (``Citation.retracted``), in store order: the only ones that reach the checklist,
+        hypotheses, judge, writer, verdict and references."""
+        return [
+            e
+            for e in self.store.all()
+            if e.screening != Screening.OFF_TOPIC and not e.citation.retracted
+        ]
+
+    def retracted(self) -> list[Evidence]:
+        """The items screening did not find off-topic but a source marks as retracted, in
+        store order: listed, flagged, in the report's "Retracted or flagged records found"
+        section, never cited as support."""
+        return [
+            e
+            for e in self.store.all()
+            if e.screening != Screening.OFF_TOPIC and e.citation.retracted
+        ]
 
     def on_topic_ids(self) -> list[str]:
         """Ids of :meth:`on_topic`."""
@@ -736,13 +751,13 @@ class ResearchRun:
     def _facts(self) -> RunFacts:
         """What happened in the run so far, for the report stage."""
         state = self.state
-        on_topic = self.on_topic()
+        on_topic, retracted = self.on_topic(), self.retracted()
         return RunFacts(
             question=self.question,
             plan=self.plan,
             hypotheses=list(state.hypotheses),
             evidence=on_topic,
-            screened_out=len(self.store) - len(on_topic),
+            screened_out=len(self.store) - len(on_topic) - len(retracted),
             embedder=self.store.embedder,
             methodology=self.methodology(),
             source_names=self.source_names,
@@ -758,6 +773,7 @@ class ResearchRun:
             searched=bool(state.sources_answered or state.source_failures),
             time_budget_seconds=self.settings.time_budget_seconds,
             environment=software_environment(embedder_name(self.store.embedder)),
+            retracted=retracted,
         )
 
     def _rewrite_function(self) -> RewriteFunction | None:
@@ -798,7 +814,8 @@ class ResearchRun:
         """How the records were screened (by the search agent's model, by calibrated
         relevance, or not at all), with the number found off-topic."""
         state, calibration = self.state, self.deps.screening
-        off_topic = len(self.store) - len(self.on_topic())
+        retracted = len(self.retracted())
+        off_topic = len(self.store) - len(self.on_topic()) - retracted
         kept_out = (
             f"{off_topic} off-topic record(s) were kept out of the checklist, hypotheses, "
             "judgement and report."
@@ -882,6 +899,15 @@ class ResearchRun:
             "against the evidence collected in this run.",
         ]
         lines.extend(self._screening_lines())
+        retracted = self.retracted()
+        if retracted:
+            lines.append(
+                f"Integrity: {len(retracted)} on-topic record(s) marked as retracted by their "
+                "source (PubMed publication type or retraction notice, Europe PMC publication "
+                "type, OpenAlex is_retracted) were kept out of the checklist, hypotheses, "
+                "judgement, verdict and citations; they are listed in “Retracted or flagged "
+                "records found”."
+            )
         lines.append(self._full_text_line())
         lines.extend(state.methodology)
         if state.queries:
