@@ -23,6 +23,7 @@ from deepcritical.models._integrity import (
     INTEGRITY_LABELS,
     IntegrityFlag,
     IntegrityKind,
+    flag_labels,
     flags_from_publication_types,
     union_flags,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "SubQuestion",
     "SupportingQuote",
     "UsageReport",
+    "flag_labels",
     "flags_from_publication_types",
     "flow_lines",
     "grounding_appendix",

@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from deepcritical.models._integrity import IntegrityFlag, is_retracted
+from deepcritical.models._integrity import IntegrityFlag, flag_labels, is_retracted
 from deepcritical.models._passages import Passage
 
 __all__ = [
@@ -204,7 +204,7 @@ class Citation(BaseModel):
             parts.append("; ".join(ids) + ".")
         if self.url:
             parts.append(f"<{self.url}>")
-        parts += [f"**[{flag.label()}]**" for flag in self.integrity_flags]
+        parts += [f"**[{label}]**" for label in flag_labels(self.integrity_flags)]
         return " ".join(parts)
 
 

@@ -51,15 +51,17 @@ class RecordFlow(BaseModel):
     included: int = 0
     """Records that reach the checklist, hypotheses, judge and writer (on-topic)."""
     relevant: int = 0
-    """Included records screened ``relevant``."""
+    """Records not off-topic screened ``relevant`` (the ``retracted`` ones among them)."""
     partial: int = 0
-    """Included records screened ``partial`` (bear on part of the question)."""
+    """Records not off-topic screened ``partial`` (bear on part of the question; the
+    ``retracted`` ones among them)."""
     cited: int = 0
     """Records the report cites (its references)."""
     retracted: int = 0
     """Records screening kept (not off-topic) but excluded because a source marks them as
     retracted (``Citation.retracted``): listed in the report's "Retracted or flagged records
-    found" section, never cited. ``relevant`` and ``partial`` count included records only."""
+    found" section, never cited. ``relevant``, ``partial`` and ``not_screened`` count them
+    with the included records (by their screening status)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -76,9 +78,7 @@ class RecordFlow(BaseModel):
             - self.beyond_limit
             == self.unique,
             "screened + not screened != unique": self.screened + self.not_screened == self.unique,
-            "excluded + included != unique": self.excluded
-            + self.retracted
-            + self.included
+            "excluded + included != unique": self.excluded + self.retracted + self.included
             == self.unique,
             "relevant + partial + not screened != included": self.relevant
             + self.partial
@@ -121,6 +121,8 @@ def flow_lines(flow: RecordFlow) -> list[str]:
     parts = [f"{flow.relevant} relevant", f"{flow.partial} partly relevant"]
     if flow.not_screened:
         parts.append(f"{flow.not_screened} not screened")
+    if flow.retracted:
+        parts[-1] += f"; less {flow.retracted} excluded as retracted"
     lines.append(f"- Included (on-topic): {flow.included} ({', '.join(parts)})")
     lines.append(f"- Cited in the report: {flow.cited}")
     return lines

@@ -23,6 +23,7 @@ __all__ = [
     "INTEGRITY_LABELS",
     "IntegrityFlag",
     "IntegrityKind",
+    "flag_labels",
     "flags_from_publication_types",
     "is_retracted",
     "union_flags",
@@ -76,12 +77,6 @@ class IntegrityFlag(BaseModel):
     notice: str = ""
     source: str = ""
 
-    def label(self) -> str:
-        """``"RETRACTED: Retraction in: J X. 2020. PMID: 123"`` (the kind's label, then the
-        notice when there is one)."""
-        head = INTEGRITY_LABELS[self.kind]
-        return f"{head}: {self.notice}" if self.notice else head
-
 
 _PUBLICATION_TYPES: dict[str, IntegrityKind] = {
     "retracted publication": IntegrityKind.RETRACTED,
@@ -119,3 +114,20 @@ def union_flags(*groups: Iterable[IntegrityFlag]) -> list[IntegrityFlag]:
 def is_retracted(flags: Iterable[IntegrityFlag]) -> bool:
     """Whether any flag says the record itself was retracted."""
     return any(f.kind is IntegrityKind.RETRACTED for f in flags)
+
+
+def flag_labels(flags: Iterable[IntegrityFlag]) -> list[str]:
+    """One label per kind, retracted first, its notices joined: ``["RETRACTED: Retracted
+    Publication; Retraction in: N Engl J Med. 2013;368:99. PMID: 99663012", "Erratum:
+    Erratum in: ..."]`` (what the reference list and the evidence table show)."""
+    notices: dict[IntegrityKind, list[str]] = {}
+    for flag in flags:
+        listed = notices.setdefault(flag.kind, [])
+        if flag.notice and flag.notice not in listed:
+            listed.append(flag.notice)
+    order = list(IntegrityKind)
+    out = []
+    for kind in sorted(notices, key=order.index):
+        head = INTEGRITY_LABELS[kind]
+        out.append(f"{head}: {'; '.join(notices[kind])}" if notices[kind] else head)
+    return out

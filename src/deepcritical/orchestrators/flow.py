@@ -65,10 +65,8 @@ class FlowLog:
         statuses = Counter(e.screening for e in records)
         excluded = [e for e in records if e.screening == Screening.OFF_TOPIC]
         causes = Counter(exclusion_cause(e.screening_reason) for e in excluded)
-        retracted = Counter(
-            e.screening
-            for e in records
-            if e.screening != Screening.OFF_TOPIC and e.citation.retracted
+        retracted = sum(
+            e.screening != Screening.OFF_TOPIC and e.citation.retracted for e in records
         )
         return RecordFlow(
             identified_per_source=dict(self.identified_per_source),
@@ -80,9 +78,9 @@ class FlowLog:
             not_screened=statuses[None],
             excluded=len(excluded),
             exclusion_reasons=dict(causes.most_common()),
-            included=len(records) - len(excluded) - retracted.total(),
-            relevant=statuses[Screening.RELEVANT] - retracted[Screening.RELEVANT],
-            partial=statuses[Screening.PARTIAL] - retracted[Screening.PARTIAL],
+            included=len(records) - len(excluded) - retracted,
+            relevant=statuses[Screening.RELEVANT],
+            partial=statuses[Screening.PARTIAL],
             cited=len({r.evidence_id for r in report.references}),
-            retracted=retracted.total(),
+            retracted=retracted,
         )

@@ -222,7 +222,7 @@ async def finish_report(
             update={
                 "sources_searched": list(facts.source_names) if facts.searched else [],
                 "source_failures": dict(facts.source_failures),
-                "papers_reviewed": len(facts.evidence) + facts.screened_out,
+                "papers_reviewed": len(facts.evidence) + facts.screened_out + len(facts.retracted),
                 "off_topic_excluded": facts.screened_out,
                 "iterations": facts.rounds,
                 "confidence": facts.confidence,

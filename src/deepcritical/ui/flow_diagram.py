@@ -54,6 +54,8 @@ def flow_html(flow: RecordFlow | None) -> str:
         f", {flow.not_screened} not screened" if flow.not_screened else ""
     )
     screened = f"not screened: {flow.not_screened}" if flow.not_screened else ""
+    if flow.retracted:
+        included += f"; less {flow.retracted} excluded as retracted"
     rows = [
         _row(
             _box("identified", flow.identified, "Records identified", per_source),

@@ -17,7 +17,14 @@ from markdown_it import MarkdownIt
 from pydantic import BaseModel, Field
 
 from deepcritical.evidence.grading import grade_evidence
-from deepcritical.models import SOURCE_LABELS, Evidence, Passage, RunResult, SupportingQuote
+from deepcritical.models import (
+    SOURCE_LABELS,
+    Evidence,
+    Passage,
+    RunResult,
+    SupportingQuote,
+    flag_labels,
+)
 from deepcritical.ui.progress import ProgressView
 
 ALLOWED_TAGS = {
@@ -147,7 +154,7 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
             first_author=e.citation.authors[0] if e.citation.authors else "",
             journal=e.citation.journal or "",
             design=(designs.get(e.id) or grade_evidence(e)).value,
-            flags=[f.label() for f in e.citation.integrity_flags],
+            flags=flag_labels(e.citation.integrity_flags),
             retracted=e.citation.retracted,
             cited_by=e.citation.cited_by_count,
         )
