@@ -59,6 +59,7 @@ from deepcritical.ui.citations import report_html
 from deepcritical.ui.evidence_table import SORT_KEYS, sort_rows
 from deepcritical.ui.render import evidence_rows, evidence_table_html
 from tests.conftest import HashingEmbedder
+from tests.unit.test_magentic_orchestrator import QUESTION, make, paper, result_of
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RETRACTED_COPY = FIXTURES / "pubmed_retracted_copy_of_22663011.xml"
@@ -484,3 +485,36 @@ def test_an_escaped_notice_in_the_evidence_table() -> None:
     table = evidence_table_html(evidence_rows(result))
     assert "<script>x</script>" not in table
     assert "&lt;script&gt;x&lt;/script&gt;" in table
+
+
+class _RetractingSource:
+    """Returns ``limit`` fresh papers per call, the first of each call retracted."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def search(self, query: str, limit: int) -> list[Evidence]:
+        self.calls += 1
+        papers = [paper(100 * self.calls + i, query) for i in range(1, limit + 1)]
+        first = papers[0].citation
+        first.title = f"Retracted study {first.pmid}"
+        first.integrity_flags = [RETRACTION]
+        return papers
+
+
+async def test_the_magentic_orchestrator_keeps_retracted_records_out_too() -> None:
+    orch, store, _, roles = make(sources=[_RetractingSource()])
+    events = [e async for e in orch.run(QUESTION)]
+    result = result_of(events)
+    retracted = {e.id for e in store.all() if e.citation.retracted}
+    assert retracted
+    report = result.report
+    assert not {r.evidence_id for r in report.references} & retracted
+    assert {f.evidence_id for f in report.flagged_records} == retracted
+    # the roles that synthesise never read a retracted record; the screener may
+    for role in ("hypothesis", "judge", "writer.outline", "writer.section", "writer.summary"):
+        assert roles.prompts[role], role
+        assert not any("Retracted study" in p for p in roles.prompts[role]), role
+    assert any("Retracted study" in p for p in roles.prompts["screener"])
