@@ -22,8 +22,10 @@ import respx
 
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
+from deepcritical.corpus.readers import read_full_text
 from deepcritical.evidence.identifiers import merge_evidence
 from deepcritical.evidence.store import EvidenceStore
+from deepcritical.formats.jats import jats_to_evidence, parse_jats
 from deepcritical.formats.pubmed_xml import (
     PubmedArticle,
     article_to_evidence,
@@ -518,3 +520,51 @@ async def test_the_magentic_orchestrator_keeps_retracted_records_out_too() -> No
         assert roles.prompts[role], role
         assert not any("Retracted study" in p for p in roles.prompts[role]), role
     assert any("Retracted study" in p for p in roles.prompts["screener"])
+
+
+# --------------------------------------------------------------------------- JATS
+def _jats(article_type: str, related: str = "") -> str:
+    return (
+        f'<article xmlns:xlink="http://www.w3.org/1999/xlink" article-type="{article_type}">'
+        '<front><article-meta><article-id pub-id-type="pmid">4242</article-id>'
+        "<title-group><article-title>Metformin trial</article-title></title-group>"
+        f"{related}<abstract><p>Metformin lowered the outcome.</p></abstract>"
+        "</article-meta></front><body><p>Body text.</p></body></article>"
+    )
+
+
+def test_a_jats_retraction_forward_link_flags_the_article(tmp_path: Path) -> None:
+    related = (
+        '<related-article related-article-type="retraction-forward" ext-link-type="doi" '
+        'xlink:href="10.1/retraction"/>'
+    )
+    path = tmp_path / "article.nxml"
+    path.write_text(_jats("research-article", related), encoding="utf-8")
+    record, passages = read_full_text(path)
+    assert passages
+    assert [(f.kind, f.notice, f.source) for f in record.integrity_flags] == [
+        (
+            IntegrityKind.RETRACTED,
+            "Retraction in: doi 10.1/retraction",
+            "JATS related-article retraction-forward",
+        )
+    ]
+    assert article_to_evidence(record, source="local").citation.retracted
+    assert jats_to_evidence(parse_jats(path.read_bytes())).citation.retracted
+
+
+def test_a_jats_retraction_notice_is_flagged_as_a_notice() -> None:
+    related = (
+        '<related-article related-article-type="retracted-article">Smith J. 2019</related-article>'
+    )
+    article = parse_jats(_jats("retraction", related).encode())
+    assert [(f.kind, f.notice) for f in article.integrity_flags] == [
+        (IntegrityKind.RETRACTION_NOTICE, "article type: retraction"),
+        (IntegrityKind.RETRACTION_NOTICE, "Retraction of: Smith J. 2019"),
+    ]
+    assert not jats_to_evidence(article).citation.retracted
+
+
+def test_real_jats_articles_carry_no_flag(jats_dir: Path) -> None:
+    for path in sorted(jats_dir.glob("*.nxml")):
+        assert parse_jats(path.read_bytes()).integrity_flags == [], path.name
