@@ -57,6 +57,7 @@ from deepcritical.report.sections import add_integrity_section
 from deepcritical.report.validation import citation_problems, validate_report
 from deepcritical.sources.europepmc import EuropePMCSource, parse_search
 from deepcritical.sources.openalex import parse_works_page
+from deepcritical.ui.answer import year_frame
 from deepcritical.ui.citations import report_html
 from deepcritical.ui.evidence_table import SORT_KEYS, sort_rows
 from deepcritical.ui.render import evidence_rows, evidence_table_html
@@ -431,6 +432,7 @@ async def test_a_run_never_lets_a_retracted_record_reach_the_synthesis() -> None
     assert flow.retracted == 1
     assert flow.problems() == []
     assert "Excluded as retracted: 1" in report.to_markdown()
+    assert year_frame(result)["records"].sum() == flow.included  # the answer tab's chart
     assert "Integrity: 1 on-topic record(s) marked as retracted" in report.methodology
     _check_displays(result, retracted.pop())
 
