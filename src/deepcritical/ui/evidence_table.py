@@ -58,8 +58,8 @@ def _id_number(r: EvidenceRow) -> tuple[int, str]:
 _SortKey = Callable[[EvidenceRow], Any]
 SORT_KEYS: dict[str, _SortKey] = {
     "Cited": lambda r: (r.number if r.cited else None, _id_number(r)),
-    "Flags": lambda r: (r.retracted, len(r.flags)) if r.flags else None,
     "Title": lambda r: r.title.casefold() or None,
+    "Flags": lambda r: (r.retracted, len(r.flags)) if r.flags else None,
     "First author": lambda r: r.first_author.casefold() or None,
     "Journal": lambda r: r.journal.casefold() or None,
     "Cited by": lambda r: r.cited_by,

@@ -165,8 +165,8 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
 
 EVIDENCE_COLUMNS = (
     "Cited",
-    "Flags",
     "Title",
+    "Flags",
     "First author",
     "Journal",
     "Cited by",
@@ -215,8 +215,8 @@ def _evidence_row_html(r: EvidenceRow) -> str:
     style = ' style="opacity:0.5"' if r.off_topic else ""
     return (
         f'<tr class="{classes}"{style} data-id="{e(r.id, quote=True)}">{cited}'
-        f"{_flags_html(r)}"
         f"<td>{e(r.title)}</td>"
+        f"{_flags_html(r)}"
         f'<td class="dc-author">{e(r.first_author)}</td>'
         f'<td class="dc-journal">{e(r.journal)}</td>'
         f'<td class="dc-cited-by">{r.cited_by if r.cited_by is not None else ""}</td>'
