@@ -60,6 +60,7 @@ from deepcritical.sources.openalex import parse_works_page
 from deepcritical.ui.answer import year_frame
 from deepcritical.ui.citations import report_html
 from deepcritical.ui.evidence_table import SORT_KEYS, sort_rows
+from deepcritical.ui.mcp_tool import _from_result
 from deepcritical.ui.render import evidence_rows, evidence_table_html
 from tests.conftest import HashingEmbedder
 from tests.unit.test_magentic_orchestrator import QUESTION, make, paper, result_of
@@ -455,6 +456,11 @@ def _check_displays(result: RunResult, retracted_id: str) -> None:
     assert "dc-flag-other" in table
     assert sort_rows(rows, "Flags", descending=True)[0].id == retracted_id
     assert SORT_KEYS["Flags"](row) is not None
+    mcp = _from_result("trace", result)
+    assert [s.flags for s in mcp.sources if s.flags] == [
+        ["Expression of concern: Expression of Concern"]
+    ]
+    assert "Retracted or flagged records found" in mcp.answer
     ris = export_references(result, "ris", "evidence")
     assert "N1  - Integrity flag: RETRACTED: Retracted Publication" in ris
     bibtex = export_references(result, "bibtex", "references")
