@@ -57,6 +57,7 @@ from deepcritical.report.sections import add_integrity_section
 from deepcritical.report.validation import citation_problems, validate_report
 from deepcritical.sources.europepmc import EuropePMCSource, parse_search
 from deepcritical.sources.openalex import parse_works_page
+from deepcritical.sources.pubmed import PubMedSource
 from deepcritical.ui.answer import year_frame
 from deepcritical.ui.citations import report_html
 from deepcritical.ui.evidence_table import SORT_KEYS, sort_rows
@@ -576,3 +577,22 @@ def test_a_jats_retraction_notice_is_flagged_as_a_notice() -> None:
 def test_real_jats_articles_carry_no_flag(jats_dir: Path) -> None:
     for path in sorted(jats_dir.glob("*.nxml")):
         assert parse_jats(path.read_bytes()).integrity_flags == [], path.name
+
+
+@respx.mock
+async def test_the_pubmed_source_flags_a_retracted_record() -> None:
+    eutils = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
+    esearch = {
+        "header": {"type": "esearch", "version": "0.3"},
+        "esearchresult": {"count": "1", "retmax": "1", "retstart": "0", "idlist": ["99663011"]},
+    }
+    respx.get(f"{eutils}/esearch.fcgi").mock(return_value=httpx.Response(200, json=esearch))
+    respx.get(f"{eutils}/efetch.fcgi").mock(
+        return_value=httpx.Response(200, content=RETRACTED_COPY.read_bytes())
+    )
+    async with httpx.AsyncClient() as client:
+        source = PubMedSource(client, requests_per_second=1000.0, backoff_seconds=0.01)
+        (item,) = await source.search("trametinib melanoma", 5)
+    assert item.citation.source == "pubmed"
+    assert item.citation.retracted
+    assert "Retracted Publication" in item.publication_types
