@@ -56,7 +56,7 @@ from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.sections import add_integrity_section
 from deepcritical.report.validation import citation_problems, validate_report
 from deepcritical.sources.europepmc import EuropePMCSource, parse_search
-from deepcritical.sources.openalex import parse_works_page
+from deepcritical.sources.openalex import OpenAlexSource, parse_works_page
 from deepcritical.sources.pubmed import PubMedSource
 from deepcritical.ui.answer import year_frame
 from deepcritical.ui.citations import report_html
@@ -386,32 +386,26 @@ class _Seen:
         )
 
 
-@respx.mock
-async def test_a_run_never_lets_a_retracted_record_reach_the_synthesis() -> None:
-    respx.get(f"{EPMC_BASE}/search").mock(
-        return_value=httpx.Response(200, json=_json("europepmc_search_integrity_flags.json"))
-    )
-    seen = _Seen()
+async def _run(source: object, seen: _Seen) -> tuple[RunResult, set[str]]:
+    """A one-round iterative run on ``source`` with the recording agents ``seen``: its result
+    (checked to cite, hypothesise on and feed to the roles no retracted record) and the ids of
+    its retracted records."""
     settings = Settings(max_rounds=1, results_per_query=3, sources=["europepmc"], grounding=False)
     store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
-    async with httpx.AsyncClient() as client:
-        source = EuropePMCSource(
-            client, base_url=EPMC_BASE, requests_per_second=1000.0, timeout_seconds=5.0
-        )
-        deps = RunDeps(
-            settings=settings,
-            agents=AgentSet(
-                planner=_Planner(),
-                queries=_Queries(),
-                hypotheses=seen,
-                judge=seen,
-                writer=seen,
-            ),
-            store=store,
-            search=SearchAgent([source], store, settings.results_per_query),
-            source_names=["europepmc"],
-        )
-        events = [e async for e in IterativeOrchestrator(deps).run("Does metformin help?")]
+    deps = RunDeps(
+        settings=settings,
+        agents=AgentSet(
+            planner=_Planner(),
+            queries=_Queries(),
+            hypotheses=seen,
+            judge=seen,
+            writer=seen,
+        ),
+        store=store,
+        search=SearchAgent([source], store, settings.results_per_query),  # type: ignore[list-item]
+        source_names=[source.name],  # type: ignore[attr-defined]
+    )
+    events = [e async for e in IterativeOrchestrator(deps).run("Does metformin help?")]
     assert events[-1].type == "done", [e.message for e in events if e.type != "done"]
     result = events[-1].result
     assert result is not None
@@ -422,9 +416,49 @@ async def test_a_run_never_lets_a_retracted_record_reach_the_synthesis() -> None
         assert not ids & retracted, role
     report = result.report
     cited = set(report.cited_ids()) | {r.evidence_id for r in report.references}
+    assert cited
     assert not cited & retracted
     for h in report.hypotheses_tested:
         assert not set(h.supporting_evidence_ids + h.contradicting_evidence_ids) & retracted
+    assert report.metadata.verdict == "yes"  # from the record left, not the retracted one
+    return result, retracted
+
+
+@respx.mock
+async def test_an_openalex_retraction_never_reaches_the_synthesis() -> None:
+    respx.get("https://openalex.test/works").mock(
+        return_value=httpx.Response(200, json=_json("openalex_works_integrity_flags.json"))
+    )
+    async with httpx.AsyncClient() as client:
+        source = OpenAlexSource(
+            client, base_url="https://openalex.test", requests_per_second=1000.0
+        )
+        result, retracted = await _run(source, _Seen())
+    report = result.report
+    assert [(f.evidence_id in retracted, f.cited) for f in report.flagged_records] == [
+        (True, False)
+    ]
+    markdown = report.to_markdown()
+    assert "[RETRACTED: OpenAlex marks this work as retracted]** *(not cited)*" in markdown
+    assert "retracted cohort study" not in markdown.split("## Retracted or flagged", 1)[0]
+    assert "RETRACTED: OpenAlex marks this work as retracted" in report_html(result)
+    (row,) = [r for r in evidence_rows(result) if r.retracted]
+    assert row.cited_by == 57
+    data = json.loads(result.model_dump_json())
+    assert {e["citation"]["cited_by_count"] for e in data["evidence"]} == {57, 236}
+
+
+@respx.mock
+async def test_a_run_never_lets_a_retracted_record_reach_the_synthesis() -> None:
+    respx.get(f"{EPMC_BASE}/search").mock(
+        return_value=httpx.Response(200, json=_json("europepmc_search_integrity_flags.json"))
+    )
+    async with httpx.AsyncClient() as client:
+        source = EuropePMCSource(
+            client, base_url=EPMC_BASE, requests_per_second=1000.0, timeout_seconds=5.0
+        )
+        result, retracted = await _run(source, _Seen())
+    report = result.report
     assert [(f.evidence_id in retracted, f.cited) for f in report.flagged_records] == [
         (True, False),
         (False, True),  # the expression of concern, cited with its flag
