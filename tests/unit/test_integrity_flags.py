@@ -558,6 +558,9 @@ async def test_the_magentic_orchestrator_keeps_retracted_records_out_too() -> No
     report = result.report
     assert not {r.evidence_id for r in report.references} & retracted
     assert {f.evidence_id for f in report.flagged_records} == retracted
+    assert result.plan is not None
+    assert not {i for c in result.plan.checklist for i in c.evidence_ids} & retracted
+    assert all(not store.require(i).checklist_keys for i in retracted)
     # the roles that synthesise never read a retracted record; the screener may
     for role in ("hypothesis", "judge", "writer.outline", "writer.section", "writer.summary"):
         assert roles.prompts[role], role

@@ -127,12 +127,12 @@ def assign_keys(
     :func:`assign_to_checklist` does by similarity: for each evidence id -> checklist keys of
     ``assignments``, the id is appended to each named item's ``evidence_ids`` and the keys to
     ``Evidence.checklist_keys`` (saved with :meth:`EvidenceStore.update`); then every status
-    is recomputed. Keys that are not checklist items and ids not in the store are ignored;
-    nothing is repeated. Used when the search agent's model named the questions a record
-    answers (:mod:`deepcritical.agents.screener`)."""
+    is recomputed. Keys that are not checklist items, ids not in the store and off-topic or
+    retracted ids are ignored; nothing is repeated. Used when the search agent's model named
+    the questions a record answers (:mod:`deepcritical.agents.screener`)."""
     items = {c.key: c for c in plan.checklist}
     for evidence_id, named in assignments.items():
-        if evidence_id not in store:
+        if evidence_id not in store or _off_topic(store, evidence_id):
             continue
         evidence = store.require(evidence_id)
         keys = list(evidence.checklist_keys)
