@@ -205,3 +205,16 @@ async def test_no_repeated_call_after_resume(
     assert result is not None
     assert len(_tracked(result)) == 7
     assert stub.requests == [], f"{len(stub.requests)} of {first} requests made again"
+
+    # the search log of the stored run counts them
+    from deepcritical.state import RunStore
+
+    runs = RunStore.open(settings)
+    try:
+        record = runs.get_run(run_id)
+    finally:
+        runs.close()
+    assert record is not None
+    (logged,) = [it["citation_tracking"] for it in record.iterations if "citation_tracking" in it]
+    assert logged["added"] == 7
+    assert logged["seeds"] == [f"PMID {SEED}"]

@@ -58,7 +58,7 @@ class CitationLog:
         added: ids of the records added to the store.
         off_topic: added records that screening found off-topic.
         failures: ``"<seed>: <service>: <reason>"`` for each lookup that failed.
-        skipped: why the step did nothing (``""`` when it ran).
+        skipped: why the step did nothing, or has not run yet (``""`` when it ran).
     """
 
     done: bool = False

@@ -481,6 +481,11 @@ class ResearchRun:
         linker, log, s = self.deps.citations, self.state.citations, self.settings
         if linker is None or log.done:
             return None
+        if not self.state.sources_answered & {"pubmed", "openalex"}:
+            # offline, or both down: every lookup would fail after its retries
+            log.skipped = "neither PubMed nor OpenAlex answered the searches"
+            return None
+        log.skipped = ""
         seeds = citation_seeds(self.on_topic(), self.state.full_texts.references, s.citation_seeds)
         if not seeds:
             return None  # nothing on-topic to start from yet: a later round may have some
@@ -939,7 +944,8 @@ class ResearchRun:
             "Citation tracking (once per run, after the first search round with on-topic records)"
         )
         if not log.done:
-            return f"{head}: not done: no on-topic record with a PMID or DOI to start from."
+            why = log.skipped or "no on-topic record with a PMID or DOI to start from"
+            return f"{head}: not done: {why}."
         line = (
             f"{head}: {len(log.seeds)} seed(s), the most relevant on-topic records with a PMID "
             f"or DOI: {', '.join(log.seeds)}. Followed backward (their references: OpenAlex "
