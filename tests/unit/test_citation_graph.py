@@ -12,7 +12,7 @@ import pytest
 import respx
 
 from deepcritical.config import Settings
-from deepcritical.models import Citation, Evidence
+from deepcritical.models import Citation, Evidence, Screening
 from deepcritical.orchestrators.citations import (
     choose_candidates,
     citation_seeds,
@@ -307,3 +307,66 @@ def _check_built(client: httpx.AsyncClient) -> None:
         "https://eutils.ncbi.nlm.nih.gov/entrez/eutils",
         "https://api.openalex.org",
     ]
+
+
+class _FailingLinker(_Linker):
+    """A linker whose OpenAlex side fails for the references direction."""
+
+    async def links(self, seed: CitationSeed, direction: Direction, limit: int) -> CitationLinks:
+        found = await super().links(seed, direction, limit)
+        if direction == "references":
+            found.failures.append("OpenAlex: HTTP 503")
+        return found
+
+
+async def test_a_run_tracks_citations_once_screens_them_and_counts_them() -> None:
+    from deepcritical.agents.search import SearchAgent
+    from deepcritical.evidence.store import EvidenceStore
+    from deepcritical.orchestrators.agent_set import build_agents
+    from deepcritical.orchestrators.deps import RunDeps
+    from deepcritical.orchestrators.iterative import IterativeOrchestrator
+    from tests.unit.test_record_flow import Source, pmid_item
+    from tests.unit.test_screening import HASHING_CALIBRATION, OFF_TOPIC, ON_TOPIC, QUESTION
+
+    papers = [pmid_item("100", ON_TOPIC[0]), pmid_item("101", OFF_TOPIC[0])]
+    citing = pmid_item("200", ON_TOPIC[1]).model_copy(update={"found_by": "cites PMID 100"})
+    unrelated = pmid_item("201", OFF_TOPIC[1]).model_copy(update={"found_by": "cited by PMID 100"})
+    again = pmid_item("101", OFF_TOPIC[0]).model_copy(update={"found_by": "cited by PMID 100"})
+    linker = _FailingLinker({("E1", "references"): [again, unrelated], ("E1", "citing"): [citing]})
+    settings = Settings(
+        _env_file=None, llm="none", max_rounds=2, results_per_query=10, sources=["pubmed"]
+    )
+    embedder = HashingEmbedder()
+    store = EvidenceStore(embedder, near_duplicate_threshold=0.999)
+    deps = RunDeps(
+        settings=settings,
+        agents=build_agents(settings, None, embedder),
+        store=store,
+        search=SearchAgent([Source("pubmed", papers)], store, 10),
+        source_names=["pubmed"],
+        screening=HASHING_CALIBRATION,
+        citations=linker,
+    )
+    events = [e async for e in IterativeOrchestrator(deps).run(QUESTION)]
+    result = events[-1].result
+    assert result is not None, [e.message for e in events]
+
+    assert len(linker.asked) == 2  # once per run, both directions of the one seed
+    by_pmid = {e.citation.pmid: e for e in result.evidence}
+    assert by_pmid["200"].found_by == "cites PMID 100"
+    assert by_pmid["200"].screening != Screening.OFF_TOPIC
+    assert by_pmid["201"].screening == Screening.OFF_TOPIC
+    assert by_pmid["101"].found_by == ""  # found by the search first: one record
+    assert len(result.evidence) == 4
+    flow = result.report.metadata.flow
+    assert flow is not None
+    assert flow.problems() == []
+    assert flow.identified_by_citation_tracking == 3
+    warnings = [e.message for e in events if e.type == "warning"]
+    assert "citation tracking partly failed: PMID 100: OpenAlex: HTTP 503" in warnings
+    line = next(
+        p for p in result.report.methodology.split("\n\n") if p.startswith("Citation tracking")
+    )
+    assert "3 record(s) found, 1 already found by the searches" in line
+    assert "2 new record(s) added and screened like search results: 1 on-topic, 1 off-topic" in line
+    assert "Lookups that failed: PMID 100: OpenAlex: HTTP 503." in line
