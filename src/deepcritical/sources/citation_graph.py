@@ -122,6 +122,107 @@ def _ranked(items: Sequence[Evidence], note: str) -> list[Evidence]:
     ]
 
 
+class _OpenAlexLinks:
+    """The OpenAlex side of :class:`CitationGraph` (the seed's work asked once per seed)."""
+
+    def __init__(self, source: OpenAlexSource) -> None:
+        self.source = source
+        self._works: dict[str, tuple[str, list[str]] | None] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def _params(self, **params: str | int) -> dict[str, str | int]:
+        if self.source.mailto:
+            params["mailto"] = self.source.mailto
+        return params
+
+    async def work(self, seed: CitationSeed) -> tuple[str, list[str]] | None:
+        """``(W id, referenced W ids)`` of the seed's work (asked once per seed, by DOI, else
+        PMID), ``None`` when OpenAlex does not hold it (HTTP 404).
+
+        Raises:
+            SourceError: from the HTTP layer, or an answer without a work id.
+        """
+        key = "doi:" + quote(seed.doi, safe="/:;()._-") if seed.doi else f"pmid:{seed.pmid}"
+        async with self._locks.setdefault(key, asyncio.Lock()):  # both directions ask at once
+            if key not in self._works:
+                self._works[key] = await self._lookup(key)
+        return self._works[key]
+
+    async def _lookup(self, key: str) -> tuple[str, list[str]] | None:
+        response = await self.source.http.get(
+            f"{self.source.base_url}/works/{key}",
+            self._params(select="id,referenced_works"),
+            accept=lambda r: r.status_code == 404,
+        )
+        if response.status_code == 404:
+            return None
+        work = json_object(decode_json(response, "openalex"), "openalex")
+        work_id = openalex_short_id(work.get("id"))
+        if work_id is None:
+            raise SourceError("openalex", f"the work lookup {key} gave no work id")
+        refs = [openalex_short_id(r) for r in as_list(work.get("referenced_works"))]
+        return work_id, [r for r in refs if r]
+
+    async def _filter(self, filter_: str, limit: int, sort: str | None = None) -> list[Evidence]:
+        params = self._params(
+            filter=filter_, per_page=min(limit, MAX_PER_PAGE), select=",".join(SELECT_FIELDS)
+        )
+        if sort:
+            params["sort"] = sort
+        payload = await self.source.http.get_json(f"{self.source.base_url}/works", params)
+        return [w.evidence for w in parse_works_page(payload).works][:limit]
+
+    async def _batches(self, field: str, values: Sequence[str]) -> list[Evidence]:
+        items: list[Evidence] = []
+        for start in range(0, len(values), OPENALEX_IDS_PER_FILTER):
+            batch = values[start : start + OPENALEX_IDS_PER_FILTER]
+            items += await self._filter(f"{field}:{'|'.join(batch)}", len(batch))
+        return items
+
+    async def links(self, seed: CitationSeed, direction: Direction, limit: int) -> list[Evidence]:
+        """The works citing the seed (``cites:``, most cited first), or its
+        ``referenced_works`` and then the DOIs of its JATS reference list; at most ``limit``.
+
+        Raises:
+            SourceError: from the HTTP layer or a malformed answer.
+        """
+        work = await self.work(seed) if seed.doi or seed.pmid else None
+        if direction == "citing":
+            if work is None:
+                return []
+            return await self._filter(f"cites:{work[0]}", limit, "cited_by_count:desc")
+        items = await self._batches("ids.openalex", work[1][:limit] if work else [])
+        dois = [
+            r[4:] for r in seed.references if r.startswith("doi:") and not any(c in r for c in "|,")
+        ]
+        room = limit - len(items)
+        if room > 0 and dois:
+            items += await self._batches("doi", dois[:room])
+        return items
+
+
+async def _pubmed_links(
+    pubmed: PubMedSource, seed: CitationSeed, direction: Direction, limit: int
+) -> list[Evidence]:
+    """The PubMed records linked to the seed by elink (and, backward, the PMIDs of its JATS
+    reference list), fetched with efetch; at most ``limit``.
+
+    Raises:
+        SourceError: from elink or efetch.
+    """
+    pmids: list[str] = []
+    if seed.pmid:
+        linkname = ELINK_REFERENCES if direction == "references" else ELINK_CITED_IN
+        pmids = await pubmed.elink(seed.pmid, linkname)
+    if direction == "references":
+        pmids += [r[5:] for r in seed.references if r.startswith("pmid:")]
+    pmids = [p for p in dict.fromkeys(pmids) if p != seed.pmid][:limit]
+    if not pmids:
+        return []
+    articles = {a.pmid: a for a in await pubmed.efetch(pmids)}
+    return [article_to_evidence(articles[p]) for p in pmids if p in articles]
+
+
 class CitationGraph:
     """Follows citations through the sources given (see the module docstring).
 
@@ -134,8 +235,7 @@ class CitationGraph:
     def __init__(self, *, pubmed: PubMedSource | None, openalex: OpenAlexSource | None) -> None:
         self.pubmed = pubmed
         self.openalex = openalex
-        self._works: dict[str, tuple[str, list[str]] | None] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._openalex = _OpenAlexLinks(openalex) if openalex is not None else None
 
     @property
     def roots(self) -> tuple[str | None, str | None]:
@@ -155,111 +255,14 @@ class CitationGraph:
         if limit <= 0:
             return out
         note = _note(seed, direction)
-        if self.openalex is not None:
+        if self._openalex is not None:
             try:
-                out.items += _ranked(await self._openalex(seed, direction, limit), note)
+                out.items += _ranked(await self._openalex.links(seed, direction, limit), note)
             except SourceError as exc:
                 out.failures.append(f"OpenAlex: {exc.reason}")
         if self.pubmed is not None:
             try:
-                out.items += _ranked(await self._pubmed(seed, direction, limit), note)
+                out.items += _ranked(await _pubmed_links(self.pubmed, seed, direction, limit), note)
             except SourceError as exc:
                 out.failures.append(f"PubMed: {exc.reason}")
         return out
-
-    # ------------------------------------------------------------------ OpenAlex
-
-    def _params(self, **params: str | int) -> dict[str, str | int]:
-        assert self.openalex is not None
-        if self.openalex.mailto:
-            params["mailto"] = self.openalex.mailto
-        return params
-
-    async def _openalex_work(self, seed: CitationSeed) -> tuple[str, list[str]] | None:
-        """``(W id, referenced W ids)`` of the seed's work (asked once per seed), ``None``
-        when OpenAlex does not hold it (HTTP 404) or the seed has neither DOI nor PMID.
-
-        Raises:
-            SourceError: from the HTTP layer, or an answer without a work id.
-        """
-        assert self.openalex is not None
-        if seed.doi:
-            key = "doi:" + quote(seed.doi, safe="/:;()._-")
-        elif seed.pmid:
-            key = f"pmid:{seed.pmid}"
-        else:
-            return None
-        async with self._locks.setdefault(key, asyncio.Lock()):  # both directions ask at once
-            if key not in self._works:
-                self._works[key] = await self._lookup(key)
-        return self._works[key]
-
-    async def _lookup(self, key: str) -> tuple[str, list[str]] | None:
-        assert self.openalex is not None
-        response = await self.openalex.http.get(
-            f"{self.openalex.base_url}/works/{key}",
-            self._params(select="id,referenced_works"),
-            accept=lambda r: r.status_code == 404,
-        )
-        found: tuple[str, list[str]] | None = None
-        if response.status_code != 404:
-            work = json_object(decode_json(response, "openalex"), "openalex")
-            work_id = openalex_short_id(work.get("id"))
-            if work_id is None:
-                raise SourceError("openalex", f"the work lookup {key} gave no work id")
-            refs = [openalex_short_id(r) for r in as_list(work.get("referenced_works"))]
-            found = (work_id, [r for r in refs if r])
-        return found
-
-    async def _openalex_filter(
-        self, filter_: str, limit: int, sort: str | None = None
-    ) -> list[Evidence]:
-        assert self.openalex is not None
-        params = self._params(
-            filter=filter_, per_page=min(limit, MAX_PER_PAGE), select=",".join(SELECT_FIELDS)
-        )
-        if sort:
-            params["sort"] = sort
-        payload = await self.openalex.http.get_json(f"{self.openalex.base_url}/works", params)
-        return [w.evidence for w in parse_works_page(payload).works][:limit]
-
-    async def _openalex_batches(self, field: str, values: Sequence[str]) -> list[Evidence]:
-        items: list[Evidence] = []
-        for start in range(0, len(values), OPENALEX_IDS_PER_FILTER):
-            batch = values[start : start + OPENALEX_IDS_PER_FILTER]
-            items += await self._openalex_filter(f"{field}:{'|'.join(batch)}", len(batch))
-        return items
-
-    async def _openalex(
-        self, seed: CitationSeed, direction: Direction, limit: int
-    ) -> list[Evidence]:
-        work = await self._openalex_work(seed)
-        if direction == "citing":
-            if work is None:
-                return []
-            return await self._openalex_filter(f"cites:{work[0]}", limit, "cited_by_count:desc")
-        referenced = work[1][:limit] if work is not None else []
-        items = await self._openalex_batches("ids.openalex", referenced)
-        dois = [
-            r[4:] for r in seed.references if r.startswith("doi:") and not any(c in r for c in "|,")
-        ]
-        room = limit - len(items)
-        if room > 0 and dois:
-            items += await self._openalex_batches("doi", dois[:room])
-        return items
-
-    # ------------------------------------------------------------------ PubMed
-
-    async def _pubmed(self, seed: CitationSeed, direction: Direction, limit: int) -> list[Evidence]:
-        assert self.pubmed is not None
-        pmids: list[str] = []
-        if seed.pmid:
-            linkname = ELINK_REFERENCES if direction == "references" else ELINK_CITED_IN
-            pmids = await self.pubmed.elink(seed.pmid, linkname)
-        if direction == "references":
-            pmids += [r[5:] for r in seed.references if r.startswith("pmid:")]
-        pmids = [p for p in dict.fromkeys(pmids) if p != seed.pmid][:limit]
-        if not pmids:
-            return []
-        articles = {a.pmid: a for a in await self.pubmed.efetch(pmids)}
-        return [article_to_evidence(articles[p]) for p in pmids if p in articles]
