@@ -137,6 +137,7 @@ async def test_both_directions_dedup_and_screening(
     # counted: the round's event, the flow of records, the methodology
     (added,) = [e for e in events if e.type == "evidence_added"]
     tracking = added.data["citation_tracking"]
+    assert "and 7 from citation tracking" in added.message
     assert tracking["seeds"] == [f"PMID {PMID_ALL_SOURCES}"]
     assert tracking["added"] == len(_tracked(result)) == 7
     assert tracking["already_found"] == 2

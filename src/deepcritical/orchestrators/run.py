@@ -414,7 +414,12 @@ class ResearchRun:
                 round=round_no,
                 message=(
                     f"{len(result.added_ids)} new evidence items "
-                    f"({len(self.store)} in store, coverage {plan.coverage():.0%})"
+                    + (
+                        f"and {tracked.get('added', 0)} from citation tracking "
+                        if tracked is not None
+                        else ""
+                    )
+                    + f"({len(self.store)} in store, coverage {plan.coverage():.0%})"
                 ),
                 data={
                     "added": len(result.added_ids),
