@@ -245,6 +245,11 @@ class Evidence(BaseModel):
     passages: list[Passage] = Field(default_factory=list)
     """The item's full text, passage by passage (sections, tables, figure captions), when it
     was read (a JATS article); empty for an abstract only (and in records stored before)."""
+    found_by: str = ""
+    """How the record was found when a search did not find it: citation tracking from a seed
+    study, ``"cited by PMID 22663011"`` (in the seed's references) or ``"cites PMID
+    22663011"`` (a paper citing the seed); ``""`` for search results (and records stored
+    before). A record later found by a search too keeps the note of how it was found first."""
 
     def model_post_init(self, __context: object) -> None:
         if not self.sources:

@@ -20,7 +20,8 @@ class RecordFlow(BaseModel):
 
     The counts add up (:meth:`problems` lists any that do not; records excluded as
     ``retracted`` are counted with the excluded ones there):
-    ``identified - identifier_duplicates - near_duplicates - beyond_limit == unique``;
+    ``identified + identified_by_citation_tracking - identifier_duplicates - near_duplicates -
+    beyond_limit == unique``;
     ``unique == screened + not_screened == excluded + retracted + included``;
     ``included + retracted == relevant + partial + not_screened``; ``cited <= included``;
     ``sum(exclusion_reasons.values()) == excluded``.
@@ -29,13 +30,18 @@ class RecordFlow(BaseModel):
     identified_per_source: dict[str, int] = Field(default_factory=dict)
     """Source -> records it returned, over every query of every round (before
     de-duplication)."""
+    identified_by_citation_tracking: int = 0
+    """Records identified through citation tracking (the references of the seed studies and
+    the papers citing them, :mod:`deepcritical.orchestrators.citations`), before
+    de-duplication; counted apart from the searches, as PRISMA counts "other methods"."""
     identifier_duplicates: int = 0
     """Records folded into another by a shared identifier (PMID, DOI, PMCID, NCT ID, URL): the
     same paper from another source or query, or found again in a later round."""
     near_duplicates: int = 0
     """Records folded into another as near duplicates (embedding similarity)."""
     beyond_limit: int = 0
-    """Records returned but not kept: they ranked below the room left under ``max_sources``."""
+    """Records returned but not kept: they ranked below the room left under ``max_sources``
+    (for citation tracking: below the ``citation_candidates`` cap or that room)."""
     unique: int = 0
     """Distinct records kept in the run's evidence store."""
     screened: int = 0
@@ -73,6 +79,7 @@ class RecordFlow(BaseModel):
         """The equations of the flow that do not hold (``[]`` when the counts add up)."""
         checks = {
             "identified - duplicates - beyond limit != unique": self.identified
+            + self.identified_by_citation_tracking
             - self.identifier_duplicates
             - self.near_duplicates
             - self.beyond_limit
@@ -104,6 +111,11 @@ def flow_lines(flow: RecordFlow) -> list[str]:
         "## Flow of records",
         "",
         f"- Records identified: {flow.identified}" + (f" ({per_source})" if per_source else ""),
+        *(
+            [f"- Records identified through citation tracking: {n}"]
+            if (n := flow.identified_by_citation_tracking)
+            else []
+        ),
         f"- Duplicates removed: {duplicates} ({flow.identifier_duplicates} by identifier,"
         f" {flow.near_duplicates} near-duplicate)",
     ]

@@ -43,12 +43,14 @@ def exclusion_cause(reason: str) -> str:
 
 @dataclass
 class FlowLog:
-    """What the search rounds of a run returned and folded away, summed over the rounds."""
+    """What the search rounds (and citation tracking) of a run returned and folded away,
+    summed over the rounds."""
 
     identified_per_source: dict[str, int] = field(default_factory=dict)
     identifier_duplicates: int = 0
     near_duplicates: int = 0
     beyond_limit: int = 0
+    identified_by_citation_tracking: int = 0
 
     def record(self, result: SearchRound) -> None:
         """Add one search round."""
@@ -57,6 +59,16 @@ class FlowLog:
         self.identifier_duplicates += result.identifier_copies
         self.near_duplicates += result.near_duplicate_copies
         self.beyond_limit += result.beyond_limit
+
+    def record_citations(
+        self, identified: int, identifier_copies: int, near_duplicate_copies: int, beyond: int
+    ) -> None:
+        """Add the citation-tracking step: records identified, folded by identifier or as
+        near duplicates, and left out beyond its cap."""
+        self.identified_by_citation_tracking += identified
+        self.identifier_duplicates += identifier_copies
+        self.near_duplicates += near_duplicate_copies
+        self.beyond_limit += beyond
 
     def flow(self, records: Sequence[Evidence], report: ResearchReport) -> RecordFlow:
         """The run's flow: the rounds so far, the screening of ``records`` (every record of
@@ -70,6 +82,7 @@ class FlowLog:
         )
         return RecordFlow(
             identified_per_source=dict(self.identified_per_source),
+            identified_by_citation_tracking=self.identified_by_citation_tracking,
             identifier_duplicates=self.identifier_duplicates,
             near_duplicates=self.near_duplicates,
             beyond_limit=self.beyond_limit,
