@@ -40,7 +40,8 @@ from deepcritical.orchestrators.deps import RunDeps, check_context, check_questi
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.bounded import bound_sources
-from deepcritical.sources.factory import build_full_text, build_sources
+from deepcritical.sources.citation_graph import CitationLinker
+from deepcritical.sources.factory import build_citation_graph, build_full_text, build_sources
 from deepcritical.sources.fulltext import FullTextReader
 from deepcritical.sources.http import new_http_client
 from deepcritical.state.errors import RunNotFoundError, RunNotResumableError
@@ -271,7 +272,9 @@ async def _research(
         if persisted is not None and chat_client is None and manager_client is not None:
             manager_client = CachedChatClient(manager_client, persisted.cache)
         deps = _run_deps(settings, llm_model, llm_label, embedder, run_sources, syllabus)
-        deps = dataclasses.replace(deps, full_text=reader)
+        deps = dataclasses.replace(
+            deps, full_text=reader, citations=_citation_linker(settings, client, sources, persisted)
+        )
         if persisted is not None:  # the search agent's tools save into the recorded run
             deps = dataclasses.replace(deps, collector=persisted.collector_for(deps.store))
         store = deps.store
@@ -320,6 +323,23 @@ def _full_text_reader(
     if built is None or persisted is None:
         return built
     return persisted.wrap_full_text(built)
+
+
+def _citation_linker(
+    settings: Settings,
+    client: httpx.AsyncClient,
+    sources: Sequence[SearchSource] | None,
+    persisted: PersistentRun | None,
+) -> CitationLinker | None:
+    """The run's citation tracking: none when the caller gave its own ``sources``; else the
+    citation graph built from ``settings`` (wrapped in the call cache when the run is
+    recorded, so a resumed run asks nothing again)."""
+    if sources is not None:
+        return None
+    built = build_citation_graph(settings, client)
+    if built is None or persisted is None:
+        return built
+    return persisted.wrap_citations(built)
 
 
 def _manager_client(

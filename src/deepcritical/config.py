@@ -219,6 +219,21 @@ class Settings(BaseSettings):
         "most relevant on-topic items with a PMCID first; 0 reads none. Only runs that search "
         "an online source fetch them; a local corpus holds the full texts it imported.",
     )
+    citation_seeds: int = Field(
+        default=5,
+        ge=0,
+        description="Citation tracking (snowballing), once per run: the most relevant "
+        "on-topic records with a PMID or DOI whose references and citing papers are followed "
+        "(OpenAlex, PubMed elink, the JATS reference lists of full texts read); 0 disables "
+        "it. Only runs searching PubMed or OpenAlex track citations.",
+    )
+    citation_candidates: int = Field(
+        default=50,
+        ge=0,
+        description="Records citation tracking may add to a run (the most relevant to the "
+        "question, within max_sources); they are de-duplicated and screened like search "
+        "results. 0 disables citation tracking.",
+    )
     http_timeout_seconds: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=3, ge=1)
     ncbi_api_key: SecretStr | None = Field(

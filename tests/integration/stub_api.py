@@ -22,7 +22,18 @@ route name             path                                         client ``bas
 ``efetch_pmc``         ``/entrez/eutils/efetch.fcgi?db=pmc`` (JATS  :attr:`StubAPI.eutils_url`
                        in ``<pmc-articleset>``; only with
                        ``full_texts``)
+``elink``              ``/entrez/eutils/elink.fcgi`` (JSON,          :attr:`StubAPI.eutils_url`
+                       ``pubmed_pubmed_refs`` / ``_citedin``)
+``openalex_work``      ``/works/doi:<DOI>``, ``/works/pmid:<PMID>``  :attr:`StubAPI.openalex_url`
+                       (one work; 404 page when unknown)
 =====================  ===========================================  ============================
+
+Citation graph (synthetic links between recorded records, in the real answer formats; see
+:meth:`StubData._load_citations`): ``elink`` answers NCBI's JSON (``linksets[].linksetdbs[]
+.links``) for the seed :data:`PMID_ALL_SOURCES`; the OpenAlex copy of that paper lists
+``referenced_works``; ``/works?filter=`` answers ``ids.openalex:W1|W2``, ``doi:...|...`` and
+``cites:W...`` over the recorded works plus one synthetic work citing the seed
+(:data:`CITING_WORK_ID`, on the seed's topic). Searches (``search=``) never return it.
 
 Every response is built from the real API responses recorded in ``../shared/fixtures/api``
 (see :class:`StubData`); the fixtures are read when :class:`StubData` is built and are never
@@ -98,10 +109,14 @@ from deepcritical.sources.pubmed import PubMedSource
 from deepcritical.sources.web import UrlGuard, WebSearchSource
 
 __all__ = [
+    "CITED_BY_SEED",
+    "CITING_SEED",
+    "CITING_WORK_ID",
     "NO_HITS",
     "PMID_ALL_SOURCES",
     "PMID_BY_DOI",
     "ROUTES",
+    "SEED_WORK_ID",
     "STOP_WORDS",
     "Fault",
     "RequestRecord",
@@ -122,6 +137,8 @@ Route = Literal[
     "webpage",
     "fulltext",
     "efetch_pmc",
+    "elink",
+    "openalex_work",
 ]
 
 ROUTES: dict[str, Route] = {
@@ -130,6 +147,7 @@ ROUTES: dict[str, Route] = {
     "/api/v2/studies": "trials",
     "/europepmc/webservices/rest/search": "europepmc",
     "/works": "openalex",
+    "/entrez/eutils/elink.fcgi": "elink",
     "/ddgs/search/text": "websearch",
 }
 """Exact path -> route name; any path under ``/web/`` is the ``webpage`` route. With a
@@ -137,6 +155,8 @@ full-text collection, :data:`FULLTEXT_PATH` is the ``fulltext`` route and ``efet
 ``db=pmc`` the ``efetch_pmc`` route."""
 
 FULLTEXT_ROUTES: tuple[Route, ...] = ("fulltext", "efetch_pmc")
+OPENALEX_WORK_PATH = re.compile(r"^/works/((?:doi|pmid):.+)$", re.IGNORECASE)
+"""``/works/doi:<DOI>`` or ``/works/pmid:<PMID>``: the ``openalex_work`` route."""
 FULLTEXT_PATH = re.compile(r"^/europepmc/webservices/rest/(PMC\d+)/fullTextXML$", re.IGNORECASE)
 
 _DOCTYPE = re.compile(rb"<!DOCTYPE[^>]*>")
@@ -186,6 +206,25 @@ only, no PMID): three records of one paper."""
 PMID_BY_DOI = "30108519"
 """Front Physiol 2018: in PubMed and in Europe PMC as a PMC-only record (PMCID and DOI, no PMID):
 the PubMed/DOI case of DESIGN trap 11."""
+
+CITED_BY_SEED = ("27797938", PMID_BY_DOI, "11748933")
+"""PMIDs elink lists as references of :data:`PMID_ALL_SOURCES` (``pubmed_pubmed_refs``): two
+records no search of the stub returns first and one every PubMed search returns second."""
+CITING_SEED = ("12091962", "9997")
+"""PMIDs elink lists as citing :data:`PMID_ALL_SOURCES` (``pubmed_pubmed_citedin``)."""
+SEED_WORK_ID = f"W9{PMID_ALL_SOURCES}"
+"""The OpenAlex id of the seed's OpenAlex copy (see :meth:`StubData._load_openalex`)."""
+CITING_WORK_ID = "W9000000001"
+"""The synthetic OpenAlex work citing the seed: a later trial of a MEK inhibitor in BRAF-mutated
+melanoma (on the seed's topic, a different study)."""
+CITING_WORK_DOI = "10.5555/deepcritical.citing.1"
+CITING_WORK_ABSTRACT = (
+    "Combined BRAF and MEK inhibition with dabrafenib plus trametinib was compared with "
+    "vemurafenib monotherapy in 704 previously untreated patients with unresectable or "
+    "metastatic melanoma carrying BRAF V600E or V600K mutations. Overall survival at 12 months "
+    "was 72% with the combination and 65% with vemurafenib alone. Adding a MEK inhibitor to "
+    "BRAF inhibition improved overall survival without increased overall toxicity."
+)
 
 
 # --------------------------------------------------------------------------- faults
@@ -352,6 +391,7 @@ class StubData:
         self._load_europepmc()
         self._load_full_texts()
         self._load_openalex()
+        self._load_citations()
         self._build_web()
         ncbi = fixtures_dir / "ncbi_eutils"
         # Recorded NCBI throttle reply (an esummary call, HTTP 429); the body is the same JSON
@@ -742,6 +782,105 @@ class StubData:
         body = {"meta": meta, "results": works, "group_by": []}
         return _Reply(200, json.dumps(body, ensure_ascii=False).encode(), JSON)
 
+    # ---------------------------------------------------------------- citation graph
+    def _load_citations(self) -> None:
+        """The synthetic citation graph around the seed :data:`PMID_ALL_SOURCES`.
+
+        PubMed: ``elink`` lists :data:`CITED_BY_SEED` as its references and
+        :data:`CITING_SEED` as the records citing it (every other PMID: no links). OpenAlex:
+        the seed's copy references the first search result (W4396723768, found by any
+        OpenAlex search) and the drug-delivery review (W2033425827); the works citing it are a
+        synthetic follow-up of the trial (:data:`CITING_WORK_ID`, built on the review's record
+        with its own title, DOI and abstract) and the prime-editing work (W4408732759, whose
+        copy lists the seed among its references).
+        """
+        self.elink_links: dict[tuple[str, str], list[str]] = {
+            (PMID_ALL_SOURCES, "pubmed_pubmed_refs"): list(CITED_BY_SEED),
+            (PMID_ALL_SOURCES, "pubmed_pubmed_citedin"): list(CITING_SEED),
+        }
+        seed_url = f"https://openalex.org/{SEED_WORK_ID}"
+        seed, search_first = self.openalex_works[0], self.openalex_works[1]
+        addr, xgen = self.openalex_works[-2], self.openalex_works[-1]
+        seed["referenced_works"] = [search_first["id"], addr["id"]]
+        citing = copy.deepcopy(addr)
+        citing_url = f"https://openalex.org/{CITING_WORK_ID}"
+        words = CITING_WORK_ABSTRACT.split()
+        index: dict[str, list[int]] = {}
+        for position, word in enumerate(words):
+            index.setdefault(word, []).append(position)
+        title = "Improved overall survival in melanoma with combined dabrafenib and trametinib"
+        citing.update(
+            id=citing_url,
+            doi=f"https://doi.org/{CITING_WORK_DOI}",
+            title=title,
+            display_name=title,
+            ids={"openalex": citing_url, "doi": f"https://doi.org/{CITING_WORK_DOI}"},
+            abstract_inverted_index=index,
+            referenced_works=[seed_url],
+            cited_by_count=3,
+            # the review's locations would give it the review's URL (an identifier)
+            open_access={"is_oa": False, "oa_status": "closed", "oa_url": None},
+            best_oa_location=None,
+            primary_location=None,
+            locations=[],
+        )
+        xgen_citing = copy.deepcopy(xgen)
+        xgen_citing["referenced_works"] = [*xgen.get("referenced_works", []), seed_url]
+        self.openalex_graph: list[dict[str, Any]] = [
+            *self.openalex_works[:-1],
+            xgen_citing,
+            citing,
+        ]
+
+    def elink(self, pmid: str, linkname: str) -> bytes:
+        """NCBI's ``elink`` JSON answer (``retmode=json``) for one PMID and link name."""
+        links = self.elink_links.get((pmid, linkname), [])
+        linkset: dict[str, Any] = {"dbfrom": "pubmed", "ids": [pmid]}
+        if links:
+            linkset["linksetdbs"] = [{"dbto": "pubmed", "linkname": linkname, "links": links}]
+        body = {"header": {"type": "elink", "version": "0.3"}, "linksets": [linkset]}
+        return json.dumps(body).encode()
+
+    def openalex_work(self, key: str, select: str | None) -> _Reply:
+        """``/works/doi:<DOI>`` or ``/works/pmid:<PMID>``: the work, or OpenAlex's 404."""
+        kind, _, value = key.partition(":")
+        for work in self.openalex_graph:
+            ids = work.get("ids") or {}
+            if kind.lower() == "doi":
+                found = str(work.get("doi") or "").lower().endswith(value.lower())
+            else:
+                found = str(ids.get("pmid") or "").rstrip("/").endswith(f"/{value}")
+            if found:
+                return _Reply(200, json.dumps(_selected(work, select)).encode(), JSON)
+        return _Reply(404, self.html_404_body, HTML)
+
+    def openalex_filter(self, filter_: str, per_page: int, select: str | None) -> _Reply:
+        """``/works?filter=`` over the citation graph: ``ids.openalex`` (or ``openalex``),
+        ``doi`` and ``cites`` (one filter, values OR-ed with ``|``); other filters get
+        OpenAlex's 403 error object."""
+        field_name, _, values = filter_.partition(":")
+        wanted = {v.strip().lower() for v in values.split("|") if v.strip()}
+
+        def short(url: object) -> str:
+            return str(url or "").rsplit("/", 1)[-1].lower()
+
+        def matches(work: dict[str, Any]) -> bool:
+            if field_name in ("ids.openalex", "openalex"):
+                return short(work.get("id")) in wanted
+            if field_name == "doi":
+                doi = str(work.get("doi") or "").lower().removeprefix("https://doi.org/")
+                return doi in wanted
+            return any(short(r) in wanted for r in work.get("referenced_works") or [])
+
+        if field_name not in ("ids.openalex", "openalex", "doi", "cites"):
+            error = {"error": "Invalid query parameters error.", "message": f"{field_name}?"}
+            return _Reply(403, json.dumps(error).encode(), JSON)
+        pool = [w for w in self.openalex_graph if matches(w)]
+        works = [_selected(w, select) for w in pool[: max(1, min(per_page, OPENALEX_PAGE_CAP))]]
+        meta = {**self.openalex_meta, "count": len(pool), "page": 1, "per_page": per_page}
+        body = {"meta": meta, "results": works, "group_by": []}
+        return _Reply(200, json.dumps(body, ensure_ascii=False).encode(), JSON)
+
     # ---------------------------------------------------------------- web
     def _build_web(self) -> None:
         # Pages built from Europe PMC core records 20 and 22 (real abstracts; not among the
@@ -1049,6 +1188,10 @@ class StubAPI:
                 params = {**params, "pmcid": fulltext.group(1)}
             elif route == "efetch" and params.get("db", "").lower() == "pmc":
                 route = "efetch_pmc"
+        work_key = OPENALEX_WORK_PATH.match(parts.path)
+        if work_key:
+            route = "openalex_work"
+            params = {**params, "key": work_key.group(1)}
         with self._lock:
             record = RequestRecord(route or "unknown", parts.path, params, arrived)
             self._records.append(record)
@@ -1103,6 +1246,8 @@ class StubAPI:
             "webpage": self._webpage,
             "fulltext": self._fulltext,
             "efetch_pmc": self._efetch_pmc,
+            "elink": self._elink,
+            "openalex_work": self._openalex_work,
         }
 
     def _esearch(self, _path: str, params: dict[str, str]) -> _Reply:
@@ -1149,7 +1294,21 @@ class StubAPI:
             params.get("resultType", "lite"),
         )
 
+    def _elink(self, _path: str, params: dict[str, str]) -> _Reply:
+        if params.get("retmode") != "json":  # the stub serves the JSON form only
+            return _Reply(400, b"stub: elink is served as retmode=json only\n", "text/plain")
+        return _Reply(200, self.data.elink(params.get("id", ""), params.get("linkname", "")), JSON)
+
+    def _openalex_work(self, _path: str, params: dict[str, str]) -> _Reply:
+        return self.data.openalex_work(params.get("key", ""), params.get("select"))
+
     def _openalex(self, _path: str, params: dict[str, str]) -> _Reply:
+        if params.get("filter"):
+            return self.data.openalex_filter(
+                params["filter"],
+                _int(params.get("per_page") or params.get("per-page"), 25),
+                params.get("select"),
+            )
         return self.data.openalex(
             params.get("search", ""),
             _int(params.get("per_page") or params.get("per-page"), 25),
@@ -1176,6 +1335,14 @@ class StubAPI:
         if page is None:
             return _Reply(404, self.data.html_404_body, HTML)
         return _Reply(200, page[1].encode("utf-8"), HTML)
+
+
+def _selected(work: dict[str, Any], select: str | None) -> dict[str, Any]:
+    """``work`` with only the root fields of ``select`` (all without one), as OpenAlex does."""
+    if not select:
+        return work
+    wanted = {f.strip() for f in select.split(",") if f.strip()}
+    return {k: v for k, v in work.items() if k in wanted}
 
 
 def _int(value: str | None, default: int) -> int:

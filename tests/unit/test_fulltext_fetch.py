@@ -279,3 +279,18 @@ def test_limitations_count_full_texts_against_abstracts() -> None:
     assert any(line.startswith("The full text of 1 of the 2 sources was read") for line in mixed)
     all_full = gap_limitations(plan, [full])
     assert any(line.startswith("The full texts of all 1 sources were read") for line in all_full)
+
+
+@respx.mock
+async def test_the_reference_list_is_kept_as_identifiers(jats_dir: Path) -> None:
+    respx.get(f"{EPMC}/{PMCID}/fullTextXML").mock(
+        return_value=httpx.Response(200, content=_article_bytes(jats_dir))
+    )
+    async with httpx.AsyncClient() as client:
+        text = await _fetcher(client).fetch(PMCID)
+    references = read_jats(jats_dir / "pntd.0002065.nxml").references
+    expected = [
+        f"pmid:{r.pmid}" if r.pmid else f"doi:{r.doi}" for r in references if r.pmid or r.doi
+    ]
+    assert text.references == list(dict.fromkeys(expected))
+    assert any(key.startswith("pmid:") for key in text.references)

@@ -18,6 +18,7 @@ from deepcritical.models import (
     ReportMetadata,
     ResearchReport,
     RunResult,
+    flow_lines,
 )
 from deepcritical.orchestrators.agent_set import build_agents
 from deepcritical.orchestrators.deps import RunDeps
@@ -154,6 +155,26 @@ def test_counts_that_do_not_add_up_are_named() -> None:
         "identified - duplicates - beyond limit != unique",
         "relevant + partial + not screened != included",
     ]
+
+
+def test_records_found_by_citation_tracking_join_the_equation_and_the_section() -> None:
+    flow = RecordFlow(
+        identified_per_source={"pubmed": 4},
+        identified_by_citation_tracking=6,
+        identifier_duplicates=3,
+        beyond_limit=2,
+        unique=5,
+        screened=5,
+        excluded=3,
+        exclusion_reasons={"no key concept of the question": 3},
+        included=2,
+        relevant=2,
+    )
+    assert flow.problems() == []
+    assert "- Records identified through citation tracking: 6" in flow_lines(flow)
+    untracked = flow.model_copy(update={"identified_by_citation_tracking": 0})
+    assert untracked.problems() == ["identified - duplicates - beyond limit != unique"]
+    assert not any("citation tracking" in line for line in flow_lines(untracked))
 
 
 @pytest.mark.parametrize(

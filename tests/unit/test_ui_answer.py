@@ -167,6 +167,15 @@ def test_the_flow_diagram_shows_counts_that_add_up() -> None:
     assert "No flow of records" in flow_html(None)
 
 
+def test_the_flow_diagram_counts_records_found_by_citation_tracking() -> None:
+    tracked = flow(identified_by_citation_tracking=5, identifier_duplicates=26, beyond_limit=2)
+    assert tracked.problems() == []
+    found = counts(flow_html(tracked))
+    assert found["identified"] == 33
+    assert found["identified"] - found["removed"] == found["unique"]
+    assert "Local corpus 20, PubMed 8; citation tracking 5" in flow_html(tracked)
+
+
 def test_the_flow_diagram_escapes_source_names_and_reasons() -> None:
     diagram = flow_html(
         flow(

@@ -14,8 +14,9 @@ inflating coverage and stopping the search early.) An evidence item may answer s
 checklist items, or none.
 
 Only on-topic evidence counts: an item screening found off-topic
-(``Evidence.screening == Screening.OFF_TOPIC``) is never assigned, and is taken out of any
-checklist item that holds it before statuses are computed.
+(``Evidence.screening == Screening.OFF_TOPIC``), or one a source marks as retracted
+(``Citation.retracted``), is never assigned, and is taken out of any checklist item that
+holds it before statuses are computed.
 """
 
 from __future__ import annotations
@@ -45,7 +46,12 @@ def status_of(item: ChecklistItem) -> ChecklistStatus:
 
 
 def _off_topic(store: EvidenceStore, evidence_id: str) -> bool:
-    return evidence_id in store and store.require(evidence_id).screening == Screening.OFF_TOPIC
+    """Whether the item is kept out of the checklist: screened off-topic, or retracted
+    (``Citation.retracted``: a retracted record never counts as evidence)."""
+    if evidence_id not in store:
+        return False
+    item = store.require(evidence_id)
+    return item.screening == Screening.OFF_TOPIC or item.citation.retracted
 
 
 def drop_off_topic(plan: ResearchPlan, store: EvidenceStore) -> None:
@@ -121,12 +127,12 @@ def assign_keys(
     :func:`assign_to_checklist` does by similarity: for each evidence id -> checklist keys of
     ``assignments``, the id is appended to each named item's ``evidence_ids`` and the keys to
     ``Evidence.checklist_keys`` (saved with :meth:`EvidenceStore.update`); then every status
-    is recomputed. Keys that are not checklist items and ids not in the store are ignored;
-    nothing is repeated. Used when the search agent's model named the questions a record
-    answers (:mod:`deepcritical.agents.screener`)."""
+    is recomputed. Keys that are not checklist items, ids not in the store and off-topic or
+    retracted ids are ignored; nothing is repeated. Used when the search agent's model named
+    the questions a record answers (:mod:`deepcritical.agents.screener`)."""
     items = {c.key: c for c in plan.checklist}
     for evidence_id, named in assignments.items():
-        if evidence_id not in store:
+        if evidence_id not in store or _off_topic(store, evidence_id):
             continue
         evidence = store.require(evidence_id)
         keys = list(evidence.checklist_keys)

@@ -145,9 +145,16 @@ def show_run(run_id: RunId, owner: Owner = None) -> None:
             )
         out.print(table)
     for it in r.iterations:
+        tracked = it.get("citation_tracking") or {}
         out.print(
             f"Round {it['round']}: {len(it.get('queries', []))} queries, "
             f"results {it.get('results_per_source', {})}, new {it.get('new_items', '-')}"
+            + (
+                f"; citation tracking: {tracked.get('identified', 0)} found, "
+                f"{tracked.get('added', 0)} new"
+                if tracked
+                else ""
+            )
         )
     metrics = {k: v for k, v in r.metrics.items() if k != "usage"}
     out.print("Metrics: " + json.dumps(metrics, sort_keys=True))

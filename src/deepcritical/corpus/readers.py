@@ -141,8 +141,8 @@ def read_corpus_file(
 
 
 def read_full_text(path: Path) -> tuple[PubmedArticle, list[Passage]]:
-    """One JATS article: its record (title, abstract, ids, authors, journal, year) and its
-    full text as passages (:meth:`deepcritical.formats.jats.JatsArticle.passages`).
+    """One JATS article: its record (title, abstract, ids, authors, journal, year, integrity
+    flags) and its full text as passages (:meth:`deepcritical.formats.jats.JatsArticle.passages`).
 
     Raises:
         CorpusFormatError: the file is not a readable JATS article (truncated, malformed,
@@ -165,6 +165,7 @@ def read_full_text(path: Path) -> tuple[PubmedArticle, list[Passage]]:
         year=article.year,
         doi=article.doi,
         pmcid=article.pmcid,
+        integrity_flags=article.integrity_flags,
     )
     return record, article.passages()
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
 
-from deepcritical.models import Citation, Evidence, SourceName
+from deepcritical.models import Citation, Evidence, SourceName, union_flags
 
 __all__ = [
     "KEY_KINDS",
@@ -399,6 +399,11 @@ def _open_access(old: bool | None, new: bool | None) -> bool | None:
     return False if False in (old, new) else None
 
 
+def _max_count(old: int | None, new: int | None) -> int | None:
+    counts = [c for c in (old, new) if c is not None]
+    return max(counts) if counts else None
+
+
 def merge_evidence(existing: Evidence, new: Evidence) -> Evidence:
     """One evidence item holding the richest fields of two records of the same document.
 
@@ -415,7 +420,9 @@ def merge_evidence(existing: Evidence, new: Evidence) -> Evidence:
     - ``is_preprint`` only when both records say preprint (a peer-reviewed record wins);
     - the full text's ``passages`` when either side has them (``existing``'s when both do),
       so an abstract merged with the same paper's full text stays a full text;
-    - ``open_access`` True when either record says so, else False when either says not.
+    - ``open_access`` True when either record says so, else False when either says not;
+    - the union of the citations' ``integrity_flags`` (a retraction one source reports is
+      never lost) and the larger ``cited_by_count``.
     """
     old_c, new_c = existing.citation, new.citation
     old_ids, new_ids = strong_identifiers(old_c), strong_identifiers(new_c)
@@ -446,6 +453,8 @@ def merge_evidence(existing: Evidence, new: Evidence) -> Evidence:
             "pmcid": ids.get("pmcid") or old_c.pmcid,
             "nct_id": ids.get("nct") or old_c.nct_id,
             "open_access": _open_access(old_c.open_access, new_c.open_access),
+            "integrity_flags": union_flags(old_c.integrity_flags, new_c.integrity_flags),
+            "cited_by_count": _max_count(old_c.cited_by_count, new_c.cited_by_count),
         }
     )
     old_text, new_text = existing.content.strip(), new.content.strip()

@@ -33,7 +33,15 @@ from pydantic import BaseModel, Field
 from deepcritical.formats.mathml import local_name, math_text
 from deepcritical.formats.pubmed_xml import PUBMED_URL, normalize_doi, normalize_pmcid
 from deepcritical.formats.safe_xml import safe_iterparse, safe_parser
-from deepcritical.models import Citation, Evidence, Passage, PassageKind
+from deepcritical.models import (
+    Citation,
+    Evidence,
+    IntegrityFlag,
+    IntegrityKind,
+    Passage,
+    PassageKind,
+    union_flags,
+)
 
 __all__ = [
     "JatsArticle",
@@ -159,6 +167,12 @@ class JatsArticle(BaseModel):
       untitled).
     * ``tables``, ``figures``: every ``table-wrap`` and ``fig`` of the article, in order.
     * ``references``: ``back/ref-list/ref``.
+    * ``integrity_flags``: the root's ``article-type`` (``retraction``, ``correction``,
+      ``expression-of-concern``: the article is such a notice) and ``front``'s
+      ``related-article`` elements of :data:`RELATED_ARTICLE_FLAGS`
+      (``retraction-forward``: the article was retracted; ``correction-forward``: it was
+      corrected...), the related article's text or link as the notice
+      (:func:`jats_integrity_flags`).
     """
 
     title: str = ""
@@ -174,6 +188,7 @@ class JatsArticle(BaseModel):
     tables: list[JatsTable] = Field(default_factory=list)
     figures: list[JatsFigure] = Field(default_factory=list)
     references: list[JatsReference] = Field(default_factory=list)
+    integrity_flags: list[IntegrityFlag] = Field(default_factory=list)
 
     def passages(self) -> list[Passage]:
         """The full text as passages: every section's paragraphs (section path, index within
@@ -503,6 +518,60 @@ def parse_jats(data: bytes | str) -> JatsArticle:
     return _article(root)
 
 
+ARTICLE_TYPE_FLAGS: dict[str, IntegrityKind] = {
+    "retraction": IntegrityKind.RETRACTION_NOTICE,
+    "correction": IntegrityKind.CORRECTION,
+    "expression-of-concern": IntegrityKind.EXPRESSION_OF_CONCERN,
+}
+"""``article/@article-type`` -> the flag of an article that is such a notice."""
+
+RELATED_ARTICLE_FLAGS: dict[str, tuple[IntegrityKind, str]] = {
+    "retraction-forward": (IntegrityKind.RETRACTED, "Retraction in"),
+    "retracted-article": (IntegrityKind.RETRACTION_NOTICE, "Retraction of"),
+    "correction-forward": (IntegrityKind.ERRATUM, "Correction in"),
+    "corrected-article": (IntegrityKind.CORRECTION, "Correction of"),
+    "object-of-concern": (IntegrityKind.EXPRESSION_OF_CONCERN, "Expression of concern for"),
+}
+"""``related-article/@related-article-type`` -> (flag kind, words the notice starts with),
+after the JATS tag library; other types (``commentary``, ``companion``...) give no flag."""
+
+
+def jats_integrity_flags(root: _Element) -> list[IntegrityFlag]:
+    """The integrity flags of a JATS ``<article>`` (see :attr:`JatsArticle.integrity_flags`):
+    ``<related-article related-article-type="retraction-forward" ext-link-type="doi"
+    xlink:href="10.1/x">`` gives a ``retracted`` flag with the notice ``"Retraction in: doi
+    10.1/x"`` (the element's text when it has one) and the source ``"JATS related-article
+    retraction-forward"``."""
+    flags: list[IntegrityFlag] = []
+    article_type = (root.get("article-type") or "").strip().lower()
+    if article_type in ARTICLE_TYPE_FLAGS:
+        flags.append(
+            IntegrityFlag(
+                kind=ARTICLE_TYPE_FLAGS[article_type],
+                notice=f"article type: {article_type}",
+                source="JATS article-type",
+            )
+        )
+    front = _child(root, "front")
+    related = _descendants(front, "related-article") if front is not None else []
+    for el in related:
+        relation = (el.get("related-article-type") or "").strip().lower()
+        if relation not in RELATED_ARTICLE_FLAGS:
+            continue
+        kind, words = RELATED_ARTICLE_FLAGS[relation]
+        target = _text(el) or " ".join(
+            p for p in (el.get("ext-link-type", ""), el.get(_XLINK_HREF, "")) if p
+        )
+        flags.append(
+            IntegrityFlag(
+                kind=kind,
+                notice=f"{words}: {target}" if target else words,
+                source=f"JATS related-article {relation}",
+            )
+        )
+    return union_flags(flags)
+
+
 def _article(root: _Element) -> JatsArticle:
     front = _child(root, "front")
     meta = _child(front, "article-meta") if front is not None else None
@@ -534,6 +603,7 @@ def _article(root: _Element) -> JatsArticle:
         references=[_reference(r) for r in _children(ref_list, "ref")]
         if ref_list is not None
         else [],
+        integrity_flags=jats_integrity_flags(root),
     )
 
 
@@ -580,7 +650,8 @@ def jats_to_evidence(
 
     The citation's ``id`` is the PMID, else the PMCID, else the DOI (else the title); ``url``
     is the PubMed page, else the PMC page, else ``https://doi.org/<doi>``. ``content`` is the
-    abstract, or the title when there is none.
+    abstract, or the title when there is none. The citation carries the article's integrity
+    flags.
 
     Args:
         article: the parsed article.
@@ -608,6 +679,7 @@ def jats_to_evidence(
         journal=article.journal,
         year=article.year,
         url=url,
+        integrity_flags=list(article.integrity_flags),
     )
     return Evidence(
         content=article.abstract or article.title,

@@ -38,7 +38,14 @@ from pydantic import BaseModel, Field
 
 from deepcritical.formats.mathml import local_name, math_text
 from deepcritical.formats.safe_xml import safe_iterparse, safe_parser
-from deepcritical.models import Citation, Evidence
+from deepcritical.models import (
+    Citation,
+    Evidence,
+    IntegrityFlag,
+    IntegrityKind,
+    flags_from_publication_types,
+    union_flags,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +119,13 @@ class PubmedArticle(BaseModel):
     * ``mesh_terms``: ``MeshHeadingList/MeshHeading/DescriptorName`` texts.
     * ``publication_types``: ``PublicationTypeList/PublicationType`` texts.
     * ``keywords``: ``KeywordList/Keyword`` texts (every list, duplicates removed).
+    * ``integrity_flags``: ``MedlineCitation/CommentsCorrectionsList/CommentsCorrections``
+      with a ``RefType`` of :data:`COMMENTS_CORRECTIONS_FLAGS` (``RetractionIn``,
+      ``ExpressionOfConcernIn``, ``ErratumIn``...), the notice being ``"<RefType in words>:
+      <RefSource>. PMID: <PMID>"`` (see :func:`comments_corrections_flags`). Flags stated by
+      publication types (``Retracted Publication``...) are added by
+      :func:`article_to_evidence`, so records stored without this field (older corpora,
+      JSONL) are flagged too.
     """
 
     pmid: str
@@ -126,6 +140,7 @@ class PubmedArticle(BaseModel):
     mesh_terms: list[str] = Field(default_factory=list)
     publication_types: list[str] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)
+    integrity_flags: list[IntegrityFlag] = Field(default_factory=list)
 
     def abstract_text(self) -> str:
         """The abstract as plain text: one paragraph per section, ``"LABEL: text"`` for
@@ -338,6 +353,47 @@ def _eloc_doi(parent: _Element) -> str | None:
     return None
 
 
+COMMENTS_CORRECTIONS_FLAGS: dict[str, tuple[IntegrityKind, str]] = {
+    "RetractionIn": (IntegrityKind.RETRACTED, "Retraction in"),
+    "RetractionOf": (IntegrityKind.RETRACTION_NOTICE, "Retraction of"),
+    "ExpressionOfConcernIn": (IntegrityKind.EXPRESSION_OF_CONCERN, "Expression of concern in"),
+    "ExpressionOfConcernFor": (IntegrityKind.EXPRESSION_OF_CONCERN, "Expression of concern for"),
+    "ErratumIn": (IntegrityKind.ERRATUM, "Erratum in"),
+    "ErratumFor": (IntegrityKind.CORRECTION, "Erratum for"),
+    "CorrectedandRepublishedIn": (IntegrityKind.CORRECTION, "Corrected and republished in"),
+    "CorrectedandRepublishedFrom": (IntegrityKind.CORRECTION, "Corrected and republished from"),
+}
+"""``CommentsCorrections/@RefType`` -> (flag kind, words the notice starts with), after NLM's
+``pubmed_*.dtd``; other types (``Cites``, ``CommentIn``...) give no flag."""
+
+
+def comments_corrections_flags(parent: _Element | None) -> list[IntegrityFlag]:
+    """The integrity flags of a ``CommentsCorrectionsList``'s entries (see
+    :data:`COMMENTS_CORRECTIONS_FLAGS`): ``<CommentsCorrections RefType="RetractionIn">
+    <RefSource>J X. 2020;1:2.</RefSource><PMID>123</PMID>`` gives a ``retracted`` flag with the
+    notice ``"Retraction in: J X. 2020;1:2. PMID: 123"`` and the source ``"PubMed
+    CommentsCorrections RetractionIn"``. ``[]`` for ``None``."""
+    if parent is None:
+        return []
+    flags: list[IntegrityFlag] = []
+    for el in parent.iterfind("CommentsCorrections"):
+        ref_type = (el.get("RefType") or "").strip()
+        if ref_type not in COMMENTS_CORRECTIONS_FLAGS:
+            continue
+        kind, words = COMMENTS_CORRECTIONS_FLAGS[ref_type]
+        ref_source = _text(el.find("RefSource")).rstrip(".")
+        pmid = _text(el.find("PMID"))
+        notice = (
+            words + (f": {ref_source}." if ref_source else "") + (f" PMID: {pmid}" if pmid else "")
+        )
+        flags.append(
+            IntegrityFlag(
+                kind=kind, notice=notice.strip(), source=f"PubMed CommentsCorrections {ref_type}"
+            )
+        )
+    return union_flags(flags)
+
+
 def _parse_journal_article(record: _Element) -> PubmedArticle | None:
     citation = record.find("MedlineCitation")
     if citation is None:
@@ -376,6 +432,7 @@ def _parse_journal_article(record: _Element) -> PubmedArticle | None:
         mesh_terms=_texts(citation.iterfind("MeshHeadingList/MeshHeading/DescriptorName")),
         publication_types=_texts(article.iterfind("PublicationTypeList/PublicationType")),
         keywords=_texts(citation.iterfind("KeywordList/Keyword")),
+        integrity_flags=comments_corrections_flags(citation.find("CommentsCorrectionsList")),
     )
 
 
@@ -547,7 +604,9 @@ def article_to_evidence(
     The citation has ``source=source``, ``id`` and ``pmid`` = the PMID, the record's DOI,
     PMCID, title, authors, journal, year, date and ``url`` = ``https://pubmed.ncbi.nlm.nih.gov/
     <pmid>/``. ``content`` is :meth:`PubmedArticle.abstract_text`, or the title when the record
-    has no abstract. ``is_preprint`` is set when a publication type is ``Preprint``.
+    has no abstract. ``is_preprint`` is set when a publication type is ``Preprint``. The
+    citation's ``integrity_flags`` are the record's (``CommentsCorrections``) and those its
+    publication types state (:func:`~deepcritical.models.flags_from_publication_types`).
 
     Args:
         article: the parsed record.
@@ -570,6 +629,10 @@ def article_to_evidence(
         year=article.year,
         date=article.date,
         url=PUBMED_URL.format(pmid=article.pmid),
+        integrity_flags=union_flags(
+            flags_from_publication_types(article.publication_types, "PubMed PublicationType"),
+            article.integrity_flags,
+        ),
     )
     return Evidence(
         content=article.abstract_text() or article.title,

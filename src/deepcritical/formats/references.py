@@ -37,7 +37,8 @@ What is written, per record:
   likewise; RIS ``ID`` is the record's BibTeX key, as is the CSL ``id``.
 * **notes**: RIS ``N1`` (one line each), BibTeX ``note`` and CSL ``note`` (joined with
   ``"; "``): the caller's label (``export_references`` says which report reference or evidence
-  item it is, with its study design), the title note and the NCT ID.
+  item it is, with its study design), the title note, the NCT ID and one note per kind of
+  integrity flag (``Integrity flag: RETRACTED: Retraction in: ... PMID: 123``).
 
 Keys (BibTeX key, CSL ``id``, RIS ``ID``) are ``<first author><year><first title word>`` in
 lower-case ASCII (``muller2020effect``; ``anon`` and ``nd`` stand in for a missing author or
@@ -70,7 +71,14 @@ from bibtexparser import model as bib
 from bibtexparser.entrypoint import write_string
 from bibtexparser.library import Library
 
-from deepcritical.models import SOURCE_LABELS, Citation, Reference, RunResult, SourceName
+from deepcritical.models import (
+    SOURCE_LABELS,
+    Citation,
+    Reference,
+    RunResult,
+    SourceName,
+    flag_labels,
+)
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -413,6 +421,10 @@ def _records(citations: Sequence[Citation], labels: Sequence[str] | None) -> lis
         nct = clean_text(citation.nct_id)
         if nct:
             notes.append(f"{TRIAL_REGISTRY}: {nct}")
+        notes += [
+            clean_text(f"Integrity flag: {label}")
+            for label in flag_labels(citation.integrity_flags)
+        ]
         records.append(
             _Record(
                 citation=citation,

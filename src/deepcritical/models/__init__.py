@@ -1,10 +1,10 @@
 """Domain models shared by every level of DeepCritical; nothing here does I/O.
 
-Sources and evidence (:mod:`._evidence`), the plan and what the run forms from evidence
-(:mod:`._plan`), the report and the run's result (:mod:`._report`), inline citation markers
-(:mod:`._markers`), full-text passages (:mod:`._passages`) and the report's markdown rendering
-(:mod:`._markdown`). Every other level imports from this package; it imports nothing from the
-rest of the project.
+Sources and evidence (:mod:`._evidence`), their integrity flags (:mod:`._integrity`), the
+plan and what the run forms from evidence (:mod:`._plan`), the report and the run's result
+(:mod:`._report`), inline citation markers (:mod:`._markers`), full-text passages
+(:mod:`._passages`) and the report's markdown rendering (:mod:`._markdown`). Every other
+level imports from this package; it imports nothing from the rest of the project.
 """
 
 from deepcritical.models._evidence import (
@@ -19,6 +19,14 @@ from deepcritical.models._evidence import (
     utc_now,
 )
 from deepcritical.models._flow import RecordFlow, flow_lines
+from deepcritical.models._integrity import (
+    INTEGRITY_LABELS,
+    IntegrityFlag,
+    IntegrityKind,
+    flag_labels,
+    flags_from_publication_types,
+    union_flags,
+)
 from deepcritical.models._markdown import grounding_appendix, render_markdown
 from deepcritical.models._markers import CITATION_MARKER, marker_ids, numbered
 from deepcritical.models._passages import SECTION_SEPARATOR, Passage, PassageKind
@@ -35,7 +43,9 @@ from deepcritical.models._plan import (
     SubQuestion,
 )
 from deepcritical.models._report import (
+    INTEGRITY_HEADING,
     CitationValidation,
+    FlaggedRecord,
     GroundedClaim,
     GroundingCheck,
     LLMUsage,
@@ -54,6 +64,8 @@ from deepcritical.models._report import (
 __all__ = [
     "CITATION_MARKER",
     "DERIVED_TITLE_MARK",
+    "INTEGRITY_HEADING",
+    "INTEGRITY_LABELS",
     "PICO",
     "SECTION_SEPARATOR",
     "SOURCE_LABELS",
@@ -62,9 +74,12 @@ __all__ = [
     "Citation",
     "CitationValidation",
     "Evidence",
+    "FlaggedRecord",
     "GroundedClaim",
     "GroundingCheck",
     "Hypothesis",
+    "IntegrityFlag",
+    "IntegrityKind",
     "JudgeAssessment",
     "LLMUsage",
     "Passage",
@@ -89,10 +104,13 @@ __all__ = [
     "SubQuestion",
     "SupportingQuote",
     "UsageReport",
+    "flag_labels",
+    "flags_from_publication_types",
     "flow_lines",
     "grounding_appendix",
     "marker_ids",
     "numbered",
     "render_markdown",
+    "union_flags",
     "utc_now",
 ]

@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from deepcritical.models._integrity import IntegrityFlag, flag_labels, is_retracted
 from deepcritical.models._passages import Passage
 
 __all__ = [
@@ -146,6 +147,18 @@ class Citation(BaseModel):
     """Whether the record says its full text is open access in Europe PMC / PMC (Europe
     PMC's ``isOpenAccess``); ``None`` when the source does not say. A run fetches the full
     text of an item with a PMCID unless this is False."""
+    integrity_flags: list[IntegrityFlag] = Field(default_factory=list)
+    """Retraction, expression-of-concern, erratum and correction flags the source's API
+    gave (:mod:`deepcritical.models._integrity`); unioned when records of one paper merge."""
+    cited_by_count: int | None = None
+    """Times the work is cited, as OpenAlex counts it (``cited_by_count``); ``None`` when no
+    source said. Shown, never used to rank evidence."""
+
+    @property
+    def retracted(self) -> bool:
+        """Whether a flag says the record was retracted: such a record is never cited as
+        support and never feeds a hypothesis, the judge or the verdict."""
+        return is_retracted(self.integrity_flags)
 
     def display_title(self) -> str:
         """The title every display shows (report references, web UI, MCP tool, prompts).
@@ -166,7 +179,8 @@ class Citation(BaseModel):
         return f"{SOURCE_LABELS.get(self.source, self.source)} record {self.id}"
 
     def format_reference(self) -> str:
-        """One-line reference in a Vancouver-like style, with every identifier known."""
+        """One-line reference in a Vancouver-like style, with every identifier known and
+        its integrity flags last (``**[Expression of concern: ...]**``)."""
         parts: list[str] = []
         if self.authors:
             names = self.authors[:6]
@@ -190,6 +204,7 @@ class Citation(BaseModel):
             parts.append("; ".join(ids) + ".")
         if self.url:
             parts.append(f"<{self.url}>")
+        parts += [f"**[{label}]**" for label in flag_labels(self.integrity_flags)]
         return " ".join(parts)
 
 
@@ -230,6 +245,11 @@ class Evidence(BaseModel):
     passages: list[Passage] = Field(default_factory=list)
     """The item's full text, passage by passage (sections, tables, figure captions), when it
     was read (a JATS article); empty for an abstract only (and in records stored before)."""
+    found_by: str = ""
+    """How the record was found when a search did not find it: citation tracking from a seed
+    study, ``"cited by PMID 22663011"`` (in the seed's references) or ``"cites PMID
+    22663011"`` (a paper citing the seed); ``""`` for search results (and records stored
+    before). A record later found by a search too keeps the note of how it was found first."""
 
     def model_post_init(self, __context: object) -> None:
         if not self.sources:

@@ -18,23 +18,30 @@ __all__ = ["RecordFlow", "flow_lines"]
 class RecordFlow(BaseModel):
     """How many records a run found, kept, screened, excluded, included and cited.
 
-    The counts add up (:meth:`problems` lists any that do not):
-    ``identified - identifier_duplicates - near_duplicates - beyond_limit == unique``;
-    ``unique == screened + not_screened == excluded + included``;
-    ``included == relevant + partial + not_screened``; ``cited <= included``;
+    The counts add up (:meth:`problems` lists any that do not; records excluded as
+    ``retracted`` are counted with the excluded ones there):
+    ``identified + identified_by_citation_tracking - identifier_duplicates - near_duplicates -
+    beyond_limit == unique``;
+    ``unique == screened + not_screened == excluded + retracted + included``;
+    ``included + retracted == relevant + partial + not_screened``; ``cited <= included``;
     ``sum(exclusion_reasons.values()) == excluded``.
     """
 
     identified_per_source: dict[str, int] = Field(default_factory=dict)
     """Source -> records it returned, over every query of every round (before
     de-duplication)."""
+    identified_by_citation_tracking: int = 0
+    """Records identified through citation tracking (the references of the seed studies and
+    the papers citing them, :mod:`deepcritical.orchestrators.citations`), before
+    de-duplication; counted apart from the searches, as PRISMA counts "other methods"."""
     identifier_duplicates: int = 0
     """Records folded into another by a shared identifier (PMID, DOI, PMCID, NCT ID, URL): the
     same paper from another source or query, or found again in a later round."""
     near_duplicates: int = 0
     """Records folded into another as near duplicates (embedding similarity)."""
     beyond_limit: int = 0
-    """Records returned but not kept: they ranked below the room left under ``max_sources``."""
+    """Records returned but not kept: they ranked below the room left under ``max_sources``
+    (for citation tracking: below the ``citation_candidates`` cap or that room)."""
     unique: int = 0
     """Distinct records kept in the run's evidence store."""
     screened: int = 0
@@ -50,11 +57,17 @@ class RecordFlow(BaseModel):
     included: int = 0
     """Records that reach the checklist, hypotheses, judge and writer (on-topic)."""
     relevant: int = 0
-    """Included records screened ``relevant``."""
+    """Records not off-topic screened ``relevant`` (the ``retracted`` ones among them)."""
     partial: int = 0
-    """Included records screened ``partial`` (bear on part of the question)."""
+    """Records not off-topic screened ``partial`` (bear on part of the question; the
+    ``retracted`` ones among them)."""
     cited: int = 0
     """Records the report cites (its references)."""
+    retracted: int = 0
+    """Records screening kept (not off-topic) but excluded because a source marks them as
+    retracted (``Citation.retracted``): listed in the report's "Retracted or flagged records
+    found" section, never cited. ``relevant``, ``partial`` and ``not_screened`` count them
+    with the included records (by their screening status)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -66,16 +79,18 @@ class RecordFlow(BaseModel):
         """The equations of the flow that do not hold (``[]`` when the counts add up)."""
         checks = {
             "identified - duplicates - beyond limit != unique": self.identified
+            + self.identified_by_citation_tracking
             - self.identifier_duplicates
             - self.near_duplicates
             - self.beyond_limit
             == self.unique,
             "screened + not screened != unique": self.screened + self.not_screened == self.unique,
-            "excluded + included != unique": self.excluded + self.included == self.unique,
+            "excluded + included != unique": self.excluded + self.retracted + self.included
+            == self.unique,
             "relevant + partial + not screened != included": self.relevant
             + self.partial
             + self.not_screened
-            == self.included,
+            == self.included + self.retracted,
             "exclusion reasons do not sum to excluded": sum(self.exclusion_reasons.values())
             == self.excluded,
             "cited > included": self.cited <= self.included,
@@ -96,6 +111,11 @@ def flow_lines(flow: RecordFlow) -> list[str]:
         "## Flow of records",
         "",
         f"- Records identified: {flow.identified}" + (f" ({per_source})" if per_source else ""),
+        *(
+            [f"- Records identified through citation tracking: {n}"]
+            if (n := flow.identified_by_citation_tracking)
+            else []
+        ),
         f"- Duplicates removed: {duplicates} ({flow.identifier_duplicates} by identifier,"
         f" {flow.near_duplicates} near-duplicate)",
     ]
@@ -108,9 +128,13 @@ def flow_lines(flow: RecordFlow) -> list[str]:
     lines.append(screened)
     reasons = "; ".join(f"{cause}: {n}" for cause, n in flow.exclusion_reasons.items())
     lines.append(f"- Excluded as off-topic: {flow.excluded}" + (f" ({reasons})" if reasons else ""))
+    if flow.retracted:
+        lines.append(f"- Excluded as retracted: {flow.retracted}")
     parts = [f"{flow.relevant} relevant", f"{flow.partial} partly relevant"]
     if flow.not_screened:
         parts.append(f"{flow.not_screened} not screened")
+    if flow.retracted:
+        parts[-1] += f"; less {flow.retracted} excluded as retracted"
     lines.append(f"- Included (on-topic): {flow.included} ({', '.join(parts)})")
     lines.append(f"- Cited in the report: {flow.cited}")
     return lines

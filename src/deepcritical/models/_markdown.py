@@ -16,9 +16,14 @@ from deepcritical.models._flow import flow_lines
 from deepcritical.models._markers import numbered
 
 if TYPE_CHECKING:  # the report module imports this one to render itself
-    from deepcritical.models._report import Reference, ResearchReport, SoftwareEnvironment
+    from deepcritical.models._report import (
+        FlaggedRecord,
+        Reference,
+        ResearchReport,
+        SoftwareEnvironment,
+    )
 
-__all__ = ["grounding_appendix", "render_markdown", "software_line"]
+__all__ = ["grounding_appendix", "integrity_lines", "render_markdown", "software_line"]
 
 MAX_QUOTE_CHARS = 400
 """Characters of a supporting quote shown in the appendix (longer ones are cut with …)."""
@@ -65,6 +70,28 @@ def grounding_appendix(report: ResearchReport, numbers: dict[str, int]) -> list[
             out.append(
                 f"  - [{numbers[quote.evidence_id]}]{where} “{_short(quote.quote)}” ({score})"
             )
+    return out
+
+
+def integrity_lines(flagged: list[FlaggedRecord], numbers: dict[str, int]) -> list[str]:
+    """Markdown lines of the "Retracted or flagged records found" section (``[]`` when no
+    record is flagged): each record's reference with its flags and notices; a retracted one
+    says it was not cited, a cited one gives its reference number."""
+    if not flagged:
+        return []
+    out = ["", "## Retracted or flagged records found", ""]
+    out.append(
+        "Integrity flags as PubMed, Europe PMC or OpenAlex give them. Retracted records are"
+        " never cited as support and never feed the hypotheses, judgement or verdict; records"
+        " with an expression of concern, erratum or correction are cited with their flag."
+    )
+    out.append("")
+    for record in flagged:
+        if record.cited and record.evidence_id in numbers:
+            status = f"cited as [{numbers[record.evidence_id]}]"
+        else:
+            status = "not cited"
+        out.append(f"- {record.citation.format_reference()} *({status})*")
     return out
 
 
@@ -123,6 +150,7 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
         out += [f"- {num(lim)}" for lim in report.limitations]
     if report.conclusion:
         out += ["", "## Conclusion", "", num(report.conclusion)]
+    out.extend(integrity_lines(report.flagged_records, numbers))
     out += ["", "## References", ""]
     by_id: dict[str, Reference] = {}
     for ref in report.references:

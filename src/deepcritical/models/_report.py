@@ -16,7 +16,9 @@ from deepcritical.models._markers import marker_ids
 from deepcritical.models._plan import Hypothesis, JudgeAssessment, ResearchPlan
 
 __all__ = [
+    "INTEGRITY_HEADING",
     "CitationValidation",
+    "FlaggedRecord",
     "GroundedClaim",
     "GroundingCheck",
     "LLMUsage",
@@ -47,6 +49,21 @@ class Reference(BaseModel):
     citation: Citation
     study_design: StudyDesign | None = None
     """The cited item's study design, when the report was graded (shown in the list)."""
+
+
+INTEGRITY_HEADING = "Retracted or flagged records found"
+"""The heading of the report section listing :attr:`ResearchReport.flagged_records`."""
+
+
+class FlaggedRecord(BaseModel):
+    """A record of the run that carries integrity flags (``citation.integrity_flags``), as
+    the report's "Retracted or flagged records found" section lists it: ``cited`` is False
+    for a retracted record (never cited as support), True for a cited record with an
+    expression of concern, erratum or correction (its reference shows the flag too)."""
+
+    evidence_id: str
+    citation: Citation
+    cited: bool = False
 
 
 class CitationValidation(BaseModel):
@@ -291,6 +308,10 @@ class ResearchReport(BaseModel):
     metadata: ReportMetadata = Field(default_factory=ReportMetadata)
     grounding: list[GroundedClaim] = Field(default_factory=list)
     """One record per cited sentence checked by the grounding check, with its quotes."""
+    flagged_records: list[FlaggedRecord] = Field(default_factory=list)
+    """Retracted records the run found (never cited) and cited records with other integrity
+    flags, built from the run's data (:func:`deepcritical.report.sections.
+    add_integrity_section`); shown as the "Retracted or flagged records found" section."""
 
     def texts(self) -> list[str]:
         """Every text field that may hold citation markers, in reading order."""

@@ -17,6 +17,7 @@ from deepcritical.config import Settings
 from deepcritical.evidence.screening import RelevanceCalibration
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.orchestrators.agent_set import AgentSet
+from deepcritical.sources.citation_graph import CitationLinker
 from deepcritical.sources.fulltext import FullTextReader
 from deepcritical.state.sources import SourceCollector
 from deepcritical.text.control import strip_control_chars
@@ -82,6 +83,9 @@ class RunDeps:
         full_text: fetches open-access full texts by PMCID (up to
             ``settings.max_full_texts`` per run); ``None``: the run reads none (offline runs,
             ``max_full_texts=0``).
+        citations: follows the references and citing papers of the run's best studies
+            (citation tracking, once per run); ``None``: no citation tracking (offline runs,
+            no PubMed or OpenAlex among the sources, a budget of 0).
     """
 
     settings: Settings
@@ -95,3 +99,4 @@ class RunDeps:
     screening: RelevanceCalibration | None = None
     collector: SourceCollector | None = None
     full_text: FullTextReader | None = None
+    citations: CitationLinker | None = None

@@ -43,12 +43,14 @@ def exclusion_cause(reason: str) -> str:
 
 @dataclass
 class FlowLog:
-    """What the search rounds of a run returned and folded away, summed over the rounds."""
+    """What the search rounds (and citation tracking) of a run returned and folded away,
+    summed over the rounds."""
 
     identified_per_source: dict[str, int] = field(default_factory=dict)
     identifier_duplicates: int = 0
     near_duplicates: int = 0
     beyond_limit: int = 0
+    identified_by_citation_tracking: int = 0
 
     def record(self, result: SearchRound) -> None:
         """Add one search round."""
@@ -58,14 +60,29 @@ class FlowLog:
         self.near_duplicates += result.near_duplicate_copies
         self.beyond_limit += result.beyond_limit
 
+    def record_citations(
+        self, identified: int, identifier_copies: int, near_duplicate_copies: int, beyond: int
+    ) -> None:
+        """Add the citation-tracking step: records identified, folded by identifier or as
+        near duplicates, and left out beyond its cap."""
+        self.identified_by_citation_tracking += identified
+        self.identifier_duplicates += identifier_copies
+        self.near_duplicates += near_duplicate_copies
+        self.beyond_limit += beyond
+
     def flow(self, records: Sequence[Evidence], report: ResearchReport) -> RecordFlow:
         """The run's flow: the rounds so far, the screening of ``records`` (every record of
-        the store) and the references of ``report``."""
+        the store), the on-topic records excluded as retracted (``Citation.retracted``) and
+        the references of ``report``."""
         statuses = Counter(e.screening for e in records)
         excluded = [e for e in records if e.screening == Screening.OFF_TOPIC]
         causes = Counter(exclusion_cause(e.screening_reason) for e in excluded)
+        retracted = sum(
+            e.screening != Screening.OFF_TOPIC and e.citation.retracted for e in records
+        )
         return RecordFlow(
             identified_per_source=dict(self.identified_per_source),
+            identified_by_citation_tracking=self.identified_by_citation_tracking,
             identifier_duplicates=self.identifier_duplicates,
             near_duplicates=self.near_duplicates,
             beyond_limit=self.beyond_limit,
@@ -74,8 +91,9 @@ class FlowLog:
             not_screened=statuses[None],
             excluded=len(excluded),
             exclusion_reasons=dict(causes.most_common()),
-            included=len(records) - len(excluded),
+            included=len(records) - len(excluded) - retracted,
             relevant=statuses[Screening.RELEVANT],
             partial=statuses[Screening.PARTIAL],
             cited=len({r.evidence_id for r in report.references}),
+            retracted=retracted,
         )

@@ -25,10 +25,13 @@ __all__ = ["FullTextLog", "FullTextRound", "full_text_candidates", "read_full_te
 @dataclass
 class FullTextLog:
     """What a run has read so far: evidence id -> the service that gave its full text
-    (``read``), evidence id -> why it could not be read (``failed``)."""
+    (``read``), evidence id -> why it could not be read (``failed``), evidence id -> the
+    identifiers of its reference list (``references``, ``"pmid:..."`` / ``"doi:..."``, for
+    citation tracking)."""
 
     read: dict[str, str] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    references: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def tried(self) -> int:
@@ -66,16 +69,19 @@ def full_text_candidates(
     return sorted(fresh, key=lambda e: -e.relevance)[:left]
 
 
-async def _read_one(reader: FullTextReader, item: Evidence) -> tuple[Evidence, str, str | None]:
-    """``(item, service that answered, None)`` or ``(item, "", reason it failed)``."""
+async def _read_one(
+    reader: FullTextReader, item: Evidence
+) -> tuple[Evidence, str, str | None, list[str]]:
+    """``(item, service that answered, None, reference ids)`` or ``(item, "", reason it
+    failed, [])``."""
     try:
         text = await reader.fetch(item.citation.pmcid or "")
     except SourceError as exc:
-        return item, "", exc.reason
+        return item, "", exc.reason, []
     update: dict[str, object] = {"passages": list(text.passages)}
     if not item.content.strip() and text.abstract:
         update["content"] = text.abstract
-    return item.model_copy(update=update), text.via, None
+    return item.model_copy(update=update), text.via, None, list(text.references)
 
 
 async def read_full_texts(
@@ -92,9 +98,11 @@ async def read_full_texts(
     outcomes = await asyncio.gather(*(_read_one(reader, item) for item in items))
     read: list[Evidence] = []
     failed: list[tuple[str, str, str]] = []
-    for item, via, reason in outcomes:
+    for item, via, reason, references in outcomes:
         if reason is None:
             log.read[item.id] = via
+            if references:
+                log.references[item.id] = references
             read.append(item)
         else:
             log.failed[item.id] = reason

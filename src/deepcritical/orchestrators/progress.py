@@ -23,6 +23,7 @@ from deepcritical.models import (
     StopReason,
     UsageReport,
 )
+from deepcritical.orchestrators.citations import CitationLog
 from deepcritical.orchestrators.full_texts import FullTextLog
 
 __all__ = [
@@ -55,7 +56,8 @@ class RunState:
     ``model_screened`` / ``calibrated_screened`` count the records screened by the search
     agent's model and by calibrated relevance; ``collection_note`` is the source collector's
     last completion check (one line, < 500 characters; ``None`` before a model screened).
-    ``full_texts`` records the full texts read and those that could not be.
+    ``full_texts`` records the full texts read and those that could not be; ``citations``
+    what citation tracking did.
     """
 
     plan: ResearchPlan | None = None
@@ -76,6 +78,7 @@ class RunState:
     calibrated_screened: int = 0
     collection_note: str | None = None
     full_texts: FullTextLog = field(default_factory=FullTextLog)
+    citations: CitationLog = field(default_factory=CitationLog)
 
 
 def judged_stop(*, sufficient: bool | None, all_satisfied: bool) -> StopReason | None:

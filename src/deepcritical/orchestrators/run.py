@@ -35,6 +35,7 @@ from deepcritical.environment import software_environment
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import embedder_name
 from deepcritical.evidence.screening import screen_items
+from deepcritical.evidence.store import AddResult
 from deepcritical.llm.errors import describe_error
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
@@ -53,6 +54,12 @@ from deepcritical.models import (
 )
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.orchestrators.channel import EventChannel
+from deepcritical.orchestrators.citations import (
+    choose_candidates,
+    citation_seeds,
+    follow_citations,
+    per_seed_limit,
+)
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.flow import FlowLog
 from deepcritical.orchestrators.full_texts import full_text_candidates, read_full_texts
@@ -64,6 +71,7 @@ from deepcritical.orchestrators.progress import (
 )
 from deepcritical.report.finish import GroundingOptions, RunFacts, finish_report
 from deepcritical.report.grounding import RewriteFunction
+from deepcritical.sources.bounded import bound_evidence
 from deepcritical.state.runs import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
@@ -399,13 +407,19 @@ class ResearchRun:
         )
         off_topic = await self._screen(round_no, result.added_ids)
         full_texts = await self._read_full_texts(round_no)
+        tracked = await self._track_citations(round_no)
         self.emit(
             ResearchEvent(
                 type="evidence_added",
                 round=round_no,
                 message=(
                     f"{len(result.added_ids)} new evidence items "
-                    f"({len(self.store)} in store, coverage {plan.coverage():.0%})"
+                    + (
+                        f"and {tracked.get('added', 0)} from citation tracking "
+                        if tracked is not None
+                        else ""
+                    )
+                    + f"({len(self.store)} in store, coverage {plan.coverage():.0%})"
                 ),
                 data={
                     "added": len(result.added_ids),
@@ -416,6 +430,7 @@ class ResearchRun:
                     "off_topic": off_topic,
                     "full_texts": full_texts,
                     "full_texts_total": len(state.full_texts.read),
+                    **({"citation_tracking": tracked} if tracked else {}),
                     "on_topic_total": len(self.on_topic_ids()),
                     "total": len(self.store),
                     "coverage": plan.coverage(),
@@ -460,6 +475,68 @@ class ResearchRun:
                 )
             )
         return len(outcome.read)
+
+    async def _track_citations(self, round_no: int) -> dict[str, Any] | None:
+        """Citation tracking, once per run (:mod:`~deepcritical.orchestrators.citations`):
+        after the first round that leaves on-topic records with a PMID or DOI, follow the
+        references and citing papers of the ``citation_seeds`` most relevant, add at most
+        ``citation_candidates`` new records (within ``max_sources``) to the store, screen them
+        as a round's new items and count them in the flow of records. Returns what it did
+        (for the round's ``evidence_added`` event), ``None`` when it did not run now."""
+        linker, log, s = self.deps.citations, self.state.citations, self.settings
+        if linker is None or log.done:
+            return None
+        if not self.state.sources_answered & {"pubmed", "openalex"}:
+            # offline, or both down: every lookup would fail after its retries
+            log.skipped = "neither PubMed nor OpenAlex answered the searches"
+            return None
+        log.skipped = ""
+        seeds = citation_seeds(self.on_topic(), self.state.full_texts.references, s.citation_seeds)
+        if not seeds:
+            return None  # nothing on-topic to start from yet: a later round may have some
+        log.done = True
+        log.seeds = [seed.label for seed in seeds]
+        room = min(s.citation_candidates, max(s.max_sources - len(self.store), 0))
+        if room <= 0:
+            log.skipped = f"the run already holds max_sources ({s.max_sources}) records"
+            return {"seeds": log.seeds, "skipped": log.skipped}
+        with self.accounting.stage("citation tracking"):
+            limit = per_seed_limit(s.citation_candidates, len(seeds))
+            lists, log.failures = await follow_citations(linker, seeds, limit)
+            added = await asyncio.to_thread(self._add_candidates, lists, room)
+        log.added = added.added_ids
+        log.off_topic = await self._screen(round_no, log.added)
+        if log.failures:
+            self.warn(
+                "citation tracking partly failed: " + "; ".join(log.failures[:3]),
+                data={"citation_tracking": True},
+            )
+        return {
+            "seeds": log.seeds,
+            "identified": log.identified,
+            "already_found": log.already_found,
+            "added": len(log.added),
+            "off_topic": log.off_topic,
+        }
+
+    def _add_candidates(self, lists: Sequence[Sequence[Evidence]], room: int) -> AddResult:
+        """Bound, choose and store citation-tracking records (at most ``room`` new ones, the
+        most relevant to the question and checklist); count them in the run's flow."""
+        plan, log = self.plan, self.state.citations
+        bound = [[bound_evidence(e, self.settings.max_evidence_chars) for e in x] for x in lists]
+        targets = [plan.refined_question, *(c.description for c in plan.checklist)]
+        known, chosen, beyond = choose_candidates(
+            bound, self.store, targets, self.store.embedder, room
+        )
+        added = self.store.add([*known, *chosen])
+        log.identified = sum(len(x) for x in bound)
+        log.already_found = len(known)
+        log.duplicates = added.identifier_copies + added.near_duplicate_copies - len(known)
+        log.beyond_limit = beyond
+        self.flow_log.record_citations(
+            log.identified, added.identifier_copies, added.near_duplicate_copies, beyond
+        )
+        return added
 
     async def _screen(self, round_no: int, ids: Sequence[str]) -> int:
         """Screen the round's new items ``ids`` and assign the on-topic ones to the checklist:
@@ -528,9 +605,24 @@ class ResearchRun:
         return sum(r.status == Screening.OFF_TOPIC for r in outcome.records)
 
     def on_topic(self) -> list[Evidence]:
-        """The items screening did not find off-topic, in store order: the only ones that
-        reach the checklist, hypotheses, judge, writer and references."""
-        return [e for e in self.store.all() if e.screening != Screening.OFF_TOPIC]
+        """The items screening did not find off-topic and no source marks as retracted
+        (``Citation.retracted``), in store order: the only ones that reach the checklist,
+        hypotheses, judge, writer, verdict and references."""
+        return [
+            e
+            for e in self.store.all()
+            if e.screening != Screening.OFF_TOPIC and not e.citation.retracted
+        ]
+
+    def retracted(self) -> list[Evidence]:
+        """The items screening did not find off-topic but a source marks as retracted, in
+        store order: listed, flagged, in the report's "Retracted or flagged records found"
+        section, never cited as support."""
+        return [
+            e
+            for e in self.store.all()
+            if e.screening != Screening.OFF_TOPIC and e.citation.retracted
+        ]
 
     def on_topic_ids(self) -> list[str]:
         """Ids of :meth:`on_topic`."""
@@ -736,13 +828,13 @@ class ResearchRun:
     def _facts(self) -> RunFacts:
         """What happened in the run so far, for the report stage."""
         state = self.state
-        on_topic = self.on_topic()
+        on_topic, retracted = self.on_topic(), self.retracted()
         return RunFacts(
             question=self.question,
             plan=self.plan,
             hypotheses=list(state.hypotheses),
             evidence=on_topic,
-            screened_out=len(self.store) - len(on_topic),
+            screened_out=len(self.store) - len(on_topic) - len(retracted),
             embedder=self.store.embedder,
             methodology=self.methodology(),
             source_names=self.source_names,
@@ -758,6 +850,7 @@ class ResearchRun:
             searched=bool(state.sources_answered or state.source_failures),
             time_budget_seconds=self.settings.time_budget_seconds,
             environment=software_environment(embedder_name(self.store.embedder)),
+            retracted=retracted,
         )
 
     def _rewrite_function(self) -> RewriteFunction | None:
@@ -798,7 +891,8 @@ class ResearchRun:
         """How the records were screened (by the search agent's model, by calibrated
         relevance, or not at all), with the number found off-topic."""
         state, calibration = self.state, self.deps.screening
-        off_topic = len(self.store) - len(self.on_topic())
+        retracted = len(self.retracted())
+        off_topic = len(self.store) - len(self.on_topic()) - retracted
         kept_out = (
             f"{off_topic} off-topic record(s) were kept out of the checklist, hypotheses, "
             "judgement and report."
@@ -862,6 +956,39 @@ class ResearchRun:
             )
         return line
 
+    def _citation_line(self) -> str | None:
+        """What citation tracking did (seeds, directions, records found, kept, screened);
+        ``None`` when the run has none (offline, no PubMed or OpenAlex, a budget of 0)."""
+        if self.deps.citations is None:
+            return None
+        log, s = self.state.citations, self.settings
+        head = (
+            "Citation tracking (once per run, after the first search round with on-topic records)"
+        )
+        if not log.done:
+            why = log.skipped or "no on-topic record with a PMID or DOI to start from"
+            return f"{head}: not done: {why}."
+        line = (
+            f"{head}: {len(log.seeds)} seed(s), the most relevant on-topic records with a PMID "
+            f"or DOI: {', '.join(log.seeds)}. Followed backward (their references: OpenAlex "
+            "referenced_works, PubMed elink pubmed_pubmed_refs, the JATS reference lists of "
+            "full texts read) and forward (papers citing them: OpenAlex cites:, PubMed "
+            "pubmed_pubmed_citedin)."
+        )
+        if log.skipped:
+            return f"{line} No record was added: {log.skipped}."
+        on_topic = len(log.added) - log.off_topic
+        line += (
+            f" {log.identified} record(s) found, {log.already_found} already found by the "
+            f"searches, {log.duplicates} duplicate(s) among them, {log.beyond_limit} beyond the "
+            f"cap of {s.citation_candidates} (the most relevant to the question kept); "
+            f"{len(log.added)} new record(s) added and screened like search results: "
+            f"{on_topic} on-topic, {log.off_topic} off-topic."
+        )
+        if log.failures:
+            line += " Lookups that failed: " + "; ".join(log.failures) + "."
+        return line
+
     def methodology(self) -> str:
         """Factual account of the run (built from what happened, never by a model)."""
         plan, state = self.plan, self.state
@@ -882,7 +1009,19 @@ class ResearchRun:
             "against the evidence collected in this run.",
         ]
         lines.extend(self._screening_lines())
+        retracted = self.retracted()
+        if retracted:
+            lines.append(
+                f"Integrity: {len(retracted)} on-topic record(s) marked as retracted by their "
+                "source (PubMed publication type or retraction notice, Europe PMC publication "
+                "type, OpenAlex is_retracted) were kept out of the checklist, hypotheses, "
+                "judgement, verdict and citations; they are listed in “Retracted or flagged "
+                "records found”."
+            )
         lines.append(self._full_text_line())
+        citation_line = self._citation_line()
+        if citation_line is not None:
+            lines.append(citation_line)
         lines.extend(state.methodology)
         if state.queries:
             lines.append("Queries: " + "; ".join(f"“{q}”" for q in state.queries) + ".")

@@ -9,7 +9,10 @@ stated, every cited sentence is grounded in its sources when grounding is on
 (:func:`~deepcritical.report.grounding.ground_report`, with the rewrite function when one is
 given), the study designs and run limitations are added, and
 :func:`~deepcritical.report.validation.citation_problems` is run again: a report in which it
-still finds anything is refused (:attr:`FinishedReport.report` is ``None``).
+still finds anything is refused (:attr:`FinishedReport.report` is ``None``). Last, the
+records with integrity flags are listed (:func:`~deepcritical.report.sections.
+add_integrity_section`): the retracted ones (``RunFacts.retracted``, never in
+``RunFacts.evidence``, so never cited) and the cited ones with other flags.
 
 Abstention: a run with no on-topic evidence gets the report that says so
 (:func:`~deepcritical.report.drafts.abstention_report`), or, when its time budget ran out
@@ -51,7 +54,12 @@ from deepcritical.report.drafts import (
     unsearched_report,
 )
 from deepcritical.report.grounding import RewriteFunction, ground_report
-from deepcritical.report.sections import add_run_context, add_run_findings, add_verdict
+from deepcritical.report.sections import (
+    add_integrity_section,
+    add_run_context,
+    add_run_findings,
+    add_verdict,
+)
 from deepcritical.report.validation import citation_problems, validate_report
 
 __all__ = ["FinishedReport", "GroundingOptions", "RunFacts", "finish_report"]
@@ -102,6 +110,9 @@ class RunFacts:
         time_budget_seconds: the run's time budget for gathering (seconds).
         environment: the software the run ran on (:mod:`deepcritical.environment`);
             ``None`` leaves it out of the report.
+        retracted: on-topic items a source marks as retracted (``Citation.retracted``): not
+            in ``evidence``, never cited; listed in the report's "Retracted or flagged
+            records found" section.
     """
 
     question: str
@@ -124,6 +135,7 @@ class RunFacts:
     searched: bool = True
     time_budget_seconds: float = 0.0
     environment: SoftwareEnvironment | None = None
+    retracted: Sequence[Evidence] = ()
 
 
 @dataclass(frozen=True)
@@ -210,7 +222,7 @@ async def finish_report(
             update={
                 "sources_searched": list(facts.source_names) if facts.searched else [],
                 "source_failures": dict(facts.source_failures),
-                "papers_reviewed": len(facts.evidence) + facts.screened_out,
+                "papers_reviewed": len(facts.evidence) + facts.screened_out + len(facts.retracted),
                 "off_topic_excluded": facts.screened_out,
                 "iterations": facts.rounds,
                 "confidence": facts.confidence,
@@ -257,4 +269,4 @@ async def finish_report(
         problems = citation_problems(report, evidence_by_id)
     if problems:  # validation must leave nothing behind; refuse to ship otherwise
         return FinishedReport(None, problems, degraded)
-    return FinishedReport(report, [], degraded)
+    return FinishedReport(add_integrity_section(report, facts.retracted), [], degraded)

@@ -15,6 +15,8 @@ All of it is deterministic and built from the evidence store and the hypotheses:
 - :func:`extra_limitations`: unavailable sources and the absence of high-level designs
   (the writers already state unsatisfied checklist items, preprints and abstract-only
   evidence: :func:`~deepcritical.report.drafts.gap_limitations`).
+- :func:`add_integrity_section`: the records listed in "Retracted or flagged records found"
+  (retracted records the run found, never cited; cited records with other integrity flags).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from deepcritical.evidence.keysentences import rank_sentences
 from deepcritical.models import (
     SOURCE_LABELS,
     Evidence,
+    FlaggedRecord,
     Hypothesis,
     ReportSection,
     ResearchReport,
@@ -44,6 +47,7 @@ __all__ = [
     "MAJORITY",
     "Verdict",
     "VerdictDecision",
+    "add_integrity_section",
     "add_run_context",
     "add_run_findings",
     "add_verdict",
@@ -352,4 +356,24 @@ def add_run_context(
     report.limitations += [
         lim for lim in extra_limitations(cited, source_failures) if lim.lower() not in known
     ]
+    return report
+
+
+def add_integrity_section(report: ResearchReport, retracted: Sequence[Evidence]) -> ResearchReport:
+    """``report`` (modified in place and returned) with ``flagged_records``: every item of
+    ``retracted`` (records a source marks as retracted, kept out of the run's synthesis; not
+    cited), then every reference whose citation carries an integrity flag (an expression of
+    concern, erratum or correction: cited, its flag shown). Adds no citation; run last."""
+    flagged = [
+        FlaggedRecord(evidence_id=e.id, citation=e.citation.model_copy(deep=True), cited=False)
+        for e in retracted
+    ]
+    flagged += [
+        FlaggedRecord(
+            evidence_id=r.evidence_id, citation=r.citation.model_copy(deep=True), cited=True
+        )
+        for r in report.references
+        if r.citation.integrity_flags
+    ]
+    report.flagged_records = flagged
     return report

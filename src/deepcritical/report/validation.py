@@ -39,6 +39,10 @@ what is still wrong with one (nothing, after validation). The rules, in the orde
    evidence id cited by a surviving marker or hypothesis without a reference gets one
    (``references_added``), in order of first citation.
 
+6. **A retracted record is never cited** (``Citation.retracted``): both functions treat it
+   as if it were not an evidence item, so a marker, hypothesis id or reference naming it is
+   removed and counted as above, and :func:`citation_problems` names it as retracted.
+
 The result is idempotent: validating a validated report changes nothing and counts no
 removals. Markdown structure (headings, list items, paragraphs, line breaks) is kept.
 Evidence ids are expected to look like ``E3`` (the evidence store's ids), since
@@ -68,7 +72,7 @@ from deepcritical.text.sentences import (
     rebuild_text,
 )
 
-__all__ = ["citation_problems", "validate_report"]
+__all__ = ["citable", "citation_problems", "validate_report"]
 
 _MAX_RANGE = 50  # [E3-E60] would be a typo, not a citation of 58 items
 
@@ -300,6 +304,19 @@ def _resolve_ids(ids: list[str], resolver: _Resolver, tally: _Tally) -> list[str
     return out
 
 
+def citable(evidence: Mapping[str, Evidence]) -> dict[str, Evidence]:
+    """``evidence`` without the items a source marks as retracted (``Citation.retracted``):
+    what a report may cite."""
+    return {eid: e for eid, e in evidence.items() if not e.citation.retracted}
+
+
+def _not_citable(eid: str, evidence: Mapping[str, Evidence]) -> str:
+    """Why ``eid`` may not be cited: a retracted record, or not an evidence item."""
+    if eid in evidence and evidence[eid].citation.retracted:
+        return "a retracted record (never cited as support)"
+    return "not an evidence item of this run"
+
+
 def validate_report(report: ResearchReport, evidence: Mapping[str, Evidence]) -> ResearchReport:
     """A copy of ``report`` whose every citation refers to ``evidence``.
 
@@ -310,6 +327,7 @@ def validate_report(report: ResearchReport, evidence: Mapping[str, Evidence]) ->
     not modified, and the returned report shares no mutable state with it or with
     ``evidence``. Raises nothing for malformed citations: they are removed and counted.
     """
+    evidence = citable(evidence)
     resolver = _Resolver(evidence)
     tally = _Tally()
     new = report.model_copy(deep=True)
@@ -412,13 +430,14 @@ def citation_problems(report: ResearchReport, evidence: Mapping[str, Evidence]) 
     """
     problems: list[str] = []
     listed: set[str] = set()
+    everything, evidence = evidence, citable(evidence)
     for ref in report.references:
         eid = ref.evidence_id
         if eid in listed:
             problems.append(f"reference {eid} is listed more than once")
         listed.add(eid)
         if eid not in evidence:
-            problems.append(f"reference {eid} is not an evidence item of this run")
+            problems.append(f"reference {eid} is {_not_citable(eid, everything)}")
         elif ref.citation != evidence[eid].citation:
             problems.append(
                 f"reference {eid} has a citation that differs from the evidence store's"
@@ -434,12 +453,12 @@ def citation_problems(report: ResearchReport, evidence: Mapping[str, Evidence]) 
                 if eid not in evidence:
                     problems.append(
                         f"marker {marker.group()} in {where} cites {eid},"
-                        " which is not an evidence item of this run"
+                        f" which is {_not_citable(eid, everything)}"
                     )
                 elif eid not in listed:
                     problems.append(f"{eid} is cited in {where} but has no reference")
     for i, h in enumerate(report.hypotheses_tested, start=1):
-        problems.extend(_hypothesis_problems(i, h, evidence, listed))
+        problems.extend(_hypothesis_problems(i, h, everything, listed))
     return problems
 
 
@@ -451,7 +470,7 @@ def _hypothesis_problems(
         ("contradicting", h.contradicting_evidence_ids),
     ):
         for eid in ids:
-            if eid not in evidence:
-                yield f"hypothesis {number} {kind} id {eid} is not an evidence item of this run"
+            if eid not in evidence or evidence[eid].citation.retracted:
+                yield f"hypothesis {number} {kind} id {eid} is {_not_citable(eid, evidence)}"
             elif eid not in listed:
                 yield f"hypothesis {number} {kind} id {eid} has no reference"

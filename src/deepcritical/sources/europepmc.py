@@ -27,7 +27,7 @@ from typing import Any, Literal
 import httpx
 
 from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
-from deepcritical.models import Citation, Evidence, SourceName
+from deepcritical.models import Citation, Evidence, SourceName, flags_from_publication_types
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.http import SourceHttp
 from deepcritical.sources.paging import collect_token_pages, page_token
@@ -137,6 +137,9 @@ def result_to_evidence(record: Mapping[str, Any]) -> Evidence | None:
       (``"2025-06-05"``);
     * ``url``: ``https://europepmc.org/article/<source>/<id>`` (``.../MED/39709209``);
     * ``open_access``: ``isOpenAccess`` (``"Y"``: True, ``"N"``: False, absent: None).
+    * ``integrity_flags``: from the publication types (``"Retracted Publication"``,
+      ``"Retraction of Publication"``, ``"Expression of Concern"``, ``"Published Erratum"``;
+      :func:`~deepcritical.models.flags_from_publication_types`).
 
     ``content`` is ``abstractText`` as plain text with structured-abstract headings kept as
     ``"LABEL: "`` paragraphs (:func:`~deepcritical.sources.text.html_to_text`), or the title
@@ -189,6 +192,7 @@ def result_to_evidence(record: Mapping[str, Any]) -> Evidence | None:
         date=date,
         url=url,
         open_access={"Y": True, "N": False}.get(_str(record.get("isOpenAccess")) or ""),
+        integrity_flags=flags_from_publication_types(types, "Europe PMC pubTypeList"),
     )
     abstract_html = record.get("abstractText")
     abstract = html_to_text(abstract_html) if isinstance(abstract_html, str) else ""

@@ -1,5 +1,5 @@
-"""Builds the search sources and the full-text fetcher a run uses from its settings (one shared
-HTTP client)."""
+"""Builds the search sources, the full-text fetcher and the citation graph a run uses from its
+settings (one shared HTTP client)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.bounded import bound_sources
+from deepcritical.sources.citation_graph import CitationGraph
 from deepcritical.sources.fulltext import FullTextFetcher
 
 
@@ -120,3 +121,43 @@ def build_full_text(settings: Settings, client: httpx.AsyncClient) -> FullTextFe
         max_chars=settings.max_record_chars,
         **_http_options(settings),
     )
+
+
+def build_citation_graph(settings: Settings, client: httpx.AsyncClient) -> CitationGraph | None:
+    """The run's citation graph (citation tracking) over the citation services among the
+    run's sources: PubMed E-utilities (``elink``, ``efetch``) when ``pubmed`` is searched,
+    OpenAlex when ``openalex`` is, at the roots ``settings.source_base_urls`` gives them, each
+    with its own rate limiter (the step runs after a round's searches). ``None`` when
+    ``settings.citation_seeds`` or ``settings.citation_candidates`` is 0, or the run searches
+    neither (a ``local`` run never reaches the network)."""
+    if settings.citation_seeds <= 0 or settings.citation_candidates <= 0:
+        return None
+    from deepcritical.sources.openalex import DEFAULT_BASE_URL as OPENALEX_URL
+    from deepcritical.sources.openalex import OpenAlexSource
+    from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
+    from deepcritical.sources.pubmed import PubMedSource
+
+    http = _http_options(settings)
+    urls = settings.source_base_urls
+    pubmed = (
+        PubMedSource(
+            client,
+            api_key=_ncbi_key(settings),
+            email=settings.ncbi_email,
+            tool=settings.ncbi_tool,
+            base_url=urls.get("pubmed", PUBMED_URL),
+            **http,
+        )
+        if "pubmed" in settings.sources
+        else None
+    )
+    openalex = (
+        OpenAlexSource(
+            client, mailto=settings.ncbi_email, base_url=urls.get("openalex", OPENALEX_URL), **http
+        )
+        if "openalex" in settings.sources
+        else None
+    )
+    if pubmed is None and openalex is None:
+        return None
+    return CitationGraph(pubmed=pubmed, openalex=openalex)

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from deepcritical.corpus.records import bound_passages
 from deepcritical.evidence.identifiers import normalize_pmcid
-from deepcritical.formats.jats import JatsError, parse_jats
+from deepcritical.formats.jats import JatsError, JatsReference, parse_jats
 from deepcritical.models import Passage
 from deepcritical.sources.base import SourceError
 from deepcritical.sources.europepmc import DEFAULT_BASE_URL as EUROPEPMC_URL
@@ -61,6 +61,10 @@ class FullText(BaseModel):
         abstract: its abstract (``""`` when the XML has none).
         license: its licence text or URL, when the XML states one.
         dropped: passages left out to stay within ``max_chars``.
+        references: the article's reference list (``back/ref-list``) as identifiers, in
+            order, each once: ``"pmid:<digits>"`` for a reference with a PMID, else
+            ``"doi:<doi>"``; references with neither are left out (citation tracking follows
+            them; empty in full texts cached before).
     """
 
     pmcid: str
@@ -69,6 +73,7 @@ class FullText(BaseModel):
     abstract: str = ""
     license: str | None = None
     dropped: int = 0
+    references: list[str] = Field(default_factory=list)
 
 
 class FullTextReader(Protocol):
@@ -197,4 +202,11 @@ class FullTextFetcher:
             abstract=article.abstract,
             license=article.license,
             dropped=dropped,
+            references=_reference_ids(article.references),
         )
+
+
+def _reference_ids(references: list[JatsReference]) -> list[str]:
+    """``"pmid:..."`` (else ``"doi:..."``) of each reference that has one, in order, once."""
+    keys = [f"pmid:{r.pmid}" if r.pmid else f"doi:{r.doi}" for r in references if r.pmid or r.doi]
+    return list(dict.fromkeys(keys))

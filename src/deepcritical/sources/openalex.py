@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
-from deepcritical.models import Citation, Evidence, SourceName
+from deepcritical.models import Citation, Evidence, IntegrityFlag, IntegrityKind, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.http import SourceHttp
 from deepcritical.sources.payload import as_list, as_mapping, json_object
@@ -180,6 +180,19 @@ def _authors(work: Mapping[str, Any]) -> list[str]:
     return names
 
 
+def _integrity_flags(work: Mapping[str, Any]) -> list[IntegrityFlag]:
+    """A ``retracted`` flag when the work's ``is_retracted`` is ``true``, else none."""
+    if work.get("is_retracted") is not True:
+        return []
+    return [
+        IntegrityFlag(
+            kind=IntegrityKind.RETRACTED,
+            notice="OpenAlex marks this work as retracted",
+            source="OpenAlex is_retracted",
+        )
+    ]
+
+
 def parse_work(work: Mapping[str, Any]) -> OpenAlexWork | None:
     """Map one OpenAlex work object to :class:`OpenAlexWork`; None if it has no text at all.
 
@@ -199,7 +212,9 @@ def parse_work(work: Mapping[str, Any]) -> OpenAlexWork | None:
     * ``is_preprint``: ``type`` or ``type_crossref`` is ``preprint``/``posted-content``;
     * ``publication_types``: ``type`` title-cased (``"Review"``), plus
       ``"Retracted Publication"`` when ``is_retracted``; ``mesh_terms``:
-      ``mesh[].descriptor_name``.
+      ``mesh[].descriptor_name``;
+    * ``integrity_flags``: a ``retracted`` flag when ``is_retracted`` is true;
+      ``cited_by_count``: ``cited_by_count`` (shown, never used to rank).
     """
     ids = as_mapping(work.get("ids"))
     openalex_id = openalex_short_id(work.get("id")) or openalex_short_id(ids.get("openalex"))
@@ -225,6 +240,8 @@ def parse_work(work: Mapping[str, Any]) -> OpenAlexWork | None:
         doi=doi,
         pmid=normalize_pmid(_str(ids.get("pmid")) or _int(ids.get("pmid"))),
         pmcid=normalize_pmcid(_str(ids.get("pmcid"))),
+        integrity_flags=_integrity_flags(work),
+        cited_by_count=_int(work.get("cited_by_count")),
     )
     evidence = Evidence(
         content=content,

@@ -208,6 +208,29 @@ class PubMedSource:
                 ) from exc
         return articles
 
+    async def elink(self, pmid: str, linkname: str) -> list[str]:
+        """PMIDs linked to ``pmid`` by ``linkname`` from ``elink.fcgi`` (``dbfrom=pubmed``,
+        ``db=pubmed``, ``retmode=json``), in NCBI's order: ``pubmed_pubmed_refs`` (the
+        references of ``pmid`` that PubMed holds) or ``pubmed_pubmed_citedin`` (the PubMed
+        records citing it, from PMC's reference lists). ``[]`` when NCBI knows no such link.
+
+        Raises:
+            SourceError: see :meth:`search`; an unreadable answer gives ``"malformed elink
+                JSON: ..."``, an NCBI error ``"elink error: <message>"``.
+        """
+        params = self._params(
+            dbfrom="pubmed", db="pubmed", linkname=linkname, id=pmid, retmode="json"
+        )
+        response = await self._get("elink.fcgi", params, "elink")
+        try:
+            decoded = decode_json(response, self.name, "malformed elink JSON: {start}")
+        except SourceError as exc:
+            raise SourceError(self.name, self._scrub(exc.reason)) from exc
+        try:
+            return parse_elink(decoded, linkname)
+        except SourceError as exc:
+            raise SourceError(self.name, self._scrub(exc.reason)) from exc
+
     # ------------------------------------------------------------------ internals
 
     def _params(self, **params: str) -> dict[str, str]:
@@ -256,3 +279,32 @@ def _is_rate_limit_body(response: httpx.Response) -> bool:
         return False
     error = payload.get("error")
     return isinstance(error, str) and "rate limit" in error.lower()
+
+
+def parse_elink(payload: object, linkname: str) -> list[str]:
+    """The PMIDs of ``linkname`` in a decoded ``elink.fcgi`` JSON answer (``retmode=json``):
+    ``linksets[].linksetdbs[]`` whose ``linkname`` is ``linkname``, their ``links`` (digit
+    strings), in order, each once. A linkset without ``linksetdbs`` (NCBI's answer for a
+    record with no such link) gives ``[]``.
+
+    Raises:
+        SourceError: not a JSON object, an ``ERROR`` / ``error`` member (NCBI's error answer,
+            e.g. an unknown ``linkname``), or ``linksets`` that is not a list.
+    """
+    data = json_object(payload, "pubmed", "malformed elink JSON: top level is not an object")
+    error = data.get("ERROR") or data.get("error")
+    if error:
+        raise SourceError("pubmed", f"elink error: {str(error)[:200]}")
+    linksets = data.get("linksets", [])
+    if not isinstance(linksets, list):
+        raise SourceError("pubmed", "malformed elink JSON: linksets is not a list")
+    pmids: list[str] = []
+    for linkset in linksets:
+        if not isinstance(linkset, dict):
+            continue
+        for db in linkset.get("linksetdbs") or []:
+            if not isinstance(db, dict) or db.get("linkname") != linkname:
+                continue
+            links = db.get("links") or []
+            pmids.extend(str(p).strip() for p in links if str(p).strip().isdigit())
+    return list(dict.fromkeys(pmids))

@@ -10,6 +10,9 @@ pay twice.
 - :class:`CachedFullText`: the same for full texts (a
   :class:`~deepcritical.sources.fulltext.FullTextReader`), keyed by PMCID + API roots, so a
   resumed run does not fetch them again.
+- :class:`CachedCitations`: the same for citation tracking (a
+  :class:`~deepcritical.sources.citation_graph.CitationLinker`), keyed by seed + direction +
+  limit + API roots; an answer in which a service failed is not cached.
 - The model and chat-client wrappers that use it live with the models:
   :class:`~deepcritical.llm.cache.CachedModel` and
   :class:`~deepcritical.llm.chat_cache.CachedChatClient` (:class:`CallCache` is their
@@ -35,11 +38,17 @@ from sqlalchemy.orm import Session
 from deepcritical.llm.cache import request_key
 from deepcritical.models import Evidence, utc_now
 from deepcritical.sources.base import SearchSource
+from deepcritical.sources.citation_graph import (
+    CitationLinker,
+    CitationLinks,
+    CitationSeed,
+    Direction,
+)
 from deepcritical.sources.fulltext import FullText, FullTextReader
 from deepcritical.state.runs import RunStore
 from deepcritical.state.schema import CacheRow, aware
 
-__all__ = ["CachedFullText", "CachedSource", "CallCache"]
+__all__ = ["CachedCitations", "CachedFullText", "CachedSource", "CallCache"]
 
 _EVIDENCE_LIST = TypeAdapter(list[Evidence])
 
@@ -161,3 +170,42 @@ class CachedFullText:
             self.cache.put, "fulltext", key, text.model_dump_json(), f"full text {pmcid}"
         )
         return text
+
+
+class CachedCitations:
+    """``linker`` with its answers cached in ``cache`` (see the module docstring), so a resumed
+    run does not follow the same citations again; ``live_calls`` counts the lookups that
+    reached it."""
+
+    def __init__(self, linker: CitationLinker, cache: CallCache) -> None:
+        self.linker = linker
+        self.cache = cache
+        self.live_calls = 0
+
+    def key(self, seed: CitationSeed, direction: Direction, limit: int) -> str:
+        """The cache key of ``links(seed, direction, limit)``."""
+        roots = getattr(self.linker, "roots", None)
+        return request_key(
+            "citations",
+            {
+                "seed": seed.model_dump(mode="json"),
+                "direction": direction,
+                "limit": limit,
+                "roots": roots,
+            },
+        )
+
+    async def links(self, seed: CitationSeed, direction: Direction, limit: int) -> CitationLinks:
+        """The cached answer, or the wrapped linker's (then cached when no service failed)."""
+        key = self.key(seed, direction, limit)
+        payload = await asyncio.to_thread(self.cache.get, "citations", key)
+        if payload is not None:
+            return CitationLinks.model_validate_json(payload)
+        self.live_calls += 1
+        links = await self.linker.links(seed, direction, limit)
+        if not links.failures:
+            label = f"citations {direction} {seed.label}"
+            await asyncio.to_thread(
+                self.cache.put, "citations", key, links.model_dump_json(), label
+            )
+        return links

@@ -23,8 +23,9 @@ from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.cache import CachedModel
 from deepcritical.sources.base import SearchSource
+from deepcritical.sources.citation_graph import CitationLinker
 from deepcritical.sources.fulltext import FullTextReader
-from deepcritical.state.cache import CachedFullText, CachedSource, CallCache
+from deepcritical.state.cache import CachedCitations, CachedFullText, CachedSource, CallCache
 from deepcritical.state.lease import claim_run, release_run
 from deepcritical.state.recorder import RunRecorder
 from deepcritical.state.runs import HEARTBEAT_SECONDS, RunStore
@@ -131,6 +132,11 @@ class PersistentRun:
         """``reader`` answered from the call cache when the same full text was fetched before
         (a resumed run does not fetch it again)."""
         return CachedFullText(reader, self.cache)
+
+    def wrap_citations(self, linker: CitationLinker) -> CachedCitations:
+        """``linker`` answered from the call cache when the same citations were followed
+        before (a resumed run does not ask again)."""
+        return CachedCitations(linker, self.cache)
 
     def collector_for(self, store: EvidenceStore) -> SourceCollector:
         """The run's source collector over ``store`` (made once): the recorder saves every

@@ -218,6 +218,11 @@ class RunRecorder:
                     "total_items": data.get("total", len(self.store)),
                     "coverage": data.get("coverage"),
                     "checklist": data.get("checklist", {}),
+                    **(
+                        {"citation_tracking": data["citation_tracking"]}
+                        if "citation_tracking" in data
+                        else {}
+                    ),
                 }
             )
         elif event.type == "judge_assessment":

@@ -160,7 +160,12 @@ def answer_card_html(result: RunResult) -> str:
 
 
 def _included(result: RunResult) -> list[Evidence]:
-    return [e for e in result.evidence if e.screening != Screening.OFF_TOPIC]
+    """The records the run included: not off-topic, not retracted (as the flow counts)."""
+    return [
+        e
+        for e in result.evidence
+        if e.screening != Screening.OFF_TOPIC and not e.citation.retracted
+    ]
 
 
 def year_frame(result: RunResult) -> pd.DataFrame:

@@ -59,8 +59,10 @@ _SortKey = Callable[[EvidenceRow], Any]
 SORT_KEYS: dict[str, _SortKey] = {
     "Cited": lambda r: (r.number if r.cited else None, _id_number(r)),
     "Title": lambda r: r.title.casefold() or None,
+    "Flags": lambda r: (r.retracted, len(r.flags)) if r.flags else None,
     "First author": lambda r: r.first_author.casefold() or None,
     "Journal": lambda r: r.journal.casefold() or None,
+    "Cited by": lambda r: r.cited_by,
     "Year": lambda r: r.year,
     "Study design": lambda r: r.design or None,
     "Relevance": lambda r: (not r.off_topic, r.relevance),
@@ -122,6 +124,7 @@ class EvidenceFilter:
             number = f"[{r.number}]" if r.number is not None and r.cited else ""
             fields = [number, r.id, r.title, r.first_author, r.journal, str(r.year or "")]
             fields += [r.design, r.screening, r.reason, r.stance, r.stance_reason, r.text]
+            fields += r.flags
             hay = " ".join([*fields, r.source, *r.answers])
             return needle in hay.casefold()
         return True

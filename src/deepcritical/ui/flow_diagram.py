@@ -43,6 +43,9 @@ def flow_html(flow: RecordFlow | None) -> str:
     per_source = ", ".join(
         f"{SOURCE_LABELS.get(s, s)} {n}" for s, n in flow.identified_per_source.items()
     )
+    tracked = flow.identified_by_citation_tracking
+    if tracked:  # records found through citation tracking join the searches' count
+        per_source += ("; " if per_source else "") + f"citation tracking {tracked}"
     removed = flow.identifier_duplicates + flow.near_duplicates + flow.beyond_limit
     removed_detail = (
         f"{flow.identifier_duplicates} by identifier, {flow.near_duplicates} near-duplicate"
@@ -54,9 +57,11 @@ def flow_html(flow: RecordFlow | None) -> str:
         f", {flow.not_screened} not screened" if flow.not_screened else ""
     )
     screened = f"not screened: {flow.not_screened}" if flow.not_screened else ""
+    if flow.retracted:
+        included += f"; less {flow.retracted} excluded as retracted"
     rows = [
         _row(
-            _box("identified", flow.identified, "Records identified", per_source),
+            _box("identified", flow.identified + tracked, "Records identified", per_source),
             _box("removed", removed, removed_label, removed_detail, side=True),
         ),
         _down(),

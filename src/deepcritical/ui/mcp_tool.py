@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.llm.errors import describe_error
-from deepcritical.models import ChecklistStatus, RunResult
+from deepcritical.models import ChecklistStatus, RunResult, flag_labels
 from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.session import redact, secret_values
 from deepcritical.ui.streams import closing
@@ -49,7 +49,9 @@ SNIPPET_CHARS = 300
 
 class SourceOut(BaseModel):
     """One cited source. ``number`` is its ``[n]`` in ``answer``; ``type`` the source it came
-    from (``pubmed``, ``trials``, ``europepmc``, ``openalex``, ``web``, ``local``)."""
+    from (``pubmed``, ``trials``, ``europepmc``, ``openalex``, ``web``, ``local``);
+    ``flags`` its integrity flags (``"Expression of concern: ..."``; a retracted record is
+    never cited)."""
 
     number: int
     id: str
@@ -57,6 +59,7 @@ class SourceOut(BaseModel):
     title: str
     url: str | None = None
     snippet: str = ""
+    flags: list[str] = Field(default_factory=list)
 
 
 class CoverageOut(BaseModel):
@@ -104,6 +107,7 @@ def _from_result(trace_id: str, result: RunResult) -> DeepResearchOutput:
                 title=ref.citation.display_title(),
                 url=ref.citation.url,
                 snippet=item.snippet(SNIPPET_CHARS) if item is not None else "",
+                flags=flag_labels(ref.citation.integrity_flags),
             )
         )
     sources.sort(key=lambda s: s.number)

@@ -14,10 +14,17 @@ from urllib.parse import urlparse
 
 import nh3
 from markdown_it import MarkdownIt
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from deepcritical.evidence.grading import grade_evidence
-from deepcritical.models import SOURCE_LABELS, Evidence, Passage, RunResult, SupportingQuote
+from deepcritical.models import (
+    SOURCE_LABELS,
+    Evidence,
+    Passage,
+    RunResult,
+    SupportingQuote,
+    flag_labels,
+)
 from deepcritical.ui.progress import ProgressView
 
 ALLOWED_TAGS = {
@@ -87,7 +94,11 @@ class EvidenceRow(BaseModel):
     ``supports``, ``contradicts``, ``neutral`` or ``""`` (not read), with its
     ``stance_reason``. ``text``: ``"full text"`` when the item's full text was read
     (:attr:`Evidence.full_text`), else ``"abstract"``. ``design``: its study design
-    (:func:`~deepcritical.evidence.grading.grade_evidence`).
+    (:func:`~deepcritical.evidence.grading.grade_evidence`). ``flags``: the labels of its
+    integrity flags (``"RETRACTED: Retraction in: ..."``, ``"Expression of concern: ..."``);
+    ``retracted``: a source marks it as retracted (never cited; shown with a red badge).
+    ``cited_by``: OpenAlex's citation count (``None`` when no source said; shown, never used
+    to rank).
     """
 
     source: str
@@ -107,6 +118,9 @@ class EvidenceRow(BaseModel):
     first_author: str = ""
     journal: str = ""
     design: str = ""
+    flags: list[str] = Field(default_factory=list)
+    retracted: bool = False
+    cited_by: int | None = None
 
     @property
     def off_topic(self) -> bool:
@@ -140,6 +154,9 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
             first_author=e.citation.authors[0] if e.citation.authors else "",
             journal=e.citation.journal or "",
             design=(designs.get(e.id) or grade_evidence(e)).value,
+            flags=flag_labels(e.citation.integrity_flags),
+            retracted=e.citation.retracted,
+            cited_by=e.citation.cited_by_count,
         )
         for e in result.evidence
     ]
@@ -149,8 +166,10 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
 EVIDENCE_COLUMNS = (
     "Cited",
     "Title",
+    "Flags",
     "First author",
     "Journal",
+    "Cited by",
     "Year",
     "Study design",
     "Relevance",
@@ -160,7 +179,23 @@ EVIDENCE_COLUMNS = (
     "Stance",
     "Link",
 )
-"""The evidence table's columns, in order (``Cited``: ``[n]`` and the evidence id)."""
+"""The evidence table's columns, in order (``Cited``: ``[n]`` and the evidence id;
+``Flags``: integrity flags, a red RETRACTED badge for a retracted record; ``Cited by``:
+OpenAlex's citation count)."""
+
+
+def _flags_html(r: EvidenceRow) -> str:
+    """The Flags cell: a red RETRACTED badge for a retracted record, an amber badge per other
+    flag; each badge's notice on hover (escaped)."""
+    e = html.escape
+    badges = []
+    for label in r.flags:
+        head = label.split(":", 1)[0]
+        kind = "dc-flag-retracted" if head == "RETRACTED" else "dc-flag-other"
+        badges.append(
+            f'<span class="dc-flag {kind}" title="{e(label, quote=True)}">{e(head)}</span>'
+        )
+    return f'<td class="dc-flags">{" ".join(badges)}</td>'
 
 
 def _evidence_row_html(r: EvidenceRow) -> str:
@@ -176,12 +211,15 @@ def _evidence_row_html(r: EvidenceRow) -> str:
     screening = r.screening.replace("_", "-")
     classes = "dc-evidence-row" + (" dc-off-topic" if r.off_topic else "")
     classes += " dc-is-cited" if r.cited else ""
+    classes += " dc-retracted" if r.retracted else ""
     style = ' style="opacity:0.5"' if r.off_topic else ""
     return (
         f'<tr class="{classes}"{style} data-id="{e(r.id, quote=True)}">{cited}'
         f"<td>{e(r.title)}</td>"
+        f"{_flags_html(r)}"
         f'<td class="dc-author">{e(r.first_author)}</td>'
         f'<td class="dc-journal">{e(r.journal)}</td>'
+        f'<td class="dc-cited-by">{r.cited_by if r.cited_by is not None else ""}</td>'
         f'<td class="dc-year">{r.year if r.year is not None else ""}</td>'
         f'<td class="dc-design">{e(r.design)}</td>'
         f'<td class="dc-relevance">{r.relevance:.2f}</td>'

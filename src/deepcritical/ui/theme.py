@@ -51,7 +51,15 @@ button:focus-visible, [role="tab"]:focus-visible, input:focus-visible, textarea:
 .dark .dc-flow-box { border-color: #9ca3af; } .dark .dc-flow-arrow { color: #9ca3af; }
 .dark .dc-bar { background: #374151 !important; }
 .dark .dc-bar > div { background: #60a5fa !important; }
+.dc-flag { display: inline-block; padding: 1px 6px; border-radius: 4px; font-size: 0.8em;
+  font-weight: 600; white-space: nowrap; }
+.dc-flag-retracted { background: #b91c1c; color: white; }
+.dc-flag-other { background: #fef3c7; color: #78350f; border: 1px solid #d97706; }
+.dark .dc-flag-other { background: #451a03; color: #fde68a; }
+.dc-retracted td { text-decoration: line-through; text-decoration-color: #b91c1c; }
+.dc-retracted td.dc-flags, .dc-retracted td.dc-cited { text-decoration: none; }
 """
 """CSS of the app's own elements added by this module (stopped note, sources note, focus
-outline) and the dark variants of the colours set elsewhere (evidence table, answer card,
-flow diagram, progress bar: its inline colours need ``!important``)."""
+outline, integrity-flag badges: red RETRACTED with white text, amber for other flags) and the
+dark variants of the colours set elsewhere (evidence table, answer card, flow diagram,
+progress bar: its inline colours need ``!important``)."""
