@@ -7,6 +7,16 @@ Sources and evidence (:mod:`._evidence`), the plan and what the run forms from e
 rest of the project.
 """
 
+from deepcritical.models._appraisal import (
+    CERTAINTY_LABEL,
+    Certainty,
+    CertaintyLevel,
+    EffectEstimate,
+    ExtractedValue,
+    StudyRecord,
+    TextSpan,
+    parse_number,
+)
 from deepcritical.models._evidence import (
     DERIVED_TITLE_MARK,
     SOURCE_LABELS,
@@ -52,16 +62,21 @@ from deepcritical.models._report import (
 )
 
 __all__ = [
+    "CERTAINTY_LABEL",
     "CITATION_MARKER",
     "DERIVED_TITLE_MARK",
     "PICO",
     "SECTION_SEPARATOR",
     "SOURCE_LABELS",
+    "Certainty",
+    "CertaintyLevel",
     "ChecklistItem",
     "ChecklistStatus",
     "Citation",
     "CitationValidation",
+    "EffectEstimate",
     "Evidence",
+    "ExtractedValue",
     "GroundedClaim",
     "GroundingCheck",
     "Hypothesis",
@@ -86,13 +101,16 @@ __all__ = [
     "Stance",
     "StopReason",
     "StudyDesign",
+    "StudyRecord",
     "SubQuestion",
     "SupportingQuote",
+    "TextSpan",
     "UsageReport",
     "flow_lines",
     "grounding_appendix",
     "marker_ids",
     "numbered",
+    "parse_number",
     "render_markdown",
     "utc_now",
 ]

@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from deepcritical.models._appraisal import StudyRecord
 from deepcritical.models._passages import Passage
 
 __all__ = [
@@ -230,6 +231,10 @@ class Evidence(BaseModel):
     passages: list[Passage] = Field(default_factory=list)
     """The item's full text, passage by passage (sections, tables, figure captions), when it
     was read (a JATS article); empty for an abstract only (and in records stored before)."""
+    study: StudyRecord | None = None
+    """What the study reports (sample size, PICO, effect estimates), each value with its
+    verbatim proof (:mod:`deepcritical.evidence.study_extraction`); ``None`` until it is
+    appraised (and in records stored before)."""
 
     def model_post_init(self, __context: object) -> None:
         if not self.sources:
