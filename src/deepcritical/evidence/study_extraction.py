@@ -42,7 +42,7 @@ outcome's. ``benchmarks/bench_appraisal.py`` measures recall on hand-labelled ab
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from deepcritical.evidence.grading import grade_evidence
@@ -59,6 +59,7 @@ from deepcritical.models._appraisal import NUMBER_WORDS
 
 __all__ = [
     "Section",
+    "appraise_items",
     "checked_record",
     "extract_study",
     "find_effects",
@@ -573,6 +574,19 @@ def extract_study(evidence: Evidence) -> StudyRecord:
     for src in _sources(evidence):
         _read_source(record, src)
     return checked_record(record, evidence)
+
+
+def appraise_items(items: Iterable[Evidence]) -> int:
+    """Give every item without a study record one read by rules (:func:`extract_study`), and
+    read again the items whose full text arrived since (a record read from the abstract
+    only); a model's record (``method == "model"``) is kept unless the full text is new.
+    Items are changed in place. Returns how many were (re)read."""
+    done = 0
+    for item in items:
+        if item.study is None or item.study.full_text != item.full_text:
+            item.study = extract_study(item)
+            done += 1
+    return done
 
 
 # --- the verbatim check --------------------------------------------------------------------

@@ -35,6 +35,7 @@ from deepcritical.environment import software_environment
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import embedder_name
 from deepcritical.evidence.screening import screen_items
+from deepcritical.evidence.study_extraction import appraise_items
 from deepcritical.llm.errors import describe_error
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
@@ -399,6 +400,7 @@ class ResearchRun:
         )
         off_topic = await self._screen(round_no, result.added_ids)
         full_texts = await self._read_full_texts(round_no)
+        appraise_items(self.on_topic())  # study records (rules; fast), before the checkpoint
         self.emit(
             ResearchEvent(
                 type="evidence_added",
