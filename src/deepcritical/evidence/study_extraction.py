@@ -184,6 +184,7 @@ _N_TIER2 = [
     re.compile(rf"(?<![\d.,])\b{_NUM}\s+{_MODS}{_PEOPLE}\b", re.I),
 ]
 _N_TIER3 = [re.compile(r"\b[nN]\s*=\s*(?P<n>\d{1,3}(?:,\d{3})+|\d+)\b")]
+_AFTER_COUNT = re.compile(rf"\s+{_MODS}{_PEOPLE}\b", re.I)
 _SUBGROUP_AFTER = re.compile(r"\s*\(\s*\d+(?:\.\d+)?\s*%")
 _SUBGROUP_BEFORE = re.compile(r"\d\s*(?:of|out\s+of)\s*$", re.I)
 _ANALYSED = re.compile(
@@ -250,12 +251,15 @@ def _count_match(text: str, m: re.Match[str], limit: int) -> tuple[int, int, int
     raw = text[start:end]
     if not _plausible_count(raw):
         return None
-    if _SUBGROUP_AFTER.match(text, end, limit) or _SUBGROUP_BEFORE.search(text, 0, start):
+    noun = _AFTER_COUNT.match(text, end, limit)
+    after = noun.end() if noun else end
+    if _SUBGROUP_AFTER.match(text, after, limit) or _SUBGROUP_BEFORE.search(text, 0, start):
         return None
     if m.re in _N_TIER3 and len(re.findall(r"\b[nN]\s*=", _sentence_at(text, start))) > 1:
         return None  # group sizes ("TERPT, n = 20; ABD, n = 21"), not the whole sample
     stop = _CLAUSE_END.search(text, end, min(limit, end + 160))
     clause_end = stop.start() if stop else min(limit, end + 160)
+    clause_end = start + len(text[start:clause_end].rstrip())
     return start, end, start, max(clause_end, end)
 
 
