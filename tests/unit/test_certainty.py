@@ -7,8 +7,8 @@ from __future__ import annotations
 from deepcritical.evidence.certainty import OPTIMAL_INFORMATION_SIZE, rate_certainty
 from deepcritical.models import (
     CERTAINTY_LABEL,
-    Citation,
     CertaintyLevel,
+    Citation,
     Evidence,
     Screening,
     Stance,
@@ -60,7 +60,7 @@ def test_observational_starts_low_and_imprecision_names_the_total_n() -> None:
     text = "METHODS: A cohort study of 84 patients.\n\nRESULTS: Risk rose (HR 1.3, 95% CI 1.1-1.6)."
     c = rate_certainty([ev(1, text, COHORT)])
     assert c is not None
-    assert c.summary() == f"Very low: observational; imprecision, total n = 84"
+    assert c.summary() == "Very low: observational; imprecision, total n = 84"
     assert c.total_n == 84 < OPTIMAL_INFORMATION_SIZE
 
 
@@ -87,7 +87,8 @@ def test_opposite_stances_downgrade_for_inconsistency() -> None:
             ev(2, GOOD_RCT, RCT, stance=Stance.CONTRADICTS),
         ]
     )
-    assert by_stance is not None and by_stance.downgrades[0].startswith("inconsistency")
+    assert by_stance is not None
+    assert by_stance.downgrades[0].startswith("inconsistency")
 
 
 def test_partial_matches_downgrade_for_indirectness() -> None:
@@ -104,9 +105,8 @@ def test_a_ci_crossing_no_effect_is_imprecise_when_no_size_is_stated() -> None:
     difference = rate_certainty(
         [ev(2, "RESULTS: A double-blind randomized trial: MD 0.3 (95% CI -0.1 to 0.6).", RCT)]
     )
-    assert difference is not None and difference.downgrades == [
-        "imprecision, 95% CI crosses no effect"
-    ]
+    assert difference is not None
+    assert difference.downgrades == ["imprecision, 95% CI crosses no effect"]
 
 
 def test_large_effect_and_dose_response_upgrade_observational_evidence() -> None:
@@ -124,7 +124,9 @@ def test_large_effect_and_dose_response_upgrade_observational_evidence() -> None
 def test_a_large_effect_whose_ci_crosses_one_does_not_upgrade() -> None:
     text = "METHODS: A cohort of 5000 workers.\n\nRESULTS: OR 2.5 (95% CI 0.9-6.0)."
     c = rate_certainty([ev(1, text, COHORT)])
-    assert c is not None and c.upgrades == [] and c.level is CertaintyLevel.LOW
+    assert c is not None
+    assert c.upgrades == []
+    assert c.level is CertaintyLevel.LOW
 
 
 def test_the_best_design_is_rated_and_off_topic_items_are_left_out() -> None:
@@ -135,7 +137,8 @@ def test_the_best_design_is_rated_and_off_topic_items_are_left_out() -> None:
     ]
     c = rate_certainty(items)
     assert c is not None
-    assert c.level is CertaintyLevel.HIGH and c.total_n == 900
+    assert c.level is CertaintyLevel.HIGH
+    assert c.total_n == 900
     assert c.evidence_ids == ["E1", "E2"]
     assert rate_certainty([items[2]]) is None
     assert rate_certainty([]) is None
@@ -147,5 +150,6 @@ def test_case_reports_start_very_low_and_levels_do_not_go_below() -> None:
         [ev(1, text, ["Case Reports"], screening=Screening.PARTIAL)],
     )
     assert c is not None
-    assert c.start is CertaintyLevel.VERY_LOW and c.level is CertaintyLevel.VERY_LOW
+    assert c.start is CertaintyLevel.VERY_LOW
+    assert c.level is CertaintyLevel.VERY_LOW
     assert c.basis == "case reports, preclinical or unrecognised designs"

@@ -68,7 +68,8 @@ def report() -> ResearchReport:
 
 def test_study_table_has_one_row_per_cited_study_with_values_as_written() -> None:
     section = study_table(list(EVIDENCE.values()))
-    assert section is not None and section.heading == STUDY_TABLE_HEADING
+    assert section is not None
+    assert section.heading == STUDY_TABLE_HEADING
     rows = [line for line in section.content.splitlines() if line.startswith("| [E")]
     assert len(rows) == 2
     assert "| 900 |" in rows[0]
@@ -89,7 +90,8 @@ def test_add_appraisal_rates_hypotheses_findings_and_the_verdict() -> None:
     assert r.metadata.certainty == h.certainty
     assert r.metadata.verdict is not None
     assert f"this verdict ({CERTAINTY_LABEL}): Moderate" in r.conclusion
-    assert r.references[0].study is not None and r.references[0].study.n == 900
+    assert r.references[0].study is not None
+    assert r.references[0].study.n == 900
     assert r.findings[-1].heading == STUDY_TABLE_HEADING
     assert citation_problems(r, EVIDENCE) == []
 

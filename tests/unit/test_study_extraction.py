@@ -74,7 +74,8 @@ def test_whole_sample_count_beats_a_subgroup_and_background_counts() -> None:
         "studied."
     )
     record = extract_study(e)
-    assert record.sample_size is not None and record.sample_size.value == "455"
+    assert record.sample_size is not None
+    assert record.sample_size.value == "455"
 
 
 def test_near_misses_give_no_sample_size() -> None:
@@ -176,11 +177,16 @@ def test_labelled_sections_give_population_setting_outcome_and_cues() -> None:
     )
     e = item(text)
     record = extract_study(e)
-    assert record.setting is not None and record.setting.value.startswith("University Level I")
-    assert record.population is not None and "hip fractures" in record.population.value
-    assert record.intervention is not None and record.intervention.value.startswith("Intra")
-    assert record.outcomes and record.outcomes[0].value.startswith("Pain and mobility")
-    assert record.follow_up is not None and record.follow_up.value == "14 months"
+    assert record.setting is not None
+    assert record.setting.value.startswith("University Level I")
+    assert record.population is not None
+    assert "hip fractures" in record.population.value
+    assert record.intervention is not None
+    assert record.intervention.value.startswith("Intra")
+    assert record.outcomes
+    assert record.outcomes[0].value.startswith("Pain and mobility")
+    assert record.follow_up is not None
+    assert record.follow_up.value == "14 months"
     for cue in ("randomised", "blinded", "single_centre", "dose_response"):
         assert getattr(record, cue) is not None, cue
     assert_proven(e, record)
@@ -201,8 +207,10 @@ def test_randomised_to_gives_intervention_and_comparator() -> None:
     record = extract_study(
         item("METHODS: 134 women were randomized to metformin or placebo before IVF.")
     )
-    assert record.intervention is not None and record.intervention.value == "metformin"
-    assert record.comparator is not None and record.comparator.value == "placebo before IVF"
+    assert record.intervention is not None
+    assert record.intervention.value == "metformin"
+    assert record.comparator is not None
+    assert record.comparator.value == "placebo before IVF"
 
 
 def passages_of(*parts: tuple[PassageKind, str, str]) -> list[Passage]:
@@ -275,17 +283,20 @@ def test_a_value_outside_its_quote_is_dropped() -> None:
 def test_locate_quote_finds_text_with_other_white_space_only() -> None:
     e = item("RESULTS: The odds ratio\nwas 2.4 (95% CI 1.3-4.6).")
     found = locate_quote(e, "odds ratio was 2.4")
-    assert found is not None and found.quote == "odds ratio\nwas 2.4"
+    assert found is not None
+    assert found.quote == "odds ratio\nwas 2.4"
     assert locate_quote(e, "Odds Ratio was 2.4") is None  # case matters
     assert locate_quote(e, "odds ratio was 3.1") is None
 
 
 def test_appraise_items_reads_new_items_and_again_after_a_full_text() -> None:
     e = item("RESULTS: 248 women were enrolled.")
-    assert appraise_items([e]) == 1 and e.study is not None
+    assert appraise_items([e]) == 1
+    assert e.study is not None
     assert appraise_items([e]) == 0
     e.passages = passages_of((PassageKind.PARAGRAPH, "Results", "OR 2.0 (1.1-3.0)"))
-    assert appraise_items([e]) == 1 and e.study.full_text
+    assert appraise_items([e]) == 1
+    assert e.study.full_text
 
 
 def test_text_span_offsets_must_match_the_quote() -> None:
