@@ -209,6 +209,14 @@ class Settings(BaseSettings):
         "most relevant on-topic items with a PMCID first; 0 reads none. Only runs that search "
         "an online source fetch them; a local corpus holds the full texts it imported.",
     )
+    model_appraisals: int = Field(
+        default=0,
+        ge=0,
+        description="Evidence items per run whose study record (sample size, PICO, effect "
+        "estimates) a model reads, the most relevant new on-topic items first, each value "
+        "checked verbatim against the source; 0: rules only (every item is read by rules "
+        "in any case). Only with a model (--llm).",
+    )
     http_timeout_seconds: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=3, ge=1)
     ncbi_api_key: SecretStr | None = Field(
