@@ -193,7 +193,9 @@ _ANALYSED = re.compile(
     r"|evaluable)",
     re.I,
 )
-_CLAUSE_END = re.compile(r"[.;:()\[\]]|,\s|\s(?:were|was|who|underwent|had|and\s+\d)\s")
+_CLAUSE_END = re.compile(
+    r"[.;:()\[\]]|,\s|\s(?:were|was|underwent|to\s+receive|and\s+\d)\s|\s(?:to|into)\s+(?:a|an|the|one|two|either|receive)\b"
+)
 
 
 def _span(text: str, start: int, end: int, passage: int | None, where: str) -> TextSpan:
@@ -301,7 +303,8 @@ _LINK = r"(?:\s*[\[(][A-Za-z ]{1,12}[\])])?\s*(?:[,:=]|\bof\b|\bwas\b|\bwere\b|\
 _TAIL = rf"(?:\s*±\s*{_VAL})?[^\d;()\[\]\n]{{0,30}}?(?:\s*[(\[]|\s*[;,])\s*"
 _EFFECT_NAMED = re.compile(rf"{_MEASURE}{_LINK}(?P<v>{_VAL})(?:{_TAIL}{_CI}{_P})?")
 _EFFECT_FAR = re.compile(
-    rf"{_MEASURE}\b[^.;\n]{{0,80}}?\b(?:was|were|of|is)\s+(?P<v>{_VAL})\s*[(\[]\s*{_CI}{_P}"
+    rf"{_MEASURE}\b[^.;\n]{{0,80}}?(?:\b(?:was|were|of|is)\s+|,\s*)(?P<v>{_VAL})"
+    rf"\s*(?:[(\[]|[;,])\s*{_CI}{_P}"
 )
 _EFFECT_CI_FIRST = re.compile(rf"[(\[]\s*{_CI}\s*,\s*{_MEASURE}\s*[=:]?\s*(?P<v>{_VAL})")
 _EFFECT_BARE = re.compile(rf"(?<![\w.])(?P<v>{_VAL}){_TAIL}{_CI}{_P}")
