@@ -82,7 +82,7 @@ def extraction_figures(corpus_file: Path) -> dict[str, Any]:
     labels = json.loads(LABELS.read_text(encoding="utf-8"))["labels"]
     items = _labelled_items(corpus_file, {label["pmid"] for label in labels})
     shown = verbatim = dropped = 0
-    n_hit = n_total = e_hit = e_total = measure_hit = 0
+    n_hit = n_total = e_hit = e_total = measure_hit = n_extra = e_extra = 0
     misses: list[str] = []
     start = time.perf_counter()
     for label in labels:
@@ -100,7 +100,11 @@ def extraction_figures(corpus_file: Path) -> dict[str, Any]:
                 n_hit += 1
             else:
                 misses.append(f"{label['pmid']} n: gold {label['sample_size']!r}, got {got}")
+        elif record.sample_size is not None or record.analysed is not None:
+            n_extra += 1
         gold = label["effect"]
+        if gold is None and any(e.has_ci for e in record.effects):
+            e_extra += 1
         if gold is not None:
             e_total += 1
             candidates = [e for e in record.effects if e.has_ci][:1]
@@ -129,6 +133,8 @@ def extraction_figures(corpus_file: Path) -> dict[str, Any]:
         "n": (n_hit, n_total),
         "effect": (e_hit, e_total),
         "measure": measure_hit,
+        "n_extra": (n_extra, len(labels) - n_total),
+        "effect_extra": (e_extra, len(labels) - e_total),
         "misses": misses,
     }
 
@@ -193,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"recall of sample size: {_pct(*f['n'])} (target >= 85%)")
     print(f"recall of primary effect estimate with its CI: {_pct(*f['effect'])} (target >= 80%)")
     print(f"  of those, measure code as labelled: {_pct(f['measure'], f['effect'][0])}")
+    print(
+        f"shown where the label has none (no target): sample size {_pct(*f['n_extra'])}, "
+        f"effect with CI {_pct(*f['effect_extra'])}"
+    )
     if args.misses:
         print("\n".join(f"  miss {m}" for m in f["misses"]))
     if args.no_runs:
