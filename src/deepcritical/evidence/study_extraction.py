@@ -55,7 +55,7 @@ from deepcritical.models import (
     TextSpan,
     parse_number,
 )
-from deepcritical.models._appraisal import NUMBER_WORDS
+from deepcritical.models._appraisal import NUMBER_WORDS, SINGLE_VALUE_FIELDS
 
 __all__ = [
     "Section",
@@ -630,20 +630,7 @@ def checked_record(record: StudyRecord, evidence: Evidence) -> StudyRecord:
     the quote. Returns a new record; ``record`` is not changed."""
     dropped = 0
     fields: dict[str, object] = {}
-    for name in (
-        "population",
-        "setting",
-        "sample_size",
-        "analysed",
-        "intervention",
-        "comparator",
-        "follow_up",
-        "randomised",
-        "blinded",
-        "single_centre",
-        "multicentre",
-        "dose_response",
-    ):
+    for name in SINGLE_VALUE_FIELDS:
         kept, lost = _keep(evidence, getattr(record, name))
         fields[name] = kept
         dropped += lost

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, model_validator
 
 __all__ = [
     "CERTAINTY_LABEL",
+    "SINGLE_VALUE_FIELDS",
     "Certainty",
     "CertaintyLevel",
     "EffectEstimate",
@@ -128,6 +129,23 @@ class EffectEstimate(BaseModel):
         return out
 
 
+SINGLE_VALUE_FIELDS = (
+    "population",
+    "setting",
+    "sample_size",
+    "analysed",
+    "intervention",
+    "comparator",
+    "follow_up",
+    "randomised",
+    "blinded",
+    "single_centre",
+    "multicentre",
+    "dose_response",
+)
+"""The :class:`StudyRecord` fields holding one :class:`ExtractedValue` (or ``None``)."""
+
+
 class StudyRecord(BaseModel):
     """What one study reports, each value with its proof (a :class:`TextSpan` into the item's
     abstract or a passage of its full text).
@@ -183,20 +201,7 @@ class StudyRecord(BaseModel):
 
     def values(self) -> list[ExtractedValue | EffectEstimate]:
         """Every value the record shows, in field order (what the verbatim check covers)."""
-        single = [
-            self.population,
-            self.setting,
-            self.sample_size,
-            self.analysed,
-            self.intervention,
-            self.comparator,
-            self.follow_up,
-            self.randomised,
-            self.blinded,
-            self.single_centre,
-            self.multicentre,
-            self.dose_response,
-        ]
+        single = [getattr(self, name) for name in SINGLE_VALUE_FIELDS]
         return [*(v for v in single if v is not None), *self.outcomes, *self.effects]
 
     def summary(self) -> str:
