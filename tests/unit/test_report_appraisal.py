@@ -125,3 +125,15 @@ def test_no_verdict_rates_the_references_and_adds_no_sentence() -> None:
     assert r.metadata.certainty is not None
     assert r.metadata.certainty.evidence_ids == ["E1", "E2"]
     assert "Certainty of the evidence" not in r.conclusion
+
+
+def test_a_verdict_whose_hypothesis_lists_no_source_rests_on_the_references() -> None:
+    r = report()
+    r.hypotheses_tested[0].supporting_evidence_ids = []
+    r.hypotheses_tested[0].contradicting_evidence_ids = []
+    r = add_appraisal(add_verdict(r, r.research_question, EVIDENCE), EVIDENCE)
+    assert r.metadata.verdict == "uncertain"
+    assert r.hypotheses_tested[0].certainty is None
+    assert r.metadata.certainty is not None
+    assert r.metadata.certainty.evidence_ids == ["E1", "E2"]
+    assert "Certainty of the evidence behind this verdict" in r.conclusion

@@ -121,8 +121,9 @@ def certainty_sentence(certainty: Certainty, what: str = "this verdict") -> str:
 def add_appraisal(report: ResearchReport, evidence: Mapping[str, Evidence]) -> ResearchReport:
     """``report`` (modified in place and returned) with each reference's study record, the
     certainty of each hypothesis and each finding section that cites evidence, the
-    "Study characteristics" section, ``metadata.certainty`` (of the first hypothesis when
-    there is a verdict, else of every reference) with its sentence after the verdict, and
+    "Study characteristics" section, ``metadata.certainty`` (of the first hypothesis's
+    items when there is a verdict and it lists any, else of every reference) with its
+    sentence after the verdict, and
     ``metadata.values_dropped``. ``evidence``: the on-topic items by id."""
     cited = [evidence[r.evidence_id] for r in report.references if r.evidence_id in evidence]
     for ref in report.references:
@@ -134,9 +135,10 @@ def add_appraisal(report: ResearchReport, evidence: Mapping[str, Evidence]) -> R
         ids = [i for i in dict.fromkeys(marker_ids(section.content)) if i in evidence]
         section.certainty = rate_certainty([evidence[i] for i in ids])
     md = report.metadata
+    certainty = None
     if md.verdict is not None and report.hypotheses_tested:
         certainty = report.hypotheses_tested[0].certainty
-    else:
+    if certainty is None:  # no verdict, or no source takes a stance on it: the references
         certainty = rate_certainty(cited)
     if certainty is not None and md.verdict is not None:
         report.conclusion = f"{report.conclusion.rstrip()} {certainty_sentence(certainty)}"
