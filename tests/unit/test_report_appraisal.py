@@ -137,3 +137,11 @@ def test_a_verdict_whose_hypothesis_lists_no_source_rests_on_the_references() ->
     assert r.metadata.certainty is not None
     assert r.metadata.certainty.evidence_ids == ["E1", "E2"]
     assert "Certainty of the evidence behind this verdict" in r.conclusion
+
+
+def test_source_text_that_looks_like_a_marker_stays_inert_in_the_table() -> None:
+    item = ev(3, "PARTICIPANTS: Adults in cohort [E7] | site B.\n\nMETHODS: 120 adults.", [])
+    section = study_table([item])
+    assert section is not None
+    assert "Adults in cohort (E7) / site B." in section.content
+    assert "[E7]" not in section.content

@@ -16,6 +16,7 @@ from deepcritical.evidence.certainty import rate_certainty, study_of
 from deepcritical.evidence.grading import grade_evidence
 from deepcritical.models import (
     CERTAINTY_LABEL,
+    CITATION_MARKER,
     Certainty,
     Evidence,
     ExtractedValue,
@@ -40,8 +41,12 @@ whole)."""
 
 
 def _cell(value: ExtractedValue | str | None) -> str:
+    """A value for a table cell: white space collapsed, ``|`` and marker-like brackets made
+    inert, cut to :data:`CELL_CHARS`; "–" when empty."""
     text = value.value if isinstance(value, ExtractedValue) else (value or "")
     text = " ".join(text.split()).replace("|", "/")
+    # source text that looks like a citation marker ("[E5]") must not become one
+    text = CITATION_MARKER.sub(lambda m: f"({m.group(1)})", text)
     if len(text) > CELL_CHARS:
         text = text[: CELL_CHARS - 1].rstrip() + "…"
     return text or "–"
