@@ -234,6 +234,14 @@ class Settings(BaseSettings):
         "question, within max_sources); they are de-duplicated and screened like search "
         "results. 0 disables citation tracking.",
     )
+    model_appraisals: int = Field(
+        default=0,
+        ge=0,
+        description="Evidence items per run whose study record (sample size, PICO, effect "
+        "estimates) a model reads, the most relevant new on-topic items first, each value "
+        "checked verbatim against the source; 0: rules only (every item is read by rules "
+        "in any case). Only with a model (--llm).",
+    )
     http_timeout_seconds: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=3, ge=1)
     ncbi_api_key: SecretStr | None = Field(

@@ -707,6 +707,8 @@ def _entries(result: RunResult, scope: str) -> list[tuple[Citation, str]]:
         for eid, n in sorted(numbers.items(), key=lambda kv: kv[1]):
             ref = first[eid]
             design = f", study design: {ref.study_design}" if ref.study_design else ""
+            study = ref.study.summary() if ref.study is not None else ""
+            design += f", {study}" if study else ""
             out.append(
                 (ref.citation, f"DeepCritical report reference [{n}] (evidence {eid}{design})")
             )
@@ -716,6 +718,7 @@ def _entries(result: RunResult, scope: str) -> list[tuple[Citation, str]]:
         for ev in result.evidence:
             extra = [f"study design: {ev.study_design}"] if ev.study_design else []
             extra += [f"screening: {ev.screening.value.replace('_', '-')}"] if ev.screening else []
+            extra += [ev.study.summary()] if ev.study is not None and ev.study.summary() else []
             detail = f" ({', '.join(extra)})" if extra else ""
             entries.append((ev.citation, f"DeepCritical evidence {ev.id}{detail}"))
         return entries
@@ -733,8 +736,10 @@ def export_references(
             (:func:`to_csl_json`).
         scope: ``"references"``: the report's references in the report's order (reference
             ``[1]`` first), each noted ``DeepCritical report reference [1] (evidence E3,
-            study design: ...)``; ``"evidence"``: every evidence item of the run (off-topic
-            ones included) in store order, each noted ``DeepCritical evidence E3 (...)``.
+            study design: ..., n = 248; OR 2.4 (95% CI 1.3 to 4.6))`` (the study record's
+            sample size and primary effect as written, when read); ``"evidence"``: every
+            evidence item of the run (off-topic ones included) in store order, each noted
+            ``DeepCritical evidence E3 (...)``.
 
     Returns:
         The file's text (``""`` for RIS and BibTeX with no record, ``[]`` for CSL-JSON).

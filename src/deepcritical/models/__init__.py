@@ -7,6 +7,16 @@ plan and what the run forms from evidence (:mod:`._plan`), the report and the ru
 level imports from this package; it imports nothing from the rest of the project.
 """
 
+from deepcritical.models._appraisal import (
+    CERTAINTY_LABEL,
+    Certainty,
+    CertaintyLevel,
+    EffectEstimate,
+    ExtractedValue,
+    StudyRecord,
+    TextSpan,
+    parse_number,
+)
 from deepcritical.models._evidence import (
     DERIVED_TITLE_MARK,
     SOURCE_LABELS,
@@ -62,6 +72,7 @@ from deepcritical.models._report import (
 )
 
 __all__ = [
+    "CERTAINTY_LABEL",
     "CITATION_MARKER",
     "DERIVED_TITLE_MARK",
     "INTEGRITY_HEADING",
@@ -69,11 +80,15 @@ __all__ = [
     "PICO",
     "SECTION_SEPARATOR",
     "SOURCE_LABELS",
+    "Certainty",
+    "CertaintyLevel",
     "ChecklistItem",
     "ChecklistStatus",
     "Citation",
     "CitationValidation",
+    "EffectEstimate",
     "Evidence",
+    "ExtractedValue",
     "FlaggedRecord",
     "GroundedClaim",
     "GroundingCheck",
@@ -101,8 +116,10 @@ __all__ = [
     "Stance",
     "StopReason",
     "StudyDesign",
+    "StudyRecord",
     "SubQuestion",
     "SupportingQuote",
+    "TextSpan",
     "UsageReport",
     "flag_labels",
     "flags_from_publication_types",
@@ -110,6 +127,7 @@ __all__ = [
     "grounding_appendix",
     "marker_ids",
     "numbered",
+    "parse_number",
     "render_markdown",
     "union_flags",
     "utc_now",

@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from deepcritical.models._appraisal import StudyRecord
 from deepcritical.models._integrity import IntegrityFlag, flag_labels, is_retracted
 from deepcritical.models._passages import Passage
 
@@ -250,6 +251,10 @@ class Evidence(BaseModel):
     study, ``"cited by PMID 22663011"`` (in the seed's references) or ``"cites PMID
     22663011"`` (a paper citing the seed); ``""`` for search results (and records stored
     before). A record later found by a search too keeps the note of how it was found first."""
+    study: StudyRecord | None = None
+    """What the study reports (sample size, PICO, effect estimates), each value with its
+    verbatim proof (:mod:`deepcritical.evidence.study_extraction`); ``None`` until it is
+    appraised (and in records stored before)."""
 
     def model_post_init(self, __context: object) -> None:
         if not self.sources:

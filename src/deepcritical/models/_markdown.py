@@ -140,11 +140,15 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
             if chain:
                 line += f"  \n  Chain: {chain}"
             line += f"  \n  Supporting: {sup or 'none'}; contradicting: {con or 'none'}"
+            if h.certainty is not None:
+                line += f"  \n  {h.certainty.line()}"
             out.append(line)
     if report.findings:
         out += ["", "## Findings"]
         for s in report.findings:
             out += ["", f"### {num(s.heading)}", "", num(s.content)]
+            if s.certainty is not None:
+                out += ["", f"*{s.certainty.line()}*"]
     if report.limitations:
         out += ["", "## Limitations", ""]
         out += [f"- {num(lim)}" for lim in report.limitations]
@@ -159,6 +163,9 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
         line = f"{n}. {by_id[eid].citation.format_reference()}"
         if by_id[eid].study_design is not None:
             line += f" *Study design: {by_id[eid].study_design}.*"
+        study = by_id[eid].study
+        if study is not None and study.summary():
+            line += f" *Study: {study.summary()}.*"
         out.append(line)
     if not numbers:
         out.append("No references.")
@@ -204,6 +211,13 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
             f" {count(gc.references_removed, 'reference')} removed"
             + (f"; {gc.sentences_rewritten} rewritten" if gc.sentences_rewritten else "")
             + ".*  "
+        )
+    if md.certainty is not None:
+        out.append(f"*{md.certainty.line()}*  ")
+    if md.values_dropped:
+        out.append(
+            f"*Study records: {md.values_dropped} extracted values without a verbatim proof in"
+            " their source were dropped.*  "
         )
     if md.environment is not None:
         out.append(software_line(md.environment))

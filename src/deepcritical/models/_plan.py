@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from deepcritical.models._appraisal import Certainty
+
 __all__ = [
     "PICO",
     "ChecklistItem",
@@ -159,6 +161,9 @@ class Hypothesis(BaseModel):
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     supporting_evidence_ids: list[str] = Field(default_factory=list)
     contradicting_evidence_ids: list[str] = Field(default_factory=list)
+    certainty: Certainty | None = None
+    """The automated GRADE-style certainty of its evidence
+    (:func:`deepcritical.evidence.certainty.rate_certainty`); set in the report stage."""
 
 
 class JudgeAssessment(BaseModel):

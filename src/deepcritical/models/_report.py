@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
+from deepcritical.models._appraisal import Certainty, StudyRecord
 from deepcritical.models._evidence import Citation, Evidence, StudyDesign, utc_now
 from deepcritical.models._flow import RecordFlow
 from deepcritical.models._markdown import render_markdown
@@ -40,6 +41,9 @@ class ReportSection(BaseModel):
 
     heading: str
     content: str
+    certainty: Certainty | None = None
+    """The automated GRADE-style certainty of the evidence the section cites
+    (:mod:`deepcritical.evidence.certainty`); ``None`` when not rated."""
 
 
 class Reference(BaseModel):
@@ -49,6 +53,9 @@ class Reference(BaseModel):
     citation: Citation
     study_design: StudyDesign | None = None
     """The cited item's study design, when the report was graded (shown in the list)."""
+    study: StudyRecord | None = None
+    """The cited item's study record (sample size, effect estimates with their proof), when
+    it was appraised."""
 
 
 INTEGRITY_HEADING = "Retracted or flagged records found"
@@ -287,6 +294,12 @@ class ReportMetadata(BaseModel):
     """How many records were identified per source, de-duplicated, screened, excluded as
     off-topic, included and cited (PRISMA-style); ``None`` in reports made before it was
     recorded."""
+    certainty: Certainty | None = None
+    """The automated GRADE-style certainty of the evidence the verdict (or, for other
+    questions, the report's references) rests on; ``None`` when not rated."""
+    values_dropped: int = Field(default=0, ge=0)
+    """Extracted study values dropped because no verbatim proof was found in their source
+    (summed over the references' study records)."""
 
 
 class ResearchReport(BaseModel):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from pydantic_ai.models import Model
 
+from deepcritical.agents.appraiser import LLMStudyExtractor
 from deepcritical.agents.base import (
     HypothesisGenerator,
     Judge,
@@ -45,6 +46,9 @@ class AgentSet:
         screener: the search agent's screening of each round's new records through the
             run's source tools (LLM sets only; ``None``: calibrated screening,
             :func:`deepcritical.evidence.screening.screen_items`).
+        appraiser: reads study records with the model (LLM sets only; used for
+            ``Settings.model_appraisals`` items per run; ``None``: rules only,
+            :func:`deepcritical.evidence.study_extraction.extract_study`).
         usage: per-role LLM usage of this set (empty for extractive agents).
         mode: ``"llm"`` or ``"extractive"`` (``"custom"`` when built by hand).
     """
@@ -59,6 +63,7 @@ class AgentSet:
     reflector: Reflector = field(default_factory=ExtractiveReflector)
     rewriter: LLMSentenceRewriter | None = None
     screener: LLMSourceScreener | None = None
+    appraiser: LLMStudyExtractor | None = None
 
 
 def build_extractive_agents(settings: Settings, embedder: Embedder) -> AgentSet:
@@ -102,6 +107,7 @@ def build_llm_agents(
         reflector=LLMReflector(config),
         rewriter=LLMSentenceRewriter(config),
         screener=LLMSourceScreener(config),
+        appraiser=LLMStudyExtractor(config),
         usage=config.usage,
         mode="llm",
     )

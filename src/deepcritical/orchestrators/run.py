@@ -36,6 +36,7 @@ from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import embedder_name
 from deepcritical.evidence.screening import screen_items
 from deepcritical.evidence.store import AddResult
+from deepcritical.evidence.study_extraction import appraise_items
 from deepcritical.llm.errors import describe_error
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
@@ -408,6 +409,8 @@ class ResearchRun:
         off_topic = await self._screen(round_no, result.added_ids)
         full_texts = await self._read_full_texts(round_no)
         tracked = await self._track_citations(round_no)
+        appraise_items(self.on_topic())  # study records (rules; fast), before the checkpoint
+        await self._appraise_by_model(result.added_ids)
         self.emit(
             ResearchEvent(
                 type="evidence_added",
@@ -439,6 +442,37 @@ class ResearchRun:
             )
         )
         return result
+
+    async def _appraise_by_model(self, ids: Sequence[str]) -> int:
+        """With a model and ``Settings.model_appraisals`` > 0: the study records of the most
+        relevant of the round's new on-topic items (``ids``) read by the model
+        (:class:`~deepcritical.agents.appraiser.LLMStudyExtractor`, every value checked
+        verbatim), within that many per run; a failed call keeps the rules' record, with a
+        warning. Returns how many the model read."""
+        appraiser = self.agents.appraiser
+        done = sum(e.study is not None and e.study.method == "model" for e in self.store.all())
+        room = self.settings.model_appraisals - done
+        if appraiser is None or room <= 0:
+            return 0
+        new = set(ids)
+        chosen = sorted(
+            (e for e in self.on_topic() if e.id in new and e.study and e.study.method == "rules"),
+            key=lambda e: -e.relevance,
+        )[:room]
+        read = 0
+        with self.accounting.stage("appraisal"):
+            for item in chosen:
+                try:
+                    item.study = await appraiser.extract(item)
+                    read += 1
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the rules' record stays, with a warning
+                    self.warn(
+                        f"appraiser failed on {item.id} ({describe_error(exc)}); its study "
+                        "record was read by rules"
+                    )
+        return read
 
     async def _read_full_texts(self, round_no: int) -> int:
         """Read the open-access full texts of the most relevant on-topic items with a PMCID

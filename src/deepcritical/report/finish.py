@@ -48,6 +48,7 @@ from deepcritical.models import (
     SoftwareEnvironment,
     StopReason,
 )
+from deepcritical.report.appraisal import add_appraisal
 from deepcritical.report.drafts import (
     abstention_report,
     closest_record_report,
@@ -266,6 +267,7 @@ async def finish_report(
             problems = citation_problems(report, evidence_by_id)
     if not problems:
         report = add_run_context(report, evidence_by_id, facts.source_failures)
+        report = add_appraisal(report, evidence_by_id)
         problems = citation_problems(report, evidence_by_id)
     if problems:  # validation must leave nothing behind; refuse to ship otherwise
         return FinishedReport(None, problems, degraded)

@@ -2,7 +2,8 @@
 
 The card says, for a finished run: the question; the answer (the report's yes/no verdict,
 "uncertain", or that the sources searched hold no evidence: an abstention); the sources the
-report cites, by study design; the grounding score; what was searched. Every value is escaped
+report cites, by study design; the automated GRADE-style certainty of the evidence the answer
+rests on (`metadata.certainty`); the grounding score; what was searched. Every value is escaped
 with :func:`html.escape`. The charts show the included (on-topic) evidence by publication
 year and by study design, cited records apart from the others (``gr.BarPlot`` over a pandas
 DataFrame; pandas comes with Gradio).
@@ -19,7 +20,14 @@ import gradio as gr
 import pandas as pd
 
 from deepcritical.evidence.grading import grade_evidence
-from deepcritical.models import SOURCE_LABELS, Evidence, RunResult, Screening, StudyDesign
+from deepcritical.models import (
+    CERTAINTY_LABEL,
+    SOURCE_LABELS,
+    Evidence,
+    RunResult,
+    Screening,
+    StudyDesign,
+)
 
 __all__ = [
     "CARD_CSS",
@@ -136,6 +144,15 @@ def _searched(result: RunResult) -> str:
     return searched
 
 
+def _certainty(result: RunResult) -> str:
+    """The certainty of the evidence the answer rests on, with its reasons and what it is;
+    "not rated" without one."""
+    certainty = result.report.metadata.certainty
+    if certainty is None:
+        return "not rated"
+    return f"{certainty.summary()} ({CERTAINTY_LABEL})"
+
+
 def answer_card_html(result: RunResult) -> str:
     """The answer card of ``result`` (every value escaped)."""
     report = result.report
@@ -153,6 +170,7 @@ def answer_card_html(result: RunResult) -> str:
         f'<p class="dc-verdict dc-verdict-{e(verdict.kind)}">{e(verdict.label)}</p>{detail}'
         "<dl>"
         f'<dt>Cited sources</dt><dd class="dc-card-cited">{e(cited)}</dd>'
+        f'<dt>Certainty</dt><dd class="dc-card-certainty">{e(_certainty(result))}</dd>'
         f'<dt>Grounding score</dt><dd class="dc-card-grounding">{e(_grounding(result))}</dd>'
         f'<dt>Searched</dt><dd class="dc-card-searched">{e(_searched(result))}</dd>'
         "</dl></section>"

@@ -70,6 +70,9 @@ SORT_KEYS: dict[str, _SortKey] = {
     "Answers": lambda r: "; ".join(r.answers).casefold() or None,
     "Text": lambda r: r.text,
     "Stance": lambda r: r.stance or None,
+    "n": lambda r: r.n,
+    "Effect": lambda r: r.effect.casefold() or None,
+    "Certainty": lambda r: r.certainty_rank,
     "Link": lambda r: r.source.casefold() if r.url else None,
 }
 """Column -> sort key; a key of ``None`` (or a tuple starting with ``None``) is a missing
@@ -125,6 +128,7 @@ class EvidenceFilter:
             fields = [number, r.id, r.title, r.first_author, r.journal, str(r.year or "")]
             fields += [r.design, r.screening, r.reason, r.stance, r.stance_reason, r.text]
             fields += r.flags
+            fields += [r.effect, r.certainty]
             hay = " ".join([*fields, r.source, *r.answers])
             return needle in hay.casefold()
         return True

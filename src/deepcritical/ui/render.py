@@ -10,18 +10,22 @@ here escapes each value with :func:`html.escape`.
 from __future__ import annotations
 
 import html
+from typing import Any
 from urllib.parse import urlparse
 
 import nh3
 from markdown_it import MarkdownIt
 from pydantic import BaseModel, Field
 
+from deepcritical.evidence.certainty import rate_certainty, study_of
 from deepcritical.evidence.grading import grade_evidence
 from deepcritical.models import (
+    CERTAINTY_LABEL,
     SOURCE_LABELS,
     Evidence,
     Passage,
     RunResult,
+    Screening,
     SupportingQuote,
     flag_labels,
 )
@@ -121,6 +125,24 @@ class EvidenceRow(BaseModel):
     flags: list[str] = Field(default_factory=list)
     retracted: bool = False
     cited_by: int | None = None
+    n: int | None = None
+    """Sample size from the item's study record (``StudyRecord.n``), ``None`` if not read."""
+    n_quote: str = ""
+    """The verbatim sentence part the sample size was read from (shown on hover)."""
+    effect: str = ""
+    """The primary effect estimate as written (``"OR 2.4 (95% CI 1.3 to 4.6)"``), ``""``."""
+    effect_quote: str = ""
+    """The verbatim text the estimate was read from (shown on hover)."""
+    certainty: str = ""
+    """The automated GRADE-style certainty of the item alone (``"Low"``), ``""`` if not
+    rated; ``certainty_reason`` is its summary."""
+    certainty_reason: str = ""
+
+    @property
+    def certainty_rank(self) -> int | None:
+        """0 (Very low) .. 3 (High); ``None`` when not rated."""
+        order = ["Very low", "Low", "Moderate", "High"]
+        return order.index(self.certainty) if self.certainty in order else None
 
     @property
     def off_topic(self) -> bool:
@@ -157,10 +179,30 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
             flags=flag_labels(e.citation.integrity_flags),
             retracted=e.citation.retracted,
             cited_by=e.citation.cited_by_count,
+            **_appraisal_cells(e),
         )
         for e in result.evidence
     ]
     return sorted(rows, key=lambda r: (r.off_topic, -r.relevance))
+
+
+def _appraisal_cells(e: Evidence) -> dict[str, Any]:
+    """The n, effect and certainty cells of an item (its study record read when missing;
+    off-topic items are not rated)."""
+    study = study_of(e)
+    size = study.sample_size or study.analysed
+    effect = study.primary_effect
+    certainty = rate_certainty([e]) if e.screening != Screening.OFF_TOPIC else None
+    return {
+        "n": study.n,
+        "n_quote": size.proof.quote if size is not None else "",
+        "effect": effect.short() if effect is not None else "",
+        "effect_quote": effect.proof.quote if effect is not None else "",
+        "certainty": certainty.level.value if certainty is not None else "",
+        "certainty_reason": (
+            f"{certainty.summary()} ({CERTAINTY_LABEL})" if certainty is not None else ""
+        ),
+    }
 
 
 EVIDENCE_COLUMNS = (
@@ -177,6 +219,9 @@ EVIDENCE_COLUMNS = (
     "Answers",
     "Text",
     "Stance",
+    "n",
+    "Effect",
+    "Certainty",
     "Link",
 )
 """The evidence table's columns, in order (``Cited``: ``[n]`` and the evidence id;
@@ -227,6 +272,10 @@ def _evidence_row_html(r: EvidenceRow) -> str:
         f'<td class="dc-answers">{e("; ".join(r.answers))}</td>'
         f'<td class="dc-text">{e(r.text)}</td>'
         f'<td class="dc-stance" title="{e(r.stance_reason, quote=True)}">{e(r.stance)}</td>'
+        f'<td class="dc-n" title="{e(r.n_quote, quote=True)}">{r.n if r.n is not None else ""}</td>'
+        f'<td class="dc-effect" title="{e(r.effect_quote, quote=True)}">{e(r.effect)}</td>'
+        f'<td class="dc-certainty" title="{e(r.certainty_reason, quote=True)}">'
+        f"{e(r.certainty)}</td>"
         f'<td class="dc-link">{link}</td></tr>'
     )
 

@@ -75,8 +75,9 @@ METHOD_LIMITATION = (
 )
 DESIGN_LIMITATION = (
     "Study designs were read from publication types, MeSH headings and keywords "
-    "(deepcritical.evidence.grading), not appraised: risk of bias, sample size and "
-    "consistency were not judged."
+    "(deepcritical.evidence.grading); sample sizes and effect estimates were read by "
+    "patterns from the abstracts, and certainty was rated by an automated GRADE-style rating, "
+    "not a formal GRADE assessment: risk of bias was judged only from what the text states."
 )
 HYPOTHESIS_LIMITATION = (
     "Supporting and contradicting evidence for the hypothesis was classified by cue words "

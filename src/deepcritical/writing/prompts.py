@@ -13,10 +13,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from deepcritical.evidence.certainty import rate_certainty, study_of
 from deepcritical.evidence.digest import compressed_findings
 from deepcritical.evidence.grading import assess_design
 from deepcritical.llm.fencing import Fence, fence_evidence
 from deepcritical.models import (
+    CERTAINTY_LABEL,
     Evidence,
     Hypothesis,
     JudgeAssessment,
@@ -31,6 +33,7 @@ __all__ = [
     "SECTION_RANGE",
     "SUMMARY_CHARS",
     "QuestionType",
+    "appraisal_lines",
     "design_label",
     "outline_prompt",
     "question_type",
@@ -85,6 +88,40 @@ def design_label(evidence: Evidence) -> str:
     return grade.design.value + (" (preprint, not peer reviewed)" if evidence.is_preprint else "")
 
 
+def appraisal_lines(evidence: Sequence[Evidence], fence: Fence) -> list[str]:
+    """The sources' study data for the model, as data: each source's sample size and primary
+    effect estimate as written in it (read with their verbatim proof) and the automated
+    GRADE-style certainty of the source alone, fenced (the values are source text); ``[]``
+    when no source has any."""
+    rows = []
+    for e in evidence:
+        study = study_of(e).summary()
+        certainty = rate_certainty([e])
+        parts = [study] if study else []
+        parts += [f"certainty {certainty.summary()}"] if certainty is not None else []
+        if parts:
+            rows.append(f"- {e.id}: {'; '.join(parts)}")
+    if not rows:
+        return []
+    return [
+        "",
+        f"Study data of each source (sample size and effect estimate as written in it; "
+        f"{CERTAINTY_LABEL}: say how certain each finding is, and why, in those words; "
+        "report figures only as given here or in the source):",
+        fence.wrap("study_data", "\n".join(rows)),
+    ]
+
+
+def _certainty_note(h: Hypothesis, evidence: Sequence[Evidence]) -> str:
+    ids = {*h.supporting_evidence_ids, *h.contradicting_evidence_ids}
+    certainty = rate_certainty(
+        [e for e in evidence if e.id in ids],
+        supporting=h.supporting_evidence_ids,
+        contradicting=h.contradicting_evidence_ids,
+    )
+    return f"; certainty {certainty.summary()}" if certainty is not None else ""
+
+
 def _common(plan: ResearchPlan) -> list[str]:
     lines = [f"Research question: {plan.refined_question}"]
     if plan.scope_in:
@@ -120,7 +157,7 @@ def outline_prompt(
             contradicting = ", ".join(h.contradicting_evidence_ids) or "none"
             lines.append(
                 f"- {h.id}: {h.statement} (supporting: {supporting};"
-                f" contradicting: {contradicting})"
+                f" contradicting: {contradicting}{_certainty_note(h, evidence)})"
             )
     if assessment is not None and assessment.reasoning:
         lines += ["", f"Judge's assessment: {assessment.reasoning}"]
@@ -154,7 +191,8 @@ def section_prompt(
     passages: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> str:
     """One section's message: the question, the section's heading and purpose, the study
-    design of each of its sources, and those sources only (fenced, ``snippet_chars`` of
+    design of each of its sources, their study data and certainty (:func:`appraisal_lines`),
+    and those sources only (fenced, ``snippet_chars`` of
     text each, with the ``(locator, text)`` full-text ``passages`` chosen for the section,
     by evidence id). Hypotheses are named only when they cite one of the section's
     sources."""
@@ -180,6 +218,7 @@ def section_prompt(
         "Study design of each source (name the design when you report a finding; give "
         "stronger designs more weight):",
         *(f"- {e.id}: {design_label(e)}" for e in evidence),
+        *appraisal_lines(evidence, fence),
         "",
         f"Sources of this section ({len(evidence)}; cite only these ids: "
         f"{', '.join(e.id for e in evidence)}):",
