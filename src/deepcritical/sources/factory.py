@@ -49,7 +49,8 @@ def build_sources(
             from deepcritical.corpus.index import LocalCorpus
             from deepcritical.sources.local import LocalCorpusSource
 
-            corpus = LocalCorpus.open(settings.resolved_corpus_dir, embedder)
+            url = settings.corpus_url.get_secret_value() if settings.corpus_url else None
+            corpus = LocalCorpus.open(settings.resolved_corpus_dir, embedder, server_url=url)
             built.append(LocalCorpusSource(corpus, settings.max_evidence_chars))
         elif name == "pubmed":
             from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
