@@ -1,7 +1,9 @@
 """Scale benchmark of the local corpus (issue 17): grow one corpus to 10^4, 10^5, 10^6 documents.
 
 Run: ``PYTHONPATH=. python -u -m benchmarks.bench_corpus_scale [--sizes 10000,100000,1000000]
-[--questions 100] [--sigma 0.015] [--batch 2000] [--keep DIR]``.
+[--questions 100] [--sigma 0.015] [--batch 2000] [--keep DIR] [--vectors FILE.npy]``
+(``--keep`` grows a corpus left there by an earlier run further; ``--vectors`` caches the real
+vectors of the 1,000 source abstracts between runs).
 
 Documents: we have no large real set, so the corpus is the 1,000 real PubMedQA abstracts
 (``../shared/data/pubmedqa/corpus.jsonl``, PubMedQA, Jin et al. 2019, MIT licence) plus
@@ -291,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sigma", type=float, default=0.015, help="noise per dimension")
     parser.add_argument("--batch", type=int, default=2000, help="records per import batch")
     parser.add_argument("--keep", type=Path, default=None, help="grow the corpus here (kept)")
+    parser.add_argument(
+        "--vectors", type=Path, default=None, help="cache of the source vectors (.npy)"
+    )
     args = parser.parse_args(argv)
     corpus_file = args.data / "corpus.jsonl"
     questions_file = args.data / "dev_questions.jsonl"
@@ -312,8 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     with tempfile.TemporaryDirectory(prefix="dc-scale-") as tmp:
         directory = args.keep or Path(tmp) / "corpus"
-        vectors = Path(tmp) / "sources.npy"
-        source_vectors(sources, vectors)
+        vectors = args.vectors or Path(tmp) / "sources.npy"
+        if not vectors.is_file():
+            source_vectors(sources, vectors)
         common = {"directory": str(directory), "corpus_file": str(corpus_file)}
         done = count_documents(directory / DB_NAME) or 0
         for size in sizes:

@@ -230,3 +230,27 @@ def test_a_corpus_on_a_server_is_not_opened_as_embedded(tmp_path: Path) -> None:
     corpus.close()
     with pytest.raises(CorpusMismatchError, match="unset DEEPCRITICAL_CORPUS_URL"):
         LocalCorpus(tmp_path / "c", HashingEmbedder(), server_url="http://127.0.0.1:9")
+
+
+def test_frequent_words_are_left_out_past_the_postings_budget(tmp_path: Path) -> None:
+    corpus = LocalCorpus(tmp_path / "c", HashingEmbedder())
+    articles = [
+        PubmedArticle(
+            pmid=str(n),
+            title=f"Patients study {'hydatidiform mole' if n == 7 else 'cohort'}",
+            abstract_sections=[AbstractSection(text="Patients were followed.")],
+        )
+        for n in range(1, 31)
+    ]
+    corpus.add_articles(articles)
+    corpus.close()
+    with sqlite3.connect(tmp_path / "c" / "corpus.sqlite3") as conn:
+        words = lexical.query_words("Patients with a hydatidiform mole need a study?")
+        assert words == ["patients", "hydatidiform", "mole", "need", "study"]
+        assert lexical.selective_words(conn, words, budget=1000) == words  # exact: all fit
+        assert lexical.selective_words(conn, words, budget=10) == ["hydatidiform", "mole", "need"]
+        assert lexical.selective_words(conn, ["patients"], budget=10) == ["patients"]  # one kept
+        hits = lexical.search(conn, "patients hydatidiform mole", 5, budget=10)
+        assert [i for i, _ in hits] == ["7"]
+        assert len(lexical.search(conn, "patients hydatidiform mole", 50, budget=1000)) == 30
+    conn.close()

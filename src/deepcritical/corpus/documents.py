@@ -164,10 +164,11 @@ class DocumentStore:
     def _ensure_lexical(self) -> bool:
         """Create the FTS5 index, and fill it from the stored texts when it is missing or of
         another version (a corpus created before it): True when it was (re)built now."""
+        with self._conn:
+            self._conn.executescript(lexical.SCHEMA)
         if self.meta("lexical") == lexical.LEXICAL_VERSION:
             return False
         with self._conn:
-            self._conn.executescript(lexical.SCHEMA)
             lexical.rebuild(self._conn, self.iter_texts())
             self._set_meta("lexical", lexical.LEXICAL_VERSION)
         return True
