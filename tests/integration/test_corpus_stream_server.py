@@ -6,7 +6,6 @@ and searched from another."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -14,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -22,7 +22,9 @@ import pytest
 
 from deepcritical.corpus import lexical
 from deepcritical.corpus.index import LocalCorpus
+from deepcritical.corpus.readers import read_jsonl
 from deepcritical.evidence.embeddings import Embedder
+from deepcritical.formats.pubmed_xml import PubmedArticle
 from scripts.postgres_local import free_port
 
 pytestmark = pytest.mark.slow
@@ -44,25 +46,23 @@ def user_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def pubmedqa_as_xml(corpus_jsonl: Path, target: Path, n: int) -> list[dict[str, object]]:
-    """The first ``n`` PubMedQA abstracts written as a PubMed XML file; returns the rows."""
-    rows = [json.loads(line) for line in corpus_jsonl.read_text(encoding="utf-8").splitlines()]
-    rows = rows[:n]
+def pubmedqa_as_xml(corpus_jsonl: Path, target: Path, n: int) -> list[PubmedArticle]:
+    """The first ``n`` PubMedQA abstracts written as a PubMed XML file; returns them."""
+    articles = list(islice(read_jsonl(corpus_jsonl), n))
     parts = ["<PubmedArticleSet>"]
-    for row in rows:
+    for article in articles:
         sections = "".join(
-            f'<AbstractText Label="{escape(str(s.get("label") or ""))}">'
-            f"{escape(str(s['text']))}</AbstractText>"
-            for s in row["abstract_sections"]
+            f'<AbstractText Label="{escape(s.label or "")}">{escape(s.text)}</AbstractText>'
+            for s in article.abstract_sections
         )
         parts.append(
-            f"<PubmedArticle><MedlineCitation><PMID Version='1'>{row['pmid']}</PMID><Article>"
+            f"<PubmedArticle><MedlineCitation><PMID Version='1'>{article.pmid}</PMID><Article>"
             f"<ArticleTitle/><Abstract>{sections}</Abstract></Article></MedlineCitation>"
             "</PubmedArticle>"
         )
     parts.append("</PubmedArticleSet>")
     target.write_text("".join(parts), encoding="utf-8")
-    return rows
+    return articles
 
 
 def committed_items(db: Path) -> int:
@@ -114,8 +114,8 @@ def test_an_import_killed_with_sigkill_resumes_to_the_exact_count(
     with LocalCorpus.open(data / "corpus", minilm_embedder) as local:
         assert local.count() == len(rows)
         assert local._dense_index().count() == len(rows)
-        text = str(rows[-1]["abstract_sections"][0]["text"])  # type: ignore[index]
-        assert local.search(text[:300], 3)[0].article.pmid == str(rows[-1]["pmid"])
+        text = rows[-1].abstract_sections[0].text
+        assert local.search(text[:300], 3)[0].article.pmid == rows[-1].pmid
     with sqlite3.connect(db) as conn:
         assert lexical.indexed_count(conn) == len(rows)
     conn.close()

@@ -87,6 +87,7 @@ class DenseIndex:
         from chromadb.api.collection_configuration import CreateCollectionConfiguration
         from chromadb.config import Settings
 
+        self._remote = bool(server_url)
         if server_url:
             self._client: Any = _server_client(server_url)
         else:
@@ -99,6 +100,16 @@ class DenseIndex:
             collection, embedding_function=None, configuration=config
         )
         self._max_batch = int(self._client.get_max_batch_size())
+
+    def close(self) -> None:
+        """Release the client (a server client's HTTP connections; an embedded store's files
+        once no other client in this process uses them)."""
+        if self._remote:  # chromadb 1.5's close() leaves the httpx connection pools open
+            for client in (self._client, getattr(self._client, "_admin_client", None)):
+                session = getattr(getattr(client, "_server", None), "_session", None)
+                if session is not None:
+                    session.close()
+        self._client.close()
 
     def count(self) -> int:
         """Number of stored vectors."""

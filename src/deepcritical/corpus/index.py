@@ -286,6 +286,8 @@ class LocalCorpus:
         """Release the database connection; the object is unusable afterwards."""
         with self._lock:
             self._docs.close()
+            if self._dense is not None:
+                self._dense.close()
             self._dense = None
 
     def __enter__(self) -> LocalCorpus:
