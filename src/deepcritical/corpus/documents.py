@@ -33,6 +33,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -212,15 +213,17 @@ class DocumentStore:
         """Number of documents."""
         return int(self._conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
 
+    def _rows_in(self, query: str, keys: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``query`` (whose ``IN ({marks})`` takes the keys) for ``keys``, asked
+        in chunks of at most 500 host parameters."""
+        for start in range(0, len(keys), _CHUNK):
+            chunk = list(keys[start : start + _CHUNK])
+            yield from self._conn.execute(query.format(marks=",".join("?" * len(chunk))), chunk)
+
     def existing(self, pmids: Sequence[str]) -> set[str]:
         """The subset of ``pmids`` already stored."""
-        found: set[str] = set()
-        for start in range(0, len(pmids), _CHUNK):
-            chunk = list(pmids[start : start + _CHUNK])
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(f"SELECT pmid FROM documents WHERE pmid IN ({marks})", chunk)
-            found.update(str(r[0]) for r in rows)
-        return found
+        query = "SELECT pmid FROM documents WHERE pmid IN ({marks})"
+        return {str(r[0]) for r in self._rows_in(query, pmids)}
 
     def insert(
         self,
@@ -258,25 +261,13 @@ class DocumentStore:
 
     def stored(self, pmids: Sequence[str]) -> dict[str, tuple[int, str]]:
         """PMID -> ``(version, record JSON)`` for those of ``pmids`` that are stored."""
-        out: dict[str, tuple[int, str]] = {}
-        for start in range(0, len(pmids), _CHUNK):
-            chunk = list(pmids[start : start + _CHUNK])
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                f"SELECT pmid, version, record FROM documents WHERE pmid IN ({marks})", chunk
-            )
-            out.update({str(p): (int(v), str(r)) for p, v, r in rows})
-        return out
+        query = "SELECT pmid, version, record FROM documents WHERE pmid IN ({marks})"
+        return {str(p): (int(v), str(r)) for p, v, r in self._rows_in(query, pmids)}
 
     def passage_ids(self, pmids: Sequence[str]) -> list[str]:
         """The index ids of the passages of the documents ``pmids``."""
-        out: list[str] = []
-        for start in range(0, len(pmids), _CHUNK):
-            chunk = list(pmids[start : start + _CHUNK])
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(f"SELECT id FROM passages WHERE pmid IN ({marks})", chunk)
-            out.extend(str(r[0]) for r in rows)
-        return out
+        query = "SELECT id FROM passages WHERE pmid IN ({marks})"
+        return [str(r[0]) for r in self._rows_in(query, pmids)]
 
     def _remove(self, pmid: str, *, keep_document: bool) -> None:
         """Unindex a document and its passages and delete its passages (and the document
@@ -360,17 +351,9 @@ class DocumentStore:
 
     def get_many(self, pmids: Iterable[str]) -> dict[str, PubmedArticle]:
         """PMID -> record for those of ``pmids`` that are stored."""
-        wanted = list(dict.fromkeys(pmids))
-        out: dict[str, PubmedArticle] = {}
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                f"SELECT pmid, record FROM documents WHERE pmid IN ({marks})", chunk
-            )
-            for pmid, record in rows:
-                out[str(pmid)] = PubmedArticle.model_validate_json(record)
-        return out
+        query = "SELECT pmid, record FROM documents WHERE pmid IN ({marks})"
+        rows = self._rows_in(query, list(dict.fromkeys(pmids)))
+        return {str(p): PubmedArticle.model_validate_json(r) for p, r in rows}
 
     def passages(self, pmid: str) -> list[Passage]:
         """The passages of the document with this PMID in order; ``[]`` for an abstract."""

@@ -13,7 +13,8 @@ Supported formats, chosen by file suffix (case-insensitive):
   ``abstract`` (a plain string, used when ``abstract_sections`` is absent). Other keys are
   ignored. Blank lines are skipped.
 - ``.xml`` / ``.xml.gz``: PubMed efetch responses or annual baseline / update files
-  (``<PubmedArticleSet>``), parsed by :func:`deepcritical.formats.pubmed_xml.iter_pubmed_xml`.
+  (``<PubmedArticleSet>``), streamed by :func:`deepcritical.formats.pubmed_xml.iter_pubmed_updates`
+  with PMID versions and ``DeleteCitation`` blocks (:func:`read_pubmed_updates`).
 - ``.nxml``, and ``.xml`` files whose root element is ``<article>``: one JATS full-text
   article (PMC / Europe PMC), read whole by :func:`read_full_text` into its record and its
   passages (:func:`deepcritical.formats.jats.read_jats`).
@@ -48,8 +49,8 @@ from deepcritical.formats.pubmed_xml import (
     PubmedArticle,
     PubmedUpdate,
     PubmedXMLError,
+    VersionedArticle,
     iter_pubmed_updates,
-    iter_pubmed_xml,
 )
 from deepcritical.models import Passage
 
@@ -191,17 +192,16 @@ def read_full_text(path: Path) -> tuple[PubmedArticle, list[Passage]]:
 
 
 def read_pubmed_xml(path: Path) -> Iterator[PubmedArticle]:
-    """Stream the ``<PubmedArticle>`` records of a PubMed XML file (``.gz`` read transparently).
+    """Stream the ``<PubmedArticle>`` records of a PubMed XML file (``.gz`` read transparently;
+    ``DeleteCitation`` blocks and PMID versions ignored: :func:`read_pubmed_updates` has them).
 
     Raises:
         CorpusFormatError: malformed XML (wraps :class:`PubmedXMLError`, keeping its line
             number when the parser gives one).
     """
-    try:
-        yield from iter_pubmed_xml(path)
-    except PubmedXMLError as exc:
-        line = getattr(exc.__cause__, "lineno", None)  # lxml's XMLSyntaxError has one
-        raise CorpusFormatError(path, str(exc), line if isinstance(line, int) else None) from exc
+    for item in read_pubmed_updates(path):
+        if isinstance(item, VersionedArticle):
+            yield item.article
 
 
 def read_pubmed_updates(path: Path) -> Iterator[PubmedUpdate]:
