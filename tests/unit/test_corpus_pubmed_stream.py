@@ -10,7 +10,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from deepcritical.cli.app import app
 from deepcritical.corpus import lexical
 from deepcritical.corpus.errors import CorpusFormatError, CorpusMismatchError
 from deepcritical.corpus.index import LocalCorpus
@@ -254,3 +256,19 @@ def test_frequent_words_are_left_out_past_the_postings_budget(tmp_path: Path) ->
         assert [i for i, _ in hits] == ["7"]
         assert len(lexical.search(conn, "patients hydatidiform mole", 50, budget=1000)) == 30
     conn.close()
+
+
+def test_corpus_add_of_a_missing_path_or_an_empty_pattern_imports_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    runner = CliRunner()
+    missing = runner.invoke(
+        app, ["--data-dir", str(data), "corpus", "add", str(tmp_path / "missing.xml")]
+    )
+    assert missing.exit_code == 2  # wrong input, as for any missing argument
+    assert "no such file or directory" in " ".join(missing.output.split())
+    empty = runner.invoke(
+        app, ["--data-dir", str(data), "corpus", "add", str(tmp_path / "none" / "*.xml.gz")]
+    )
+    assert empty.exit_code == 1
+    assert "no file to import" in " ".join(empty.output.split())
+    assert not (data / "corpus").exists()

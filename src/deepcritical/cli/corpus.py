@@ -93,6 +93,11 @@ def corpus_add(
     directory = settings.resolved_corpus_dir
     try:
         paths = corpus_files(files)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), code=2) from exc
+    except CorpusFormatError as exc:
+        raise fail(str(exc)) from exc
+    try:
         local = _open_corpus(settings)
         for path in paths:
             with _progress_bar() as bar:
