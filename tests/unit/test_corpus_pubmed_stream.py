@@ -13,7 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from deepcritical.cli.app import app
+from deepcritical.config import Settings
 from deepcritical.corpus import lexical
+from deepcritical.corpus.dense import DenseIndex
 from deepcritical.corpus.errors import CorpusFormatError, CorpusMismatchError
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.readers import corpus_files, read_pubmed_updates
@@ -272,3 +274,14 @@ def test_corpus_add_of_a_missing_path_or_an_empty_pattern_imports_nothing(tmp_pa
     assert empty.exit_code == 1
     assert "no file to import" in " ".join(empty.output.split())
     assert not (data / "corpus").exists()
+
+
+def test_the_corpus_url_and_its_token_are_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEEPCRITICAL_CORPUS_URL", "http://:tok3n-secret@127.0.0.1:8000")
+    settings = Settings()
+    assert settings.corpus_url is not None
+    assert settings.corpus_url.get_secret_value().endswith("@127.0.0.1:8000")
+    assert "tok3n-secret" not in repr(settings) + str(settings.public_dict())
+    with pytest.raises(ValueError, match="must be http") as error:
+        DenseIndex(Path("unused"), server_url="ftp://:tok3n-secret@host")
+    assert "tok3n-secret" not in str(error.value)
