@@ -198,6 +198,14 @@ class Settings(BaseSettings):
         "corpus was built with, else 'onnx-int8'. Runs' screening and evidence store always "
         "use torch (their thresholds are calibrated on its vectors).",
     )
+    corpus_url: SecretStr | None = Field(
+        default=None,
+        description="URL of a Chroma server (`chroma run --path DIR --host H --port P`) that "
+        "holds the local corpus's vectors, e.g. http://127.0.0.1:8000, so several machines "
+        "search one corpus; the corpus directory (documents and BM25 index) must then be on a "
+        "path every machine mounts. Default: vectors embedded in the corpus directory. "
+        "Secret: it may hold a token (http://:TOKEN@host:port).",
+    )
     max_record_chars: int = Field(
         default=MAX_RECORD_CHARS,
         ge=1000,

@@ -36,7 +36,7 @@ RESULT_PACKAGES: tuple[str, ...] = (
     "transformers",
     "torch",
     "chromadb",  # the local corpus: dense index
-    "bm25s",  # the local corpus: lexical index
+    "bm25s",  # a full text's passages: lexical ranking; the corpus's query stopwords
     "pydantic-ai-slim",  # the LLM roles and writers
     "agent-framework-core",  # the Magentic orchestrator
     "agent-framework-orchestrations",

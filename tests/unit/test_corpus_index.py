@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -173,7 +174,7 @@ def test_persists_across_reopening_without_re_embedding(
     def no_rebuild(*args: object, **kwargs: object) -> None:
         raise AssertionError("the BM25 index was rebuilt on reopening")
 
-    monkeypatch.setattr(lexical.LexicalIndex, "build", no_rebuild)
+    monkeypatch.setattr(lexical, "rebuild", no_rebuild)
     embedder = CountingEmbedder()
     reopened = LocalCorpus.open(directory, embedder)
     assert reopened.count() == 6
@@ -183,14 +184,27 @@ def test_persists_across_reopening_without_re_embedding(
     assert embedder.texts == ["cancer risk"]  # searching embeds the query only
 
 
-def test_missing_bm25_index_is_rebuilt_from_the_records(corpus: LocalCorpus) -> None:
+def test_a_corpus_with_a_bm25s_index_gets_its_fts5_index_built_once(
+    corpus: LocalCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a corpus made before FTS5: no lexical table, no meta row, a bm25s index directory
     directory = corpus.directory
     corpus.close()
-    shutil.rmtree(directory / "bm25")
+    with sqlite3.connect(directory / "corpus.sqlite3") as conn:
+        conn.execute("DROP TABLE lexical")
+        conn.execute("DROP TABLE lexical_rows")
+        conn.execute("DELETE FROM meta WHERE key = 'lexical'")
+    conn.close()
+    (directory / "bm25" / "gen-1").mkdir(parents=True)
     reopened = LocalCorpus(directory, HashingEmbedder())
     hits = reopened.search("aspirin adenoma", 3, mode="bm25")
     assert [h.article.pmid for h in hits] == ["3"]
-    assert any((directory / "bm25").iterdir())
+    assert not (directory / "bm25").exists()  # the old index is gone
+    reopened.close()
+    calls: list[object] = []
+    monkeypatch.setattr(lexical, "rebuild", lambda *a: calls.append(a))
+    LocalCorpus(directory, HashingEmbedder()).close()
+    assert calls == []  # built once only
 
 
 def test_open_and_exists_on_missing_or_empty_corpus(tmp_path: Path) -> None:
@@ -306,8 +320,7 @@ def test_add_articles_and_incremental_bm25(corpus: LocalCorpus) -> None:
     assert (result.read, result.added, result.skipped_existing) == (2, 1, 1)
     assert corpus.search("zinc colds", 1, mode="bm25")[0].article.pmid == "8"
     assert corpus.get("8") == extra
-    gens = [p.name for p in (corpus.directory / "bm25").iterdir()]
-    assert len(gens) == 1  # older BM25 generations are removed
+    assert not (corpus.directory / "bm25").exists()  # the index is in the database
 
 
 def test_concurrent_searches_from_threads(corpus: LocalCorpus) -> None:

@@ -8,12 +8,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from deepcritical.cli.context import console, fail, out_console, settings_from_options
 from deepcritical.config import Settings
 
 if TYPE_CHECKING:
-    from deepcritical.corpus.index import LocalCorpus
+    from deepcritical.corpus.index import ImportResult, LocalCorpus
 
 __all__ = ["corpus_app"]
 
@@ -24,16 +35,36 @@ CorpusDir = Annotated[
 ]
 
 
+class RateColumn(ProgressColumn):
+    """Records imported per second (rich's running estimate over the last batches)."""
+
+    def render(self, task: Task) -> Text:
+        """``"123 records/s"``, or ``"– records/s"`` before the first batch."""
+        speed = task.speed
+        return Text(f"{speed:,.0f} records/s" if speed else "– records/s", style="cyan")
+
+
+def _progress_bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+
+
 @corpus_app.command("add")
 def corpus_add(
     files: Annotated[
         list[Path],
         typer.Argument(
-            help="JSONL (PubMedQA format), PubMed XML (.xml / .xml.gz) or JATS full-text "
-            "(.nxml / .xml) files, or directories of them.",
-            exists=True,
-            dir_okay=True,
-            readable=True,
+            help="JSONL (PubMedQA format), PubMed XML (.xml / .xml.gz, baseline and update "
+            "files) or JATS full-text (.nxml / .xml) files, directories of them, or quoted "
+            "glob patterns ('baseline/*.xml.gz'); a directory's or pattern's files are "
+            "imported in name order.",
         ),
     ],
     corpus: CorpusDir = None,
@@ -48,10 +79,13 @@ def corpus_add(
 ) -> None:
     """Import abstracts and full texts into the local corpus; records already there are
     skipped. A JATS article (PMC / Europe PMC XML) is one document whose passages are
-    searched one by one.
+    searched one by one. PubMed XML is streamed: newer versions of a PMID replace the
+    stored record, DeleteCitation removes records, and an import that was stopped resumes
+    where it stopped when run again.
 
     A record over DEEPCRITICAL_MAX_RECORD_CHARS characters (default 200,000) is cut at a
     sentence or word boundary; control characters are removed."""
+    from deepcritical.corpus.index import CorpusMismatchError
     from deepcritical.corpus.readers import CorpusFormatError, corpus_file_kind, corpus_files
     from deepcritical.evidence.embeddings import EmbeddingModelError
 
@@ -59,37 +93,61 @@ def corpus_add(
     directory = settings.resolved_corpus_dir
     try:
         paths = corpus_files(files)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), code=2) from exc
+    except CorpusFormatError as exc:
+        raise fail(str(exc)) from exc
+    try:
         local = _open_corpus(settings)
         for path in paths:
-            with console.status(f"Importing {path} (embedding)…"):
+            with _progress_bar() as bar:
+                task = bar.add_task(f"Importing {path.name}", total=None)
+
+                def advance(
+                    done: int, total: int, task_id: TaskID = task, shown: Progress = bar
+                ) -> None:
+                    shown.update(task_id, completed=done, total=total)
+
                 result = local.add_file(
                     path,
                     max_record_chars=settings.max_record_chars,
                     skip_bad_lines=skip_bad_lines,
+                    progress=advance,
                 )
-            console.print(
-                f"[green]✓[/green] {path}: {result.read} records read, {result.added} added, "
-                f"{result.skipped_existing} already in the corpus"
-            )
-            if result.truncated:
-                console.print(
-                    f"[yellow]Warning:[/yellow] {path}: {result.truncated} record(s) over "
-                    f"{settings.max_record_chars:,} characters truncated "
-                    "(DEEPCRITICAL_MAX_RECORD_CHARS)"
-                )
-            if result.bad_lines:
-                console.print(
-                    f"[yellow]Warning:[/yellow] {path}: skipped {len(result.bad_lines)} bad "
-                    f"line(s): {_line_list(result.bad_lines)}"
-                )
+            _report(path, result, settings.max_record_chars)
         console.print(f"Corpus {directory}: {local.count()} documents")
     except CorpusFormatError as exc:
         hint = ""
         if exc.line is not None and not skip_bad_lines and corpus_file_kind(exc.path) == "jsonl":
             hint = " (nothing was imported from it; --skip-bad-lines imports the other lines)"
         raise fail(f"{exc}{hint}") from exc
-    except (EmbeddingModelError, OSError) as exc:
+    except (EmbeddingModelError, CorpusMismatchError, OSError) as exc:
         raise fail(str(exc)) from exc
+
+
+def _report(path: Path, result: ImportResult, max_record_chars: int) -> None:
+    """Print what importing one file did."""
+    if result.already_imported:
+        console.print(f"[green]✓[/green] {path}: already imported (same content), skipped")
+        return
+    changes = [f"{result.read} records read", f"{result.added} added"]
+    if result.replaced:
+        changes.append(f"{result.replaced} replaced by a newer version")
+    if result.deleted:
+        changes.append(f"{result.deleted} deleted")
+    changes.append(f"{result.skipped_existing} already in the corpus")
+    resumed = f" (resumed after {result.resumed_from:,} items)" if result.resumed_from else ""
+    console.print(f"[green]✓[/green] {path}{resumed}: {', '.join(changes)}")
+    if result.truncated:
+        console.print(
+            f"[yellow]Warning:[/yellow] {path}: {result.truncated} record(s) over "
+            f"{max_record_chars:,} characters truncated (DEEPCRITICAL_MAX_RECORD_CHARS)"
+        )
+    if result.bad_lines:
+        console.print(
+            f"[yellow]Warning:[/yellow] {path}: skipped {len(result.bad_lines)} bad "
+            f"line(s): {_line_list(result.bad_lines)}"
+        )
 
 
 @corpus_app.command("info")
@@ -117,4 +175,5 @@ def _open_corpus(settings: Settings) -> LocalCorpus:
     from deepcritical.corpus.embedding import corpus_embedder
     from deepcritical.corpus.index import LocalCorpus
 
-    return LocalCorpus(settings.resolved_corpus_dir, corpus_embedder(settings))
+    url = settings.corpus_url.get_secret_value() if settings.corpus_url else None
+    return LocalCorpus(settings.resolved_corpus_dir, corpus_embedder(settings), server_url=url)

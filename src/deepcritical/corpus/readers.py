@@ -13,7 +13,8 @@ Supported formats, chosen by file suffix (case-insensitive):
   ``abstract`` (a plain string, used when ``abstract_sections`` is absent). Other keys are
   ignored. Blank lines are skipped.
 - ``.xml`` / ``.xml.gz``: PubMed efetch responses or annual baseline / update files
-  (``<PubmedArticleSet>``), parsed by :func:`deepcritical.formats.pubmed_xml.iter_pubmed_xml`.
+  (``<PubmedArticleSet>``), streamed by :func:`deepcritical.formats.pubmed_xml.iter_pubmed_updates`
+  with PMID versions and ``DeleteCitation`` blocks (:func:`read_pubmed_updates`).
 - ``.nxml``, and ``.xml`` files whose root element is ``<article>``: one JATS full-text
   article (PMC / Europe PMC), read whole by :func:`read_full_text` into its record and its
   passages (:func:`deepcritical.formats.jats.read_jats`).
@@ -29,6 +30,7 @@ raises, since nothing after it can be read.
 
 from __future__ import annotations
 
+import glob
 import gzip
 import io
 import json
@@ -45,8 +47,10 @@ from deepcritical.formats.jats import JatsError, is_jats_file, parse_jats
 from deepcritical.formats.pubmed_xml import (
     AbstractSection,
     PubmedArticle,
+    PubmedUpdate,
     PubmedXMLError,
-    iter_pubmed_xml,
+    VersionedArticle,
+    iter_pubmed_updates,
 )
 from deepcritical.models import Passage
 
@@ -59,6 +63,7 @@ __all__ = [
     "read_corpus_file",
     "read_full_text",
     "read_jsonl",
+    "read_pubmed_updates",
     "read_pubmed_xml",
 ]
 
@@ -95,28 +100,45 @@ def corpus_file_kind(path: Path) -> str:
 
 
 def corpus_files(paths: Iterable[Path]) -> list[Path]:
-    """The files to import for ``paths``: each file as given, and for each directory the files
-    directly in it whose names end with one of :data:`SUPPORTED_SUFFIXES`, sorted by name
-    (a lab's folder of ``.nxml`` articles); subdirectories are not entered.
+    """The files to import for ``paths``, in a stable order: each file as given; for each
+    directory the files directly in it whose names end with one of
+    :data:`SUPPORTED_SUFFIXES` (subdirectories are not entered); for a glob pattern not
+    expanded by the shell (``'dir/*.xml.gz'``) the supported files it matches. A directory's or
+    pattern's files are sorted by name, so PubMed's baseline files come before the update
+    files that follow them in numbering (``pubmed25n0001`` ... ``pubmed25n1275``). A file named
+    twice is imported once.
 
     Raises:
-        CorpusFormatError: a directory holds no supported file.
+        CorpusFormatError: a directory or pattern matches no supported file.
+        FileNotFoundError: a path that is neither a file, a directory nor a pattern.
         OSError: a directory cannot be listed.
     """
     out: list[Path] = []
     for path in paths:
-        if not path.is_dir():
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.is_file() and _supported(p))
+        elif path.exists():
             out.append(path)
             continue
-        found = sorted(
-            p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(SUPPORTED_SUFFIXES)
-        )
+        elif glob.has_magic(str(path)):
+            matches = (Path(m) for m in glob.glob(str(path)))
+            found = sorted((p for p in matches if p.is_file() and _supported(p)), key=_by_name)
+        else:
+            raise FileNotFoundError(f"no such file or directory: {path}")
         if not found:
             raise CorpusFormatError(
                 path, f"no file to import; expected names ending {', '.join(SUPPORTED_SUFFIXES)}"
             )
         out += found
-    return out
+    return list(dict.fromkeys(out))
+
+
+def _supported(path: Path) -> bool:
+    return path.name.lower().endswith(SUPPORTED_SUFFIXES)
+
+
+def _by_name(path: Path) -> tuple[str, str]:
+    return path.name, str(path)
 
 
 def read_corpus_file(
@@ -171,16 +193,30 @@ def read_full_text(path: Path) -> tuple[PubmedArticle, list[Passage]]:
 
 
 def read_pubmed_xml(path: Path) -> Iterator[PubmedArticle]:
-    """Stream the ``<PubmedArticle>`` records of a PubMed XML file (``.gz`` read transparently).
+    """Stream the ``<PubmedArticle>`` records of a PubMed XML file (``.gz`` read transparently;
+    ``DeleteCitation`` blocks and PMID versions ignored: :func:`read_pubmed_updates` has them).
 
     Raises:
         CorpusFormatError: malformed XML (wraps :class:`PubmedXMLError`, keeping its line
             number when the parser gives one).
     """
+    for item in read_pubmed_updates(path):
+        if isinstance(item, VersionedArticle):
+            yield item.article
+
+
+def read_pubmed_updates(path: Path) -> Iterator[PubmedUpdate]:
+    """Stream the records (with their PMID versions) and ``DeleteCitation`` blocks of a PubMed
+    baseline or update file (:func:`~deepcritical.formats.pubmed_xml.iter_pubmed_updates`).
+
+    Raises:
+        CorpusFormatError: malformed XML or a corrupt gzip stream (line number kept).
+        OSError: the file cannot be opened.
+    """
     try:
-        yield from iter_pubmed_xml(path)
+        yield from iter_pubmed_updates(path)
     except PubmedXMLError as exc:
-        line = getattr(exc.__cause__, "lineno", None)  # lxml's XMLSyntaxError has one
+        line = getattr(exc.__cause__, "lineno", None)
         raise CorpusFormatError(path, str(exc), line if isinstance(line, int) else None) from exc
 
 

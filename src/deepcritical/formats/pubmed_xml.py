@@ -564,22 +564,77 @@ def iter_pubmed_xml(source: str | Path | BinaryIO) -> Iterator[PubmedArticle]:
             been yielded already.
         OSError: the file cannot be opened.
     """
+    for item in iter_pubmed_updates(source):
+        if isinstance(item, VersionedArticle):
+            yield item.article
+
+
+class VersionedArticle(BaseModel):
+    """A record of a PubMed baseline or update file and its version: ``version`` is the
+    ``Version`` attribute of its ``PMID`` element (``<PMID Version="2">``), 1 when absent."""
+
+    article: PubmedArticle
+    version: int = 1
+
+
+class DeletedCitations(BaseModel):
+    """A ``<DeleteCitation>`` block of a PubMed update file: the PMIDs it withdraws."""
+
+    pmids: list[str]
+
+
+PubmedUpdate = VersionedArticle | DeletedCitations
+"""One item of a PubMed baseline / update file, in document order."""
+
+
+def _pmid_version(record: _Element) -> int:
+    """The ``Version`` attribute of a record's ``PMID`` (1 when absent or not a number)."""
+    pmid = record.find("MedlineCitation/PMID")
+    if pmid is None:
+        pmid = record.find("BookDocument/PMID")
+    raw = (pmid.get("Version") if pmid is not None else None) or "1"
+    return int(raw) if raw.strip().isdigit() else 1
+
+
+def _update_item(el: _Element) -> PubmedUpdate | None:
+    """The item an element of a PubMed file stands for (``None``: a record without a PMID)."""
+    if local_name(el) == "DeleteCitation":
+        pmids = [p.strip() for p in el.itertext() if p.strip()]
+        return DeletedCitations(pmids=[p for p in pmids if p.isdigit()])
+    parsed = parse_article_element(el)
+    return None if parsed is None else VersionedArticle(article=parsed, version=_pmid_version(el))
+
+
+def iter_pubmed_updates(source: str | Path | BinaryIO) -> Iterator[PubmedUpdate]:
+    """Stream the records and ``DeleteCitation`` blocks of a PubMed baseline or update file.
+
+    Same reading as :func:`iter_pubmed_xml` (lxml ``iterparse``, each element cleared once
+    parsed: constant memory whatever the file size), but each record comes with its PMID
+    version (:class:`VersionedArticle`) and each ``<DeleteCitation>`` block is yielded as a
+    :class:`DeletedCitations` (in update files it follows the records).
+
+    Raises:
+        PubmedXMLError: malformed or truncated XML, or a corrupt gzip file.
+        OSError: the file cannot be opened.
+    """
     stream, owned, name = _open_source(source)
     try:
-        context = safe_iterparse(stream, events=("end",), tag=_RECORD_TAGS, huge_tree=True)
+        context = safe_iterparse(
+            stream, events=("end",), tag=(*_RECORD_TAGS, "DeleteCitation"), huge_tree=True
+        )
         try:
             for _event, el in context:
-                parsed = parse_article_element(el)
+                item = _update_item(el)
                 # Free the record and everything before it (the root keeps references).
                 el.clear(keep_tail=True)
                 parent = el.getparent()
                 if parent is not None:
                     while el.getprevious() is not None:
                         del parent[0]
-                if parsed is None:
+                if item is None:
                     logger.warning("skipping a PubMed record without a PMID in %s", name)
                     continue
-                yield parsed
+                yield item
         except etree.XMLSyntaxError as exc:
             raise PubmedXMLError(f"malformed PubMed XML in {name}: {exc}") from exc
         except (gzip.BadGzipFile, EOFError) as exc:

@@ -52,7 +52,10 @@ def build_sources(
             from deepcritical.sources.local import LocalCorpusSource
 
             directory = settings.resolved_corpus_dir
-            corpus = LocalCorpus.open(directory, corpus_embedder(settings, directory, embedder))
+            url = settings.corpus_url.get_secret_value() if settings.corpus_url else None
+            corpus = LocalCorpus.open(
+                directory, corpus_embedder(settings, directory, embedder), server_url=url
+            )
             built.append(LocalCorpusSource(corpus, settings.max_evidence_chars))
         elif name == "pubmed":
             from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
