@@ -95,7 +95,10 @@ def build_model(settings: Settings) -> Model | None:
     The provider SDK's client (``AsyncOpenAI`` / ``AsyncAnthropic``, built by pydantic-ai's
     provider, which keeps managing its HTTP client) retries a failed request (connection
     error, HTTP 408/409/429/5xx) ``settings.llm_retries`` times, not the SDK's default 2:
-    ``DEEPCRITICAL_LLM_RETRIES=0`` sends each request once.
+    ``DEEPCRITICAL_LLM_RETRIES=0`` sends each request once. With
+    ``settings.structured_output == "json_object"`` the model sends native structured output
+    in llama-cpp-python's ``json_object``+``schema`` form
+    (:class:`~deepcritical.llm.structured.JsonObjectSchemaChatModel`).
 
     Raises:
         ModelSpecError: bad spec, or no API key for OpenAI/Anthropic.
@@ -135,6 +138,10 @@ def build_model(settings: Settings) -> Model | None:
             api_key=key.get_secret_value() if key is not None else "not-needed",
         )
     provider.client.max_retries = settings.llm_retries
+    if settings.structured_output == "json_object":
+        from deepcritical.llm.structured import JsonObjectSchemaChatModel
+
+        return JsonObjectSchemaChatModel(spec.model, provider=provider)
     return OpenAIChatModel(spec.model, provider=provider)
 
 

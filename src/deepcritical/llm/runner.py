@@ -22,7 +22,9 @@ from pydantic_ai.models import Model
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import RunUsage
 
+from deepcritical.llm.context import ContextWindowError, fit_prompt
 from deepcritical.llm.errors import AgentModelError, AgentOutputError, describe_error
+from deepcritical.llm.structured import OutputStrategy, TolerantTextModel, output_spec
 from deepcritical.llm.usage import UsageTracker
 
 __all__ = ["TODAY_LINE", "ModelRetry", "StructuredAgent"]
@@ -55,6 +57,11 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             (the message is shown to the model).
         today: the current date, put at the top of every call's instructions ("Today's date
             is 2026-11-22.") so that every role can reason about recency (injectable for tests).
+        output: how the structured output is asked for (:mod:`deepcritical.llm.structured`);
+            the model's text is read tolerantly (reasoning blocks removed, JSON repaired)
+            whatever the strategy.
+        context_tokens: the model's context window in tokens; a longer prompt loses its last
+            fenced evidence blocks, or is refused (:mod:`deepcritical.llm.context`).
     """
 
     def __init__(
@@ -69,15 +76,19 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         usage: UsageTracker | None = None,
         validator: Callable[[DepsT, OutputT], OutputT] | None = None,
         today: Callable[[], date] = date.today,
+        output: OutputStrategy = "tool",
+        context_tokens: int | None = None,
     ) -> None:
         self.role = role
         self.today = today
         self.model = model
         self.timeout_seconds = timeout_seconds
         self.usage = usage
+        self.output = output
+        self.context_tokens = context_tokens
         self._agent: Agent[DepsT, OutputT] = Agent(
-            model,
-            output_type=output_type,
+            TolerantTextModel(model),
+            output_type=output_spec(output_type, output),
             deps_type=deps_type,
             retries=max(1, retries),
             name=role,
@@ -109,11 +120,18 @@ class StructuredAgent(Generic[DepsT, OutputT]):
 
         Raises:
             AgentOutputError: the output stayed invalid after all retries.
-            AgentModelError: provider error, timeout, cancellation by pydantic-ai or usage limit.
+            AgentModelError: provider error, timeout, cancellation by pydantic-ai, usage limit,
+                or a prompt too long for ``context_tokens`` even with its evidence trimmed.
         """
         usage = RunUsage()
+        dated = TODAY_LINE.format(date=self.today().isoformat()) + f"\n\n{instructions}"
         try:
-            dated = TODAY_LINE.format(date=self.today().isoformat()) + f"\n\n{instructions}"
+            prompt, dropped = fit_prompt(dated, prompt, self.context_tokens)
+        except ContextWindowError as exc:
+            raise AgentModelError(self.role, str(exc)) from exc
+        if dropped:
+            log.info("prompt trimmed to the context window", role=self.role, sources=dropped)
+        try:
             result = await self._agent.run(
                 prompt,
                 instructions=dated,
