@@ -141,6 +141,13 @@ class Settings(BaseSettings):
         "lenient parsing), or 'auto': tool calls for OpenAI/Anthropic; an openai-compatible "
         "endpoint is probed once per process (json_schema, json_object, tool, prompted).",
     )
+    llm_max_output_tokens: int | None = Field(
+        default=None,
+        ge=16,
+        description="Most tokens one model answer may have (roles and the Magentic manager); "
+        "unset: the server's default. Caps a small local model that rambles; a cut answer is "
+        "retried like any invalid one.",
+    )
     llm_context_tokens: int | None = Field(
         default=None,
         ge=256,

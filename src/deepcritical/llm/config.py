@@ -34,6 +34,7 @@ class LLMConfig:
         output: how structured output is asked for (:mod:`deepcritical.llm.structured`;
             ``auto`` already resolved).
         context_tokens: the model's context window in tokens (``None``: unknown, no check).
+        max_output_tokens: most tokens of one answer (``None``: the provider's default).
     """
 
     model: Model
@@ -42,6 +43,7 @@ class LLMConfig:
     usage: UsageTracker = field(default_factory=UsageTracker)
     output: OutputStrategy = "tool"
     context_tokens: int | None = None
+    max_output_tokens: int | None = None
 
     @overload
     def structured(
@@ -96,4 +98,5 @@ class LLMConfig:
             validator=validator,
             output=self.output,
             context_tokens=self.context_tokens,
+            max_output_tokens=self.max_output_tokens,
         )

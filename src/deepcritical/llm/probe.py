@@ -6,6 +6,8 @@
 - :func:`probe_context_tokens`: the context window the server reports: llama.cpp's
   ``llama-server`` ``GET /props`` (``default_generation_settings.n_ctx``), else
   ``GET /v1/models`` (``data[].meta.n_ctx`` or ``n_ctx_train``, llama.cpp servers).
+- :func:`check_endpoint` (``deepcritical doctor``): all of the above, plus the models the
+  server lists and the completion tokens per second of the probe call.
 - :func:`resolve_endpoint`: ``settings`` with ``structured_output="auto"`` and an unset
   ``llm_context_tokens`` filled in from those probes, cached per endpoint (base URL and
   model) for the life of the process.
@@ -32,8 +34,11 @@ from deepcritical.llm.structured import OUTPUT_STRATEGIES, OutputStrategy
 from deepcritical.llm.usage import UsageTracker
 
 __all__ = [
+    "EndpointCheck",
     "ProbeOutput",
     "StructuredProbe",
+    "check_endpoint",
+    "list_models",
     "probe_context_tokens",
     "probe_structured_output",
     "resolve_endpoint",
@@ -189,3 +194,71 @@ async def resolve_endpoint(settings: Settings) -> Settings:
             )
         update["llm_context_tokens"] = _CONTEXTS[key]
     return settings.model_copy(update=update) if update else settings
+
+
+async def list_models(
+    spec: ModelSpec, api_key: str | None, timeout_seconds: float = 30.0
+) -> list[str]:
+    """The model ids ``GET {base_url}/models`` lists.
+
+    Raises:
+        httpx.HTTPError: unreachable, or an HTTP error status.
+        ValueError: the answer is not the OpenAI list form.
+    """
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with httpx.AsyncClient(timeout=timeout_seconds, headers=headers) as client:
+        answer = await client.get(f"{spec.base_url}/models")
+        answer.raise_for_status()
+        data = answer.json().get("data")
+    if not isinstance(data, list):
+        raise ValueError("GET /models did not answer an OpenAI model list")
+    return [str(entry.get("id")) for entry in data if isinstance(entry, dict)]
+
+
+@dataclass
+class EndpointCheck:
+    """What :func:`check_endpoint` found about an openai-compatible endpoint.
+
+    Attributes:
+        models: model ids the server lists (``None``: the list could not be read).
+        models_error: why not (an error type, no server text).
+        probe: the structured-output probe (``None`` when the server was unreachable).
+        context_tokens: the context window the server reports (``None``: it does not say).
+        tokens_per_second: completion tokens per second of the successful probe call.
+    """
+
+    models: list[str] | None = None
+    models_error: str = ""
+    probe: StructuredProbe | None = None
+    context_tokens: int | None = None
+    tokens_per_second: float | None = None
+
+
+async def check_endpoint(settings: Settings) -> EndpointCheck:
+    """Probe the openai-compatible endpoint of ``settings.llm`` as a run would
+    (:func:`probe_structured_output` over every strategy unless ``structured_output`` names
+    one), without the per-process cache.
+
+    Raises:
+        ModelSpecError: ``settings.llm`` is not an openai-compatible spec.
+    """
+    spec = parse_model_spec(settings.llm)
+    if spec.provider != "openai-compatible":
+        raise ModelSpecError(f"{spec} is not an openai-compatible endpoint")
+    secret = settings.openai_compatible_api_key
+    key = secret.get_secret_value() if secret is not None else None
+    found = EndpointCheck()
+    try:
+        found.models = await list_models(spec, key)
+    except (httpx.HTTPError, ValueError) as exc:
+        found.models_error = type(exc).__name__
+        return found
+    chosen = settings.structured_output
+    strategies: tuple[OutputStrategy, ...] = OUTPUT_STRATEGIES if chosen == "auto" else (chosen,)
+    found.probe = await probe_structured_output(settings, strategies)
+    found.context_tokens = settings.llm_context_tokens or await probe_context_tokens(spec, key)
+    if found.probe.strategy is not None:
+        seconds = found.probe.seconds[found.probe.strategy]
+        if seconds > 0 and found.probe.output_tokens:
+            found.tokens_per_second = found.probe.output_tokens / seconds
+    return found

@@ -19,6 +19,7 @@ from pydantic_ai.exceptions import (
     UsageLimitExceeded,
 )
 from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import RunUsage
 
@@ -62,6 +63,8 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             whatever the strategy.
         context_tokens: the model's context window in tokens; a longer prompt loses its last
             fenced evidence blocks, or is refused (:mod:`deepcritical.llm.context`).
+        max_output_tokens: most tokens of one answer (``max_tokens``; ``None``: the
+            provider's default).
     """
 
     def __init__(
@@ -78,6 +81,7 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         today: Callable[[], date] = date.today,
         output: OutputStrategy = "tool",
         context_tokens: int | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.role = role
         self.today = today
@@ -92,6 +96,9 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             deps_type=deps_type,
             retries=max(1, retries),
             name=role,
+            model_settings=(
+                ModelSettings(max_tokens=max_output_tokens) if max_output_tokens else None
+            ),
         )
         if validator is not None:
             check = validator

@@ -8,7 +8,7 @@ Four strategies (``Settings.structured_output``; ``auto`` is resolved by
   llama.cpp's ``llama-server``;
 - ``json_object``: the same output, sent in llama-cpp-python's form
   ``{"type": "json_object", "schema": {...}}`` (its server answers HTTP 500 to the
-  ``json_schema`` form) by :class:`JsonObjectSchemaChatModel`;
+  ``json_schema`` form) by :class:`ConstrainedChatModel`;
 - ``tool``: pydantic-ai ``ToolOutput`` (the output is the arguments of a ``final_result`` tool
   call);
 - ``prompted``: pydantic-ai ``PromptedOutput`` (the schema is in the instructions, the answer
@@ -36,11 +36,12 @@ from pydantic_ai.settings import ModelSettings
 
 __all__ = [
     "OUTPUT_STRATEGIES",
-    "JsonObjectSchemaChatModel",
+    "ConstrainedChatModel",
     "OutputStrategy",
     "StructuredOutputSetting",
     "TolerantTextModel",
     "extract_json_object",
+    "grammar_schema",
     "output_spec",
     "split_reasoning",
 ]
@@ -69,13 +70,55 @@ def output_spec(output_type: type[Any], strategy: OutputStrategy) -> Any:
     return output_type
 
 
-class JsonObjectSchemaChatModel(OpenAIChatModel):
-    """``OpenAIChatModel`` sending native structured output as
-    ``{"type": "json_object", "schema": <JSON schema>}`` (llama-cpp-python's server, which turns
-    the schema into a grammar) instead of OpenAI's ``json_schema`` form."""
+GRAMMAR_MAX_ITEMS = 5
+"""``maxItems`` given to an array of a grammar schema that sets none (:func:`grammar_schema`)."""
+
+GRAMMAR_MAX_STRING = 200
+"""``maxLength`` (characters) given to a free string of a grammar schema that sets none."""
+
+
+def grammar_schema(schema: Any) -> Any:
+    """A copy of JSON schema ``schema`` that a grammar can hold a small model to.
+
+    Every object requires all its properties: a grammar built from optional fields lets the
+    model stop at ``{}`` (a 135M-parameter model does: every field then takes its default).
+    Arrays get at most :data:`GRAMMAR_MAX_ITEMS` items and free strings (no enum, format or
+    pattern) at most :data:`GRAMMAR_MAX_STRING` characters unless the schema bounds them, so a
+    rambling model cannot fill the context with one field. Validation still uses the output
+    model itself (fields with defaults validate when present; longer lists are cut by the
+    roles as before).
+    """
+    if isinstance(schema, list):
+        return [grammar_schema(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: grammar_schema(v) for k, v in schema.items()}
+    properties = out.get("properties")
+    if isinstance(properties, dict) and properties:
+        out["required"] = list(properties)
+    if out.get("type") == "array" and "maxItems" not in out:
+        out["maxItems"] = max(GRAMMAR_MAX_ITEMS, int(out.get("minItems", 0)))
+    free = not {"enum", "const", "format", "pattern", "maxLength"} & set(out)
+    if out.get("type") == "string" and free:
+        out["maxLength"] = GRAMMAR_MAX_STRING
+    return out
+
+
+class ConstrainedChatModel(OpenAIChatModel):
+    """``OpenAIChatModel`` for openai-compatible servers whose native structured output is a
+    grammar built from the schema: the schema is bounded (:func:`grammar_schema`), and with
+    ``json_object_form`` it is sent as ``{"type": "json_object", "schema": ...}``
+    (llama-cpp-python's server) instead of OpenAI's ``{"type": "json_schema", ...}`` form
+    (``llama-server``, vLLM, Ollama)."""
+
+    json_object_form: bool = False
 
     def _map_json_schema(self, o: Any) -> Any:
-        return {"type": "json_object", "schema": o.json_schema}
+        schema = grammar_schema(o.json_schema)
+        if self.json_object_form:
+            return {"type": "json_object", "schema": schema}
+        mapped: Any = super()._map_json_schema(replace(o, json_schema=schema))
+        return mapped
 
 
 def split_reasoning(text: str) -> tuple[str, str]:
