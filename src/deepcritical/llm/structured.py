@@ -70,10 +70,10 @@ def output_spec(output_type: type[Any], strategy: OutputStrategy) -> Any:
     return output_type
 
 
-GRAMMAR_MAX_ITEMS = 5
+GRAMMAR_MAX_ITEMS = 4
 """``maxItems`` given to an array of a grammar schema that sets none (:func:`grammar_schema`)."""
 
-GRAMMAR_MAX_STRING = 200
+GRAMMAR_MAX_STRING = 160
 """``maxLength`` (characters) given to a free string of a grammar schema that sets none."""
 
 
