@@ -126,8 +126,9 @@ def test_research_through_a_real_model_server(local_setup: LocalSetup, orchestra
     )
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     # the endpoint was probed: json_schema rejected, llama-cpp-python's form chosen
-    assert "structured output chosen" in proc.stderr
-    assert "strategy=json_object" in proc.stderr
+    logged = proc.stdout + proc.stderr  # structlog writes to standard output
+    assert "structured output chosen" in logged
+    assert "strategy=json_object" in logged
     result = RunResult.model_validate_json(out.with_suffix(".json").read_text(encoding="utf-8"))
     report, meta = result.report, result.report.metadata
     assert meta.llm == local_setup.server.model_spec
@@ -142,7 +143,7 @@ def test_research_through_a_real_model_server(local_setup: LocalSetup, orchestra
     # a validated report: every citation resolves to an evidence item, the check ran
     by_id = {e.id: e for e in result.evidence}
     assert citation_problems(report, by_id) == []
-    assert report.markdown.startswith("#")
+    assert report.to_markdown().startswith("#")
     fallbacks = [n for n in meta.notes if "extractive implementation" in n]
     print(f"{orchestrator}: {len(fallbacks)} role fallback(s): {fallbacks}")
 

@@ -12,6 +12,7 @@ from deepcritical.config import Settings
 from deepcritical.llm.probe import probe_structured_output, resolve_endpoint
 from deepcritical.llm.providers import build_model
 from deepcritical.llm.runner import StructuredAgent
+from deepcritical.llm.structured import OutputStrategy
 from tests.integration.chat_stub import ChatCompletionsStub, ManagerScript, RoleScript
 
 
@@ -23,7 +24,7 @@ class Queries(BaseModel):
     ("reject_json_schema", "expected"), [(False, "json_schema"), (True, "json_object")]
 )
 async def test_auto_picks_the_form_the_server_takes(
-    reject_json_schema: bool, expected: str
+    reject_json_schema: bool, expected: OutputStrategy
 ) -> None:
     with ChatCompletionsStub(
         ManagerScript(), RoleScript(), reject_json_schema=reject_json_schema
@@ -44,7 +45,7 @@ async def test_auto_picks_the_form_the_server_takes(
         model = build_model(resolved)
         assert model is not None
         agent: StructuredAgent[None, Queries] = StructuredAgent(
-            "query_generator", model, Queries, type(None), output=resolved.structured_output
+            "query_generator", model, Queries, type(None), output=expected
         )
         async with model:
             out = await agent.run("Write queries.", "Question: metformin and cancer?", None)

@@ -140,6 +140,8 @@ def build_model(settings: Settings) -> Model | None:
     provider.client.max_retries = settings.llm_retries
     if spec.provider == "openai":
         return OpenAIChatModel(spec.model, provider=provider)
+    from pydantic_ai.profiles.openai import OpenAIModelProfile
+
     from deepcritical.llm.structured import ConstrainedChatModel
 
     # `max_tokens`, which every compatible server reads; `max_completion_tokens` (OpenAI's
@@ -147,7 +149,7 @@ def build_model(settings: Settings) -> Model | None:
     model = ConstrainedChatModel(
         spec.model,
         provider=provider,
-        profile={"openai_chat_supports_max_completion_tokens": False},
+        profile=OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False),
     )
     model.json_object_form = settings.structured_output == "json_object"
     return model
