@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RequestUsage, RunUsage
 
 from deepcritical.llm.context import (
@@ -190,3 +191,31 @@ async def test_an_over_long_prompt_is_refused_before_any_request() -> None:
     with pytest.raises(AgentModelError, match="context window of 1024 tokens"):
         await agent.run("Write.", "word " * 5000, None)
     assert requests == []
+
+
+async def test_a_call_with_tools_asks_for_a_tool_call_output_under_a_grammar() -> None:
+    """A grammar-constrained answer cannot call tools: a call that gives the model tools asks
+    for its output as a tool call; the same agent's tool-less calls stay native."""
+    modes: list[str | None] = []
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        modes.append(info.model_request_parameters.output_mode)
+        if info.output_tools:
+            return ModelResponse(
+                parts=[ToolCallPart(info.output_tools[0].name, '{"answer": "a", "n": 1}')]
+            )
+        return ModelResponse(parts=[TextPart('{"answer": "a", "n": 1}')])
+
+    def noop() -> str:
+        """A tool the model may call."""
+        return "ok"
+
+    agent: StructuredAgent[None, Verdict] = StructuredAgent(
+        "screener", FunctionModel(fn), Verdict, type(None), output="json_object"
+    )
+    tools: FunctionToolset[None] = FunctionToolset([noop])
+    assert await agent.run("Screen.", "Records.", None, toolsets=[tools]) == Verdict(
+        answer="a", n=1
+    )
+    assert await agent.run("Screen.", "Records.", None) == Verdict(answer="a", n=1)
+    assert modes == ["tool", "native"]

@@ -90,22 +90,31 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         self.usage = usage
         self.output = output
         self.context_tokens = context_tokens
-        self._agent: Agent[DepsT, OutputT] = Agent(
-            TolerantTextModel(model),
-            output_type=output_spec(output_type, output),
-            deps_type=deps_type,
-            retries=max(1, retries),
-            name=role,
-            model_settings=(
-                ModelSettings(max_tokens=max_output_tokens) if max_output_tokens else None
-            ),
-        )
-        if validator is not None:
-            check = validator
+        settings = ModelSettings(max_tokens=max_output_tokens) if max_output_tokens else None
 
-            @self._agent.output_validator
-            def _validate(ctx: RunContext[DepsT], output: OutputT) -> OutputT:
-                return check(ctx.deps, output)
+        def build(strategy: OutputStrategy) -> Agent[DepsT, OutputT]:
+            agent: Agent[DepsT, OutputT] = Agent(
+                TolerantTextModel(model),
+                output_type=output_spec(output_type, strategy),
+                deps_type=deps_type,
+                retries=max(1, retries),
+                name=role,
+                model_settings=settings,
+            )
+            if validator is not None:
+                check = validator
+
+                @agent.output_validator
+                def _validate(ctx: RunContext[DepsT], output: OutputT) -> OutputT:
+                    return check(ctx.deps, output)
+
+            return agent
+
+        self._agent = build(output)
+        # A grammar-constrained answer can only be the JSON output, never a tool call: calls
+        # that give the model tools (the screener's source tools) ask for a tool-call output.
+        constrained = output in ("json_schema", "json_object")
+        self._tools_agent = build("tool") if constrained else self._agent
 
     async def run(
         self,
@@ -123,7 +132,9 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             deps: context for the validator.
             toolsets: tools the model may call during this call (e.g. the source tools of
                 one run, :func:`deepcritical.agents.source_tools.source_toolset`); their
-                calls and the answers count in the same usage and timeout.
+                calls and the answers count in the same usage and timeout. Under a
+                grammar-constrained strategy (``json_schema``, ``json_object``) such a call
+                asks for its output as a tool call too (a grammar would forbid tool calls).
 
         Raises:
             AgentOutputError: the output stayed invalid after all retries.
@@ -139,7 +150,8 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         if dropped:
             log.info("prompt trimmed to the context window", role=self.role, sources=dropped)
         try:
-            result = await self._agent.run(
+            agent = self._tools_agent if toolsets else self._agent
+            result = await agent.run(
                 prompt,
                 instructions=dated,
                 deps=deps,
