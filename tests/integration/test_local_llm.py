@@ -48,6 +48,7 @@ class LocalSetup:
     root: Path
     data_dir: Path
     question: str
+    documents: int
     server: LlamaServer
 
 
@@ -86,18 +87,22 @@ def local_setup(
             json.loads(line) for _, line in zip(range(QUESTION_INDEX + 1), handle, strict=False)
         ]
     question = questions[QUESTION_INDEX]
-    lines: list[str] = []
+    gold: str | None = None
+    others: list[str] = []
     with (pubmedqa_dir / "corpus.jsonl").open(encoding="utf-8") as handle:
         for line in handle:
-            pmid = json.loads(line)["pmid"]
-            if pmid == question["pmid"] or len(lines) < RECORDS - 1:
-                lines.append(line.rstrip("\n"))
-            if len(lines) >= RECORDS and any(question["pmid"] in x for x in lines):
+            if json.loads(line)["pmid"] == question["pmid"]:
+                gold = line.rstrip("\n")
+            elif len(others) < RECORDS - 1:
+                others.append(line.rstrip("\n"))
+            if gold is not None and len(others) >= RECORDS - 1:
                 break
+    assert gold is not None, "the PubMedQA corpus lacks the question's gold abstract"
+    lines = [gold, *others]
     subset = root / "subset.jsonl"
     subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with LlamaServer(gguf, root / "llama_server.log") as server:
-        setup = LocalSetup(root, root / "data", question["question"], server)
+        setup = LocalSetup(root, root / "data", question["question"], len(lines), server)
         added = _cli(setup, "corpus", "add", str(subset), timeout=300)
         assert added.returncode == 0, added.stderr[-3000:]
         yield setup
@@ -169,7 +174,7 @@ def test_doctor_reports_the_server_the_corpus_and_an_unreachable_source(
     assert "smollm2" in text
     assert "tokens/s" in text
     assert "local corpus OK" in text
-    assert f"{RECORDS} documents" in text
+    assert f"{local_setup.documents} documents" in text
     assert "run database" in text
     assert f"source pubmed FAIL unreachable: ConnectError for {closed}" in text
     assert "run database OK" in text
