@@ -19,6 +19,9 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
+# llama-cpp-python (dev extra) compiles from source: the default native build crashes on CPUs
+# other than the build machine's (illegal instruction); uv caches the built wheel
+export CMAKE_ARGS := -DGGML_NATIVE=OFF
 
 .PHONY: install lockcheck lock system-deps postgresql demo test lint typecheck check bench clean browser requirements serve serve-scaled image
 

@@ -27,6 +27,7 @@ from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.cache import CachedModel
 from deepcritical.llm.chat_cache import CachedChatClient
 from deepcritical.llm.errors import describe_error
+from deepcritical.llm.probe import resolve_endpoint
 from deepcritical.llm.providers import (
     ModelSpecError,
     build_chat_client,
@@ -232,7 +233,7 @@ async def _research(
     question = check_question(question, settings.max_question_chars)
     context = check_context(context)
     _log_to_stderr()
-    llm_model = model if model is not None else build_model(settings)
+    settings, llm_model = await _run_model(settings, model)
     llm_label = str(parse_model_spec(settings.llm)) if model is None else _model_label(model)
     manager_client = _manager_client(settings, llm_model, chat_client)
     embedder = embedder or shared_embedder(settings.embedding_model)
@@ -305,6 +306,17 @@ async def _research(
             persisted.end("failed", describe_error(exc)[:2000])
             raise
         persisted.end("failed", "the run ended without a report")
+
+
+async def _run_model(settings: Settings, model: Model | None) -> tuple[Settings, Model | None]:
+    """``(settings, model)`` of a run: ``model`` when given (tests, callers with their own),
+    else the one built from ``settings.llm``, with an openai-compatible endpoint's
+    structured-output strategy and context window resolved first
+    (:func:`deepcritical.llm.probe.resolve_endpoint`)."""
+    if model is not None:
+        return settings, model
+    settings = await resolve_endpoint(settings)
+    return settings, build_model(settings)
 
 
 def _full_text_reader(

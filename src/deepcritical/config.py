@@ -134,6 +134,28 @@ class Settings(BaseSettings):
     )
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     llm_retries: int = Field(default=2, ge=0)
+    structured_output: Literal["auto", "json_schema", "json_object", "tool", "prompted"] = Field(
+        default="auto",
+        description="How roles ask for structured output: 'json_schema' (OpenAI response_format, "
+        "grammar-constrained on vLLM/Ollama/llama-server), 'json_object' (llama-cpp-python's "
+        "json_object+schema form), 'tool' (a tool call), 'prompted' (schema in the prompt, "
+        "lenient parsing), or 'auto': tool calls for OpenAI/Anthropic; an openai-compatible "
+        "endpoint is probed once per process (json_schema, json_object, tool, prompted).",
+    )
+    llm_max_output_tokens: int | None = Field(
+        default=None,
+        ge=16,
+        description="Most tokens one model answer may have (roles and the Magentic manager); "
+        "unset: the server's default. Caps a small local model that rambles; a cut answer is "
+        "retried like any invalid one.",
+    )
+    llm_context_tokens: int | None = Field(
+        default=None,
+        ge=256,
+        description="Context window of the model in tokens; unset: read from the "
+        "openai-compatible server when it says (llama.cpp), else no check. Prompts are sized "
+        "to fit (evidence trimmed first); one that cannot fit is refused with a clear error.",
+    )
 
     # --- run limits (stop rules are enforced in code) ---------------------------------------
     orchestrator: Literal["iterative", "magentic"] = "iterative"

@@ -520,9 +520,12 @@ class ChatCompletionsStub:
     (answered with text by :class:`ManagerScript`). ``stream: true`` is answered as SSE.
     """
 
-    def __init__(self, manager: ManagerScript, roles: RoleScript) -> None:
+    def __init__(
+        self, manager: ManagerScript, roles: RoleScript, *, reject_json_schema: bool = False
+    ) -> None:
         self.manager = manager
         self.roles = roles
+        self.reject_json_schema = reject_json_schema
         self.requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
@@ -543,6 +546,10 @@ class ChatCompletionsStub:
                         return
                     with stub._lock:
                         stub.requests.append(body)
+                    rejected = stub.rejects(body)
+                    if rejected:
+                        self._send(500, {"error": {"message": rejected}})
+                        return
                     completion = stub.complete(body)
                     if body.get("stream"):
                         self._send_sse(completion, body)
@@ -621,12 +628,62 @@ class ChatCompletionsStub:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    def _native(
+        self, schema: Mapping[str, Any], messages: Sequence[Mapping[str, Any]], tools: list[Any]
+    ) -> tuple[dict[str, Any], int, int]:
+        """``(message, input_tokens, output_tokens)`` answering a request for JSON output
+        following ``schema``: the probe's tiny answer (not tallied), a progress ledger, the
+        screener's tool calls while it has some, or the role's answer as message content."""
+        properties = schema.get("properties", {})
+        if "letters" in properties:  # deepcritical.llm.probe
+            return {"role": "assistant", "content": '{"answer": "yes", "letters": 3}'}, 0, 0
+        prompt = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+        if "is_request_satisfied" in properties:
+            last = next(
+                (_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"),
+                "",
+            )
+            text, input_tokens, output_tokens, _hang = self.manager.reply(last)
+            return {"role": "assistant", "content": text}, input_tokens, output_tokens
+        role = self.roles.role_of(properties)
+        step = sum(m.get("role") == "assistant" for m in messages)
+        calls = self.roles.screener_step(prompt, step) if role == "screener" and tools else []
+        if calls:
+            arguments = json.dumps([a for _, a in calls])
+            input_tokens, output_tokens = self.roles.usage(role, prompt, arguments)
+            tool_calls = [
+                {
+                    "id": f"call_{len(self.requests)}_{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for i, (name, args) in enumerate(calls)
+            ]
+            message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+            return message, input_tokens, output_tokens
+        content = json.dumps(self.roles.answer(role, prompt))
+        input_tokens, output_tokens = self.roles.usage(role, prompt, content)
+        return {"role": "assistant", "content": content}, input_tokens, output_tokens
+
+    def rejects(self, body: dict[str, Any]) -> str | None:
+        """Why a server playing llama-cpp-python (``reject_json_schema``) answers HTTP 500 to
+        ``body``: OpenAI's ``json_schema`` response format; ``None``: it is answered."""
+        response_format = body.get("response_format") or {}
+        if self.reject_json_schema and response_format.get("type") == "json_schema":
+            return "Unknown response_format type: json_schema"
+        return None
+
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """The Chat Completions response to ``body``."""
         messages = body.get("messages") or []
         model = str(body.get("model") or "stub")
         tools = body.get("tools") or []
-        if tools:
+        schema = _response_schema(body.get("response_format"))
+        message: dict[str, Any]
+        if schema is not None:
+            message, input_tokens, output_tokens = self._native(schema, messages, tools)
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
+        elif tools:
             function = next(
                 (t["function"] for t in tools if t["function"]["name"] == OUTPUT_TOOL),
                 tools[0]["function"],
@@ -641,7 +698,7 @@ class ChatCompletionsStub:
                 calls = [(function["name"], self.roles.answer(role, prompt))]
             arguments = json.dumps([a for _, a in calls])
             input_tokens, output_tokens = self.roles.usage(role, prompt, arguments)
-            message: dict[str, Any] = {
+            message = {
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
@@ -676,6 +733,30 @@ class ChatCompletionsStub:
                 "total_tokens": input_tokens + output_tokens,
             },
         }
+
+
+def request_kind(body: Mapping[str, Any]) -> str:
+    """``"probe"`` (the structured-output probe, :mod:`deepcritical.llm.probe`),
+    ``"manager"`` (the Magentic manager: plain chat, or a progress ledger asked for with a
+    ``response_format``) or ``"role"`` (a pydantic-ai role: tools or a response schema)."""
+    properties = (_response_schema(body.get("response_format")) or {}).get("properties", {})
+    if "letters" in properties:
+        return "probe"
+    if "is_request_satisfied" in properties:
+        return "manager"
+    return "role" if body.get("tools") or properties else "manager"
+
+
+def _response_schema(response_format: Any) -> dict[str, Any] | None:
+    """The JSON schema of a ``response_format`` (OpenAI's ``json_schema`` form or
+    llama-cpp-python's ``json_object`` + ``schema``); ``None`` without one."""
+    if not isinstance(response_format, Mapping):
+        return None
+    if response_format.get("type") == "json_schema":
+        return dict(response_format.get("json_schema", {}).get("schema") or {})
+    if response_format.get("type") == "json_object" and "schema" in response_format:
+        return dict(response_format["schema"])
+    return None
 
 
 def _text(content: Any) -> str:

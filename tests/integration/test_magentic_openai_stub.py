@@ -27,7 +27,13 @@ from deepcritical.llm.providers import ModelSpecError
 from deepcritical.models import RunResult
 from deepcritical.report.validation import citation_problems
 from tests.conftest import HashingEmbedder, hashed_corpus
-from tests.integration.chat_stub import ChatCompletionsStub, ManagerScript, RoleScript, Tally
+from tests.integration.chat_stub import (
+    ChatCompletionsStub,
+    ManagerScript,
+    RoleScript,
+    Tally,
+    request_kind,
+)
 
 QUESTION = "Does metformin reduce cancer risk in people with diabetes?"
 
@@ -175,8 +181,8 @@ async def test_research_run_through_an_openai_compatible_server(
     assert not [n for n in meta.notes if "extractive implementation" in n], meta.notes
 
     # both kinds of client spoke HTTP to the stub: the manager (plain chat), the roles (tools)
-    manager_requests = [r for r in stub.requests if not r.get("tools")]
-    role_requests = [r for r in stub.requests if r.get("tools")]
+    manager_requests = [r for r in stub.requests if request_kind(r) == "manager"]
+    role_requests = [r for r in stub.requests if request_kind(r) == "role"]
     assert role_requests
     assert all(r["model"] == "stub" for r in stub.requests)
     if orchestrator == "magentic":
@@ -192,9 +198,11 @@ async def test_research_run_through_an_openai_compatible_server(
     else:
         assert not manager_requests
         assert_usage_matches(result, stub.roles.tally)
-    assert meta.usage.llm_total.requests == len(stub.requests)
+    # the structured-output probe (once per endpoint and process) is not a run's request
+    probes = [r for r in stub.requests if request_kind(r) == "probe"]
+    assert meta.usage.llm_total.requests == len(stub.requests) - len(probes)
     assert meta.usage.search["local"].calls >= 2
-    assert events[-1].data["usage"]["llm_total"]["requests"] == len(stub.requests)
+    assert events[-1].data["usage"]["llm_total"]["requests"] == len(stub.requests) - len(probes)
 
 
 async def test_magentic_without_a_model_is_refused_before_any_work(tmp_path: Path) -> None:
@@ -301,7 +309,8 @@ def test_cli_magentic_run_through_the_stub_prints_usage(tmp_path: Path) -> None:
             timeout=300,
             cwd=tmp_path,
         )
-        requests = len(server.requests)
+        # the structured-output probe is the process's, not the run's
+        requests = len([r for r in server.requests if request_kind(r) != "probe"])
     assert server.errors == []
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Usage" in proc.stderr

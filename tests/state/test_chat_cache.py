@@ -28,6 +28,7 @@ from tests.integration.chat_stub import (
     ManagerScript,
     RoleScript,
     ScriptedChatClient,
+    request_kind,
 )
 from tests.integration.test_magentic_openai_stub import QUESTION, RECORDS
 
@@ -211,14 +212,14 @@ async def test_a_repeated_magentic_run_replays_the_manager_from_the_cache(
         )
         assert s.persist_runs
         first = done([e async for e in research(QUESTION, s, embedder=HashingEmbedder())])
-        first_manager = [r for r in stub.requests if not r.get("tools")]
+        first_manager = [r for r in stub.requests if request_kind(r) == "manager"]
         assert first_manager
         assert stub.manager.kinds[-1] == "final"
         sent = len(stub.requests)
 
         second = done([e async for e in research(QUESTION, s, embedder=HashingEmbedder())])
         assert not stub.errors, stub.errors
-        manager_later = [r for r in stub.requests[sent:] if not r.get("tools")]
+        manager_later = [r for r in stub.requests[sent:] if request_kind(r) == "manager"]
         assert manager_later == []  # every manager call was answered by the cache
         assert len(stub.manager.kinds) == len(first_manager)
 

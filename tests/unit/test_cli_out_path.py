@@ -96,3 +96,31 @@ def test_a_report_that_cannot_be_written_after_the_run_names_the_way_back(
         assert "The run was not recorded" in err
     else:
         assert f"deepcritical runs export {RUN_ID} --out report.json" in err
+
+
+def stopped_on_error() -> AsyncIterator[ResearchEvent]:
+    async def events() -> AsyncIterator[ResearchEvent]:
+        report = ResearchReport(title="R", research_question="Q?", executive_summary="S.")
+        report.metadata.stop_reason = "error"
+        report.metadata.notes.append(
+            "Magentic workflow: stopped by an error: RuntimeError: the manager timed out"
+        )
+        yield ResearchEvent(type="done", message="done", result=RunResult(report=report))
+
+    return events()
+
+
+def test_a_run_stopped_by_an_error_writes_its_report_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run whose stop reason is ``error`` (the magentic manager failed, gathering raised)
+    keeps what it gathered but never exits 0 (issue 21)."""
+    out = tmp_path / "report.md"
+    with pytest.raises(typer.Exit) as info:
+        run_to_report(stopped_on_error, out, bad_input=())
+    assert info.value.exit_code == 1
+    assert out.is_file()
+    err = " ".join(capsys.readouterr().err.split())
+    assert "the run stopped on an error" in err
+    assert "RuntimeError: the manager timed out" in err
+    assert "(0 evidence items)" in err

@@ -130,6 +130,10 @@ class _QueryDeps:
 
 
 def _validate_queries(deps: _QueryDeps, output: QueryOutput) -> QueryOutput:
+    if not output.queries and not deps.tried:  # nothing searched yet: an empty list ends the run
+        raise ModelRetry(
+            "no query has been searched yet: propose at least one search query for the question"
+        )
     if output.queries and not fresh_queries(output.queries, deps.tried, deps.max_queries):
         raise ModelRetry(
             "every query you proposed was already tried; propose different queries "

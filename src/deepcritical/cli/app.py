@@ -18,6 +18,7 @@ import typer
 
 from deepcritical.cli.context import configure_logging, global_options
 from deepcritical.cli.corpus import corpus_app
+from deepcritical.cli.doctor import doctor
 from deepcritical.cli.jobs import cancel, follow, submit, worker
 from deepcritical.cli.research import research
 from deepcritical.cli.runs import runs_app
@@ -94,6 +95,7 @@ runs_app.command("cancel")(cancel)
 app.add_typer(runs_app, name="runs")
 app.command("worker")(worker)
 app.command("serve")(serve)
+app.command("doctor")(doctor)
 
 
 def main() -> None:

@@ -3,10 +3,12 @@ a progress line, then the report files (markdown at ``--out``, JSON next to it, 
 ``--export`` the references as RIS, BibTeX or CSL-JSON next to it too) and the summary and usage
 tables.
 
-Exit codes of a run: 0 with a report, 1 when the run failed or ended without one (or its
-report files could not be written: the message names the run id and the ``runs export``
-command), 2 for an ``--out`` that cannot be written (checked before the run) and the errors a
-command names as bad input (e.g. an unknown model provider), 130 when interrupted.
+Exit codes of a run: 0 with a report; 1 when the run failed, ended without one, stopped on an
+error (stop reason ``error``: the report of what was gathered is still written, and the error
+is named), or its report files could not be written (the message names the run id and the
+``runs export`` command); 2 for an ``--out`` that cannot be written (checked before the run)
+and the errors a command names as bad input (e.g. an unknown model provider); 130 when
+interrupted.
 """
 
 from __future__ import annotations
@@ -236,7 +238,8 @@ async def _consume(
 ) -> int:
     """Print the events of ``start()`` (the latest also on a progress line), record the run
     id and the result in ``outcome`` and return the exit code: 0 after ``done``; 1 after
-    ``error`` or when the stream ends without a result; 2 when it raises one of
+    ``error``, when the stream ends without a result, or when the result's stop reason is
+    ``error`` (the gathering or the Magentic workflow failed); 2 when it raises one of
     ``bad_input`` (printed). The run id of the ``started`` event is printed with the command
     that resumes it.
     """
@@ -261,6 +264,14 @@ async def _consume(
     if outcome.result is None:
         console.print("[red]Error:[/red] the run ended without a report")
         return 1
+    meta = outcome.result.report.metadata
+    if meta.stop_reason == "error":
+        why = "; ".join(n for n in meta.notes if "error" in n.lower()) or "see the warnings above"
+        console.print(
+            f"[red]Error:[/red] the run stopped on an error ({why}); the report written holds "
+            f"only what was gathered before it ({meta.papers_reviewed} evidence items)"
+        )
+        return 1
     return 0
 
 
@@ -284,6 +295,12 @@ def _write_outputs(result: RunResult, out: Path, exports: tuple[ExportFormat, ..
     print_usage(result, console)
 
 
+def _output_tokens(output: int, reasoning: int) -> str:
+    """The output-tokens cell: ``"812"``, or ``"812 (300 reasoning)"`` when the provider
+    reported reasoning tokens."""
+    return f"{output} ({reasoning} reasoning)" if reasoning else str(output)
+
+
 def print_usage(result: RunResult, to: Console) -> None:
     """Print the run's usage accounting to ``to``: LLM requests and input/output tokens per
     agent and in total, search calls (failed ones counted) and results per source, then the
@@ -300,11 +317,14 @@ def print_usage(result: RunResult, to: Console) -> None:
             f"LLM {role}",
             f"{used.requests}{failed}",
             str(used.input_tokens),
-            str(used.output_tokens),
+            _output_tokens(used.output_tokens, used.reasoning_tokens),
         )
     total = usage.llm_total
     table.add_row(
-        "LLM total", str(total.requests), str(total.input_tokens), str(total.output_tokens)
+        "LLM total",
+        str(total.requests),
+        str(total.input_tokens),
+        _output_tokens(total.output_tokens, total.reasoning_tokens),
     )
     for source, calls in usage.search.items():
         failed = f" ({calls.failed_calls} failed)" if calls.failed_calls else ""

@@ -10,6 +10,7 @@ from typing import Any, TypeVar, overload
 from pydantic_ai.models import Model
 
 from deepcritical.llm.runner import StructuredAgent
+from deepcritical.llm.structured import OutputStrategy
 from deepcritical.llm.usage import UsageTracker
 
 __all__ = ["LLMConfig"]
@@ -30,12 +31,19 @@ class LLMConfig:
         retries: invalid outputs sent back to the model before :class:`AgentOutputError`.
         timeout_seconds: wall-clock limit of one agent call, retries included.
         usage: tracker shared by the agents of one :class:`AgentSet`.
+        output: how structured output is asked for (:mod:`deepcritical.llm.structured`;
+            ``auto`` already resolved).
+        context_tokens: the model's context window in tokens (``None``: unknown, no check).
+        max_output_tokens: most tokens of one answer (``None``: the provider's default).
     """
 
     model: Model
     retries: int = 2
     timeout_seconds: float | None = 120.0
     usage: UsageTracker = field(default_factory=UsageTracker)
+    output: OutputStrategy = "tool"
+    context_tokens: int | None = None
+    max_output_tokens: int | None = None
 
     @overload
     def structured(
@@ -88,4 +96,7 @@ class LLMConfig:
             timeout_seconds=self.timeout_seconds,
             usage=self.usage,
             validator=validator,
+            output=self.output,
+            context_tokens=self.context_tokens,
+            max_output_tokens=self.max_output_tokens,
         )

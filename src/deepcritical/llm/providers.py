@@ -95,7 +95,10 @@ def build_model(settings: Settings) -> Model | None:
     The provider SDK's client (``AsyncOpenAI`` / ``AsyncAnthropic``, built by pydantic-ai's
     provider, which keeps managing its HTTP client) retries a failed request (connection
     error, HTTP 408/409/429/5xx) ``settings.llm_retries`` times, not the SDK's default 2:
-    ``DEEPCRITICAL_LLM_RETRIES=0`` sends each request once.
+    ``DEEPCRITICAL_LLM_RETRIES=0`` sends each request once. An openai-compatible server
+    gets a :class:`~deepcritical.llm.structured.ConstrainedChatModel`: native structured output
+    requires every property, and with ``settings.structured_output == "json_object"`` it is
+    sent in llama-cpp-python's ``json_object`` + ``schema`` form.
 
     Raises:
         ModelSpecError: bad spec, or no API key for OpenAI/Anthropic.
@@ -135,7 +138,21 @@ def build_model(settings: Settings) -> Model | None:
             api_key=key.get_secret_value() if key is not None else "not-needed",
         )
     provider.client.max_retries = settings.llm_retries
-    return OpenAIChatModel(spec.model, provider=provider)
+    if spec.provider == "openai":
+        return OpenAIChatModel(spec.model, provider=provider)
+    from pydantic_ai.profiles.openai import OpenAIModelProfile
+
+    from deepcritical.llm.structured import ConstrainedChatModel
+
+    # `max_tokens`, which every compatible server reads; `max_completion_tokens` (OpenAI's
+    # newer name, pydantic-ai's default) is ignored by llama-cpp-python: no answer cap at all
+    model = ConstrainedChatModel(
+        spec.model,
+        provider=provider,
+        profile=OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False),
+    )
+    model.json_object_form = settings.structured_output == "json_object"
+    return model
 
 
 def build_chat_client(settings: Settings) -> SupportsChatGetResponse[Any]:

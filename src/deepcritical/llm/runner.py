@@ -19,10 +19,13 @@ from pydantic_ai.exceptions import (
     UsageLimitExceeded,
 )
 from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import RunUsage
 
+from deepcritical.llm.context import ContextWindowError, fit_prompt
 from deepcritical.llm.errors import AgentModelError, AgentOutputError, describe_error
+from deepcritical.llm.structured import OutputStrategy, TolerantTextModel, output_spec
 from deepcritical.llm.usage import UsageTracker
 
 __all__ = ["TODAY_LINE", "ModelRetry", "StructuredAgent"]
@@ -55,6 +58,13 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             (the message is shown to the model).
         today: the current date, put at the top of every call's instructions ("Today's date
             is 2026-11-22.") so that every role can reason about recency (injectable for tests).
+        output: how the structured output is asked for (:mod:`deepcritical.llm.structured`);
+            the model's text is read tolerantly (reasoning blocks removed, JSON repaired)
+            whatever the strategy.
+        context_tokens: the model's context window in tokens; a longer prompt loses its last
+            fenced evidence blocks, or is refused (:mod:`deepcritical.llm.context`).
+        max_output_tokens: most tokens of one answer (``max_tokens``; ``None``: the
+            provider's default).
     """
 
     def __init__(
@@ -69,25 +79,42 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         usage: UsageTracker | None = None,
         validator: Callable[[DepsT, OutputT], OutputT] | None = None,
         today: Callable[[], date] = date.today,
+        output: OutputStrategy = "tool",
+        context_tokens: int | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.role = role
         self.today = today
         self.model = model
         self.timeout_seconds = timeout_seconds
         self.usage = usage
-        self._agent: Agent[DepsT, OutputT] = Agent(
-            model,
-            output_type=output_type,
-            deps_type=deps_type,
-            retries=max(1, retries),
-            name=role,
-        )
-        if validator is not None:
-            check = validator
+        self.output = output
+        self.context_tokens = context_tokens
+        settings = ModelSettings(max_tokens=max_output_tokens) if max_output_tokens else None
 
-            @self._agent.output_validator
-            def _validate(ctx: RunContext[DepsT], output: OutputT) -> OutputT:
-                return check(ctx.deps, output)
+        def build(strategy: OutputStrategy) -> Agent[DepsT, OutputT]:
+            agent: Agent[DepsT, OutputT] = Agent(
+                TolerantTextModel(model),
+                output_type=output_spec(output_type, strategy),
+                deps_type=deps_type,
+                retries=max(1, retries),
+                name=role,
+                model_settings=settings,
+            )
+            if validator is not None:
+                check = validator
+
+                @agent.output_validator
+                def _validate(ctx: RunContext[DepsT], output: OutputT) -> OutputT:
+                    return check(ctx.deps, output)
+
+            return agent
+
+        self._agent = build(output)
+        # A grammar-constrained answer can only be the JSON output, never a tool call: calls
+        # that give the model tools (the screener's source tools) ask for a tool-call output.
+        constrained = output in ("json_schema", "json_object")
+        self._tools_agent = build("tool") if constrained else self._agent
 
     async def run(
         self,
@@ -105,16 +132,26 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             deps: context for the validator.
             toolsets: tools the model may call during this call (e.g. the source tools of
                 one run, :func:`deepcritical.agents.source_tools.source_toolset`); their
-                calls and the answers count in the same usage and timeout.
+                calls and the answers count in the same usage and timeout. Under a
+                grammar-constrained strategy (``json_schema``, ``json_object``) such a call
+                asks for its output as a tool call too (a grammar would forbid tool calls).
 
         Raises:
             AgentOutputError: the output stayed invalid after all retries.
-            AgentModelError: provider error, timeout, cancellation by pydantic-ai or usage limit.
+            AgentModelError: provider error, timeout, cancellation by pydantic-ai, usage limit,
+                or a prompt too long for ``context_tokens`` even with its evidence trimmed.
         """
         usage = RunUsage()
+        dated = TODAY_LINE.format(date=self.today().isoformat()) + f"\n\n{instructions}"
         try:
-            dated = TODAY_LINE.format(date=self.today().isoformat()) + f"\n\n{instructions}"
-            result = await self._agent.run(
+            prompt, dropped = fit_prompt(dated, prompt, self.context_tokens)
+        except ContextWindowError as exc:
+            raise AgentModelError(self.role, str(exc)) from exc
+        if dropped:
+            log.info("prompt trimmed to the context window", role=self.role, sources=dropped)
+        try:
+            agent = self._tools_agent if toolsets else self._agent
+            result = await agent.run(
                 prompt,
                 instructions=dated,
                 deps=deps,

@@ -12,7 +12,14 @@ from dataclasses import asdict, dataclass
 
 from pydantic_ai.usage import RunUsage
 
-__all__ = ["RoleUsage", "UsageTracker"]
+__all__ = ["RoleUsage", "UsageTracker", "reasoning_tokens"]
+
+
+def reasoning_tokens(usage: RunUsage) -> int:
+    """Reasoning tokens of ``usage``: pydantic-ai's ``output_reasoning_tokens``, else the
+    ``reasoning_tokens`` detail (OpenAI ``completion_tokens_details.reasoning_tokens``)."""
+    counted = int(getattr(usage, "output_reasoning_tokens", 0) or 0)
+    return counted or int(usage.details.get("reasoning_tokens", 0))
 
 
 @dataclass
@@ -24,7 +31,9 @@ class RoleUsage:
         failures: runs that ended in an error.
         requests: model requests made (retries included).
         input_tokens: prompt tokens, as reported by the provider.
-        output_tokens: completion tokens, as reported by the provider.
+        output_tokens: completion tokens, as reported by the provider (reasoning included).
+        reasoning_tokens: the part of ``output_tokens`` spent reasoning (OpenAI's
+            ``completion_tokens_details.reasoning_tokens``; 0 when the provider does not say).
     """
 
     runs: int = 0
@@ -32,6 +41,7 @@ class RoleUsage:
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -45,6 +55,7 @@ class RoleUsage:
         self.requests += other.requests
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.reasoning_tokens += other.reasoning_tokens
 
 
 class UsageTracker:
@@ -63,6 +74,7 @@ class UsageTracker:
             entry.requests += usage.requests
             entry.input_tokens += usage.input_tokens
             entry.output_tokens += usage.output_tokens
+            entry.reasoning_tokens += reasoning_tokens(usage)
 
     def by_role(self) -> dict[str, RoleUsage]:
         """Role -> a copy of its usage, in order of first use."""
@@ -77,7 +89,8 @@ class UsageTracker:
         return out
 
     def as_dict(self) -> dict[str, dict[str, int]]:
-        """JSON-ready ``{role: {runs, failures, requests, input_tokens, output_tokens}}``, plus
+        """JSON-ready ``{role: {runs, failures, requests, input_tokens, output_tokens,
+        reasoning_tokens}}``, plus
         a ``"total"`` entry."""
         roles = self.by_role()
         data = {role: asdict(u) for role, u in roles.items()}

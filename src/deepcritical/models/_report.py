@@ -136,6 +136,9 @@ class LLMUsage(BaseModel):
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = Field(
+        default=0, description="Part of output_tokens spent reasoning (0: not reported)."
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property

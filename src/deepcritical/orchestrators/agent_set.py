@@ -26,6 +26,7 @@ from deepcritical.agents.screener import LLMSourceScreener
 from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.structured import OutputStrategy
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.writing.extractive import ExtractiveReportWriter
 from deepcritical.writing.llm_writer import LLMReportWriter
@@ -93,6 +94,9 @@ def build_llm_agents(
         retries=settings.llm_retries,
         timeout_seconds=settings.llm_timeout_seconds,
         usage=usage or UsageTracker(),
+        output=_output_strategy(settings),
+        context_tokens=settings.llm_context_tokens,
+        max_output_tokens=settings.llm_max_output_tokens,
     )
     return AgentSet(
         planner=LLMPlanner(
@@ -119,6 +123,13 @@ def build_agents(settings: Settings, model: Model | None, embedder: Embedder) ->
     if model is None:
         return build_extractive_agents(settings, embedder)
     return build_llm_agents(settings, model, embedder=embedder)
+
+
+def _output_strategy(settings: Settings) -> OutputStrategy:
+    """The structured-output strategy of the run's roles: ``settings.structured_output``, or
+    tool calls while it is still ``auto`` (not probed: OpenAI, Anthropic, injected models)."""
+    chosen = settings.structured_output
+    return "tool" if chosen == "auto" else chosen
 
 
 def _min_total_evidence(settings: Settings) -> int:

@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from agent_framework import (
@@ -214,10 +214,56 @@ def parse_progress_ledger(text: str, names: Sequence[str]) -> MagenticProgressLe
     )
 
 
+def progress_ledger_schema(names: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of a progress ledger over participants ``names``: three boolean
+    items, the next speaker as one of ``names`` (an enum a grammar can enforce) and the
+    instruction, each ``{"reason": str, "answer": ...}``."""
+
+    def item(answer: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"reason": {"type": "string"}, "answer": answer},
+            "required": ["reason", "answer"],
+        }
+
+    properties = {
+        "is_request_satisfied": item({"type": "boolean"}),
+        "is_in_loop": item({"type": "boolean"}),
+        "is_progress_being_made": item({"type": "boolean"}),
+        "next_speaker": item({"type": "string", "enum": list(names)}),
+        "instruction_or_question": item({"type": "string"}),
+    }
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def progress_ledger_format(strategy: str, names: Sequence[str]) -> dict[str, Any] | None:
+    """The Chat Completions ``response_format`` of a progress-ledger call under the run's
+    structured-output strategy (:mod:`deepcritical.llm.structured`): OpenAI's ``json_schema``
+    form, llama-cpp-python's ``json_object`` + ``schema`` form, or ``None`` (tool, prompted,
+    auto: the prompt alone asks for the JSON, read leniently)."""
+    schema = progress_ledger_schema(names)
+    if strategy == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "progress_ledger", "schema": schema, "strict": False},
+        }
+    if strategy == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return None
+
+
 class ResearchManager(StandardMagenticManager):
     """The standard Magentic manager (its prompts, facts, plan, replan and final answer),
     with a lenient progress-ledger parser that coerces string booleans and matches
-    loosely written participant names."""
+    loosely written participant names.
+
+    ``structured_output`` (the run's resolved strategy) makes each progress-ledger call ask
+    for the ledger's JSON schema through the chat client's ``response_format`` option
+    (:func:`progress_ledger_format`), so a grammar-constrained server cannot answer with an
+    unparsable ledger or an unknown speaker.
+    """
+
+    structured_output: str = "tool"
 
     async def create_progress_ledger(
         self, magentic_context: MagenticContext
@@ -240,9 +286,15 @@ class ResearchManager(StandardMagenticManager):
             task=magentic_context.task, team=team, names=", ".join(names)
         )
         request = Message(role="user", contents=[prompt])
+        response_format = progress_ledger_format(self.structured_output, names)
         last_error: Exception | None = None
         for attempt in range(1, max(1, self.progress_ledger_retry_count) + 1):
-            raw = await self._complete([*magentic_context.chat_history, request])
+            messages = [*magentic_context.chat_history, request]
+            raw = (
+                await self._complete_as(messages, response_format)
+                if response_format is not None
+                else await self._complete(messages)
+            )
             try:
                 return parse_progress_ledger(raw.text, names)
             except ValueError as exc:
@@ -252,6 +304,25 @@ class ResearchManager(StandardMagenticManager):
             f"progress ledger unusable after {self.progress_ledger_retry_count} attempt(s): "
             f"{last_error}"
         )
+
+    async def _complete_as(
+        self, messages: list[Message], response_format: dict[str, Any]
+    ) -> Message:
+        """Like the standard ``_complete`` (a fresh session per call), with the chat client's
+        ``response_format`` option set.
+
+        Raises:
+            RuntimeError: the agent returned no message.
+        """
+        agent = cast(Agent, self._agent)
+        response = await agent.run(
+            messages,
+            session=agent.create_session(),
+            options={"response_format": response_format},
+        )
+        if not response.messages:
+            raise RuntimeError("the manager's model returned no message")
+        return response.messages[-1]
 
 
 class ManagerUsage(AgentMiddleware):
@@ -280,6 +351,9 @@ class ManagerUsage(AgentMiddleware):
                     requests=1,
                     input_tokens=int(details.get("input_token_count") or 0),
                     output_tokens=int(details.get("output_token_count") or 0),
+                    details={
+                        "reasoning_tokens": int(details.get("reasoning_output_token_count") or 0)
+                    },
                 ),
                 failed=failed,
             )
@@ -433,6 +507,11 @@ class MagenticOrchestrator:
             name="ResearchManager",
             description="Coordinates the DeepCritical research team.",
             middleware=[ManagerUsage(usage, run.accounting)],
+            default_options=(
+                {"max_tokens": self.settings.llm_max_output_tokens}
+                if self.settings.llm_max_output_tokens
+                else None
+            ),
         )
         manager = ResearchManager(
             manager_agent,
@@ -441,6 +520,7 @@ class MagenticOrchestrator:
             max_round_count=self.max_round_count,
             progress_ledger_retry_count=2,
         )
+        manager.structured_output = self.settings.structured_output
         members: list[SupportsAgentRun] = list(participants)
         return MagenticBuilder(participants=members, manager=manager, name="DeepCritical").build()
 

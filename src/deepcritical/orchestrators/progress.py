@@ -200,6 +200,7 @@ class RunAccounting:
                     target.requests += used.requests
                     target.input_tokens += used.input_tokens
                     target.output_tokens += used.output_tokens
+                    target.reasoning_tokens += used.reasoning_tokens
         return UsageReport(
             llm=llm,
             llm_total=total,

