@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from deepcritical.models import CITATION_MARKER, SOURCE_LABELS, RunResult, Screening, marker_ids
+from deepcritical.report.appraisal import STUDY_TABLE_HEADING
 from deepcritical.report.validation import citation_problems
 from tests.unit.test_environment import SHAPING
 
@@ -379,7 +380,10 @@ def test_extractive_quotes_are_verbatim_from_the_cited_evidence(
     result = load_result(research)
     report = result.report
     content = {e.id: squash(e.content) for e in result.evidence}
-    texts = [report.executive_summary, *[s.content for s in report.findings], report.conclusion]
+    # the "Study characteristics" table is built from the study records (report.appraisal),
+    # each value proven verbatim there; the writer's quoted sentences are checked here
+    written = [s.content for s in report.findings if s.heading != STUDY_TABLE_HEADING]
+    texts = [report.executive_summary, *written, report.conclusion]
     checked = 0
     for text in texts:
         for sentence, ids in quotes(text):

@@ -20,10 +20,11 @@ from xml.sax.saxutils import escape
 import httpx
 import pytest
 
+from deepcritical.config import Settings
 from deepcritical.corpus import lexical
+from deepcritical.corpus.embedding import corpus_embedder
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.readers import read_jsonl
-from deepcritical.evidence.embeddings import Embedder
 from deepcritical.formats.pubmed_xml import PubmedArticle
 from scripts.postgres_local import free_port
 
@@ -83,7 +84,7 @@ def committed_items(db: Path) -> int:
 
 
 def test_an_import_killed_with_sigkill_resumes_to_the_exact_count(
-    pubmedqa_dir: Path, tmp_path: Path, minilm_embedder: Embedder
+    pubmedqa_dir: Path, tmp_path: Path
 ) -> None:
     source = tmp_path / "pubmedqa_600.xml"
     rows = pubmedqa_as_xml(pubmedqa_dir / "corpus.jsonl", source, 600)
@@ -111,7 +112,7 @@ def test_an_import_killed_with_sigkill_resumes_to_the_exact_count(
     assert f"resumed after {killed_at:,} items" in output
     assert f"{len(rows) - killed_at} records read, {len(rows) - killed_at} added" in output
 
-    with LocalCorpus.open(data / "corpus", minilm_embedder) as local:
+    with LocalCorpus.open(data / "corpus", corpus_embedder(Settings(), data / "corpus")) as local:
         assert local.count() == len(rows)
         assert local._dense_index().count() == len(rows)
         text = rows[-1].abstract_sections[0].text
@@ -167,7 +168,7 @@ def chroma_server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_a_corpus_on_a_chroma_server_is_imported_by_one_process_and_searched_by_another(
-    chroma_server: str, tmp_path: Path, minilm_embedder: Embedder
+    chroma_server: str, tmp_path: Path
 ) -> None:
     token = "s3cret-corpus-token"
     url = chroma_server.replace("http://", f"http://:{token}@")
@@ -187,7 +188,8 @@ def test_a_corpus_on_a_chroma_server_is_imported_by_one_process_and_searched_by_
     assert token not in added.stdout + added.stderr
     assert not (data / "corpus" / "chroma").exists()  # the vectors are on the server
 
-    with LocalCorpus.open(data / "corpus", minilm_embedder, server_url=chroma_server) as local:
+    embedder = corpus_embedder(Settings(), data / "corpus")  # the backend it was imported with
+    with LocalCorpus.open(data / "corpus", embedder, server_url=chroma_server) as local:
         assert local.count() == 3
         assert local._dense_index().count() == 3
         hits = local.search("zinc lozenges for the common cold", 3)

@@ -210,12 +210,16 @@ async def test_two_concurrent_resumes_of_an_interrupted_run_one_refused(
             )
         except RunInProgressError as exc:
             return f"refused: {exc}"
+        except RunNotResumableError as exc:  # the other one had already finished it
+            return f"refused: {exc}"
         return got[-1].type
 
     outcomes = sorted(await asyncio.gather(one("a"), one("b")))
     assert outcomes[0] == "done", outcomes
     assert outcomes[1].startswith("refused: run ")
-    assert "still running" in outcomes[1]
+    # refused while the other resume holds the run, or (on a loaded machine, where the first
+    # resume may finish before the second reads the run) because it is finished: never both
+    assert "still running" in outcomes[1] or "already finished" in outcomes[1], outcomes
     record = runs.get_run(run_id)
     assert record is not None
     assert record.attempts == 2

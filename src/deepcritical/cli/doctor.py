@@ -105,23 +105,27 @@ async def _source_checks(settings: Settings) -> list[Check]:
 
 
 def _corpus_check(settings: Settings) -> Check:
+    from deepcritical.corpus.embedding import corpus_embedder
+    from deepcritical.corpus.errors import CorpusError
     from deepcritical.corpus.index import LocalCorpus
-    from deepcritical.evidence.embeddings import EmbeddingModelError, shared_embedder
+    from deepcritical.evidence.embeddings import EmbeddingModelError, embedder_name
 
     directory = settings.resolved_corpus_dir
     if not LocalCorpus.exists(directory):
         status: Status = "FAIL" if "local" in settings.sources else "SKIP"
         return Check("local corpus", status, f"no corpus in {directory}")
     try:
-        embedder = shared_embedder(settings.embedding_model)
+        embedder = corpus_embedder(settings, directory)
         embedder.embed(["doctor"])
-        count = LocalCorpus(directory, embedder).count()
-    except (EmbeddingModelError, OSError) as exc:
+        url = settings.corpus_url.get_secret_value() if settings.corpus_url else None
+        with LocalCorpus(directory, embedder, server_url=url) as corpus:
+            count = corpus.count()
+    except (EmbeddingModelError, CorpusError, OSError) as exc:
         return Check("local corpus", "FAIL", f"{directory}: {exc}")
     return Check(
         "local corpus",
         "OK",
-        f"{directory}: {count} documents; embedding model {settings.embedding_model}",
+        f"{directory}: {count} documents; embedding model {embedder_name(embedder)}",
     )
 
 
