@@ -215,7 +215,8 @@ class Settings(BaseSettings):
         default="auto",
         description="How the local corpus embeds its records and queries: 'torch' (fp32 "
         "sentence-transformers), 'onnx-int8' (the same model exported to ONNX and quantised "
-        "to int8, about 3x faster on a CPU; exported once into ~/.cache/deepcritical/onnx, "
+        "to int8, reading each record's first 128 word pieces; about 6x faster on a CPU; "
+        "exported once into ~/.cache/deepcritical/onnx, "
         "falls back to torch with a warning when it cannot be), or 'auto': what an existing "
         "corpus was built with, else 'onnx-int8'. Runs' screening and evidence store always "
         "use torch (their thresholds are calibrated on its vectors).",
