@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.offline import use_offline_environment
-from benchmarks.pubmedqa_runs import DEFAULT_DATA, load_questions
+from benchmarks.pubmedqa_data import DEFAULT_DATA
+from benchmarks.pubmedqa_runs import load_questions
 
 LABELS = Path(__file__).with_name("appraisal_labels.json")
 

@@ -50,13 +50,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from benchmarks.offline import use_offline_environment
-from deepcritical.corpus.documents import count_documents
-from deepcritical.corpus.index import DB_NAME, LocalCorpus
+from benchmarks.pubmedqa_data import DEFAULT_DATA, pubmedqa_files
+from deepcritical.corpus.documents import DB_NAME, count_documents
+from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.readers import read_jsonl
 from deepcritical.corpus.text import index_text
 from deepcritical.formats.pubmed_xml import AbstractSection, PubmedArticle
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
 DEFAULT_SIZES = "10000,100000,1000000"
 SYNTHETIC_PMID_BASE = 100_000_000
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"  # recorded in the corpus
@@ -297,11 +297,10 @@ def main(argv: list[str] | None = None) -> int:
         "--vectors", type=Path, default=None, help="cache of the source vectors (.npy)"
     )
     args = parser.parse_args(argv)
-    corpus_file = args.data / "corpus.jsonl"
-    questions_file = args.data / "dev_questions.jsonl"
-    if not corpus_file.is_file() or not questions_file.is_file():
-        print(f"skipped: PubMedQA data not found in {args.data}")
+    files = pubmedqa_files(args.data)
+    if files is None:
         return 0
+    corpus_file, questions_file = files
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     rows = [json.loads(line) for line in questions_file.read_text(encoding="utf-8").splitlines()]
     questions = [(str(r["question"]), str(r["pmid"])) for r in rows if r][: args.questions]

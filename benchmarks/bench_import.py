@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.offline import use_offline_environment
-from benchmarks.retrieval import CUTOFFS, DEFAULT_DATA, MODES, evaluate, load_questions
+from benchmarks.pubmedqa_data import DEFAULT_DATA, pubmedqa_files
+from benchmarks.retrieval import CUTOFFS, MODES, evaluate, load_questions
 from deepcritical.config import EmbeddingBackend
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.readers import read_corpus_file
@@ -132,11 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=None, help="use the first N only")
     parser.add_argument("--backends", default="torch,onnx-int8", help="comma-separated")
     args = parser.parse_args(argv)
-    corpus_file = args.data / "corpus.jsonl"
-    questions_file = args.data / "dev_questions.jsonl"
-    if not corpus_file.is_file() or not questions_file.is_file():
-        print(f"skipped: PubMedQA data not found in {args.data}")
+    files = pubmedqa_files(args.data)
+    if files is None:
         return 0
+    corpus_file, questions_file = files
     questions = load_questions(questions_file, args.questions)
     backends: list[EmbeddingBackend] = []
     for name in args.backends.split(","):

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.offline import use_offline_environment
-from benchmarks.pubmedqa_runs import DEFAULT_DATA, load_questions
+from benchmarks.pubmedqa_data import DEFAULT_DATA, pubmedqa_files
+from benchmarks.pubmedqa_runs import load_questions
 
 FINAL = {"completed", "max_iterations", "failed", "cancelled", "time_budget"}
 LATENCY_TARGET = 0.10
@@ -192,11 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=int, default=5, help="latency questions (default 5)")
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.workers.split(",") if c.strip()]
-    corpus_file = args.data / "corpus.jsonl"
-    questions_file = args.data / "dev_questions.jsonl"
-    if not corpus_file.is_file() or not questions_file.is_file():
-        print(f"skipped: PubMedQA data not found in {args.data}")
+    files = pubmedqa_files(args.data)
+    if files is None:
         return 0
+    corpus_file, questions_file = files
     from scripts.postgres_local import postgres_bin, postgres_server
 
     if postgres_bin() is None:

@@ -93,8 +93,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.offline import use_offline_environment
+from benchmarks.pubmedqa_data import DEFAULT_DATA, pubmedqa_files
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
 FENCED_BLOCK = re.compile(
     r'<source id="(E\d+)" nonce="([0-9a-f]+)">\n(.*?)\n</source \2>', re.DOTALL
 )
@@ -899,11 +899,10 @@ def main(argv: list[str] | None = None) -> int:
         " temporary directory); a corpus already imported adds nothing",
     )
     args = parser.parse_args(argv)
-    corpus_file = args.data / "corpus.jsonl"
-    questions_file = args.data / "dev_questions.jsonl"
-    if not corpus_file.is_file() or not questions_file.is_file():
-        print(f"skipped: PubMedQA data not found in {args.data}")
+    files = pubmedqa_files(args.data)
+    if files is None:
         return 0
+    corpus_file, questions_file = files
     if args.calibrate:
         calibrate(args.data)
         return 0

@@ -32,6 +32,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
+from benchmarks.pubmedqa_data import DEFAULT_DATA
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.evidence.embeddings import DEFAULT_MODEL, Embedder, shared_embedder
 from deepcritical.evidence.screening import RelevanceCalibration, screening_features
@@ -39,7 +40,6 @@ from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Screening
 from deepcritical.sources.local import hits_to_evidence
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
 CALIBRATION = (
     Path(__file__).resolve().parents[1]
     / "src"

@@ -26,12 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.pubmedqa_data import DEFAULT_DATA
 from deepcritical.corpus.readers import read_jsonl
 from deepcritical.evidence.stance import StanceReading, read_stance
 from deepcritical.formats.pubmed_xml import PubmedArticle, article_to_evidence
 from deepcritical.models import SourceName, Stance
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
 EXPECTED = {"yes": Stance.SUPPORTS, "no": Stance.CONTRADICTS, "maybe": Stance.NEUTRAL}
 
 

@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.offline import use_offline_environment
-
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
+from benchmarks.pubmedqa_data import DEFAULT_DATA, pubmedqa_files
 
 
 @dataclass
@@ -138,11 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="PubMedQA directory")
     parser.add_argument("--n", type=int, default=20, help="first N dev questions (default 20)")
     args = parser.parse_args(argv)
-    corpus_file = args.data / "corpus.jsonl"
-    questions_file = args.data / "dev_questions.jsonl"
-    if not corpus_file.is_file() or not questions_file.is_file():
-        print(f"skipped: PubMedQA data not found in {args.data}")
+    files = pubmedqa_files(args.data)
+    if files is None:
         return 0
+    corpus_file, questions_file = files
 
     import logging
 

@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 from benchmarks.offline import use_offline_environment
+from benchmarks.pubmedqa_data import DEFAULT_DATA, pubmedqa_files
 from deepcritical.corpus.index import LocalCorpus, SearchMode
 from deepcritical.evidence.embeddings import shared_embedder
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
 CUTOFFS = (1, 5, 10)
 MODES: tuple[SearchMode, ...] = ("bm25", "dense", "hybrid")
 
@@ -72,11 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="PubMedQA directory")
     parser.add_argument("--questions", type=int, default=None, help="use the first N only")
     args = parser.parse_args(argv)
-    corpus_file = args.data / "corpus.jsonl"
-    questions_file = args.data / "dev_questions.jsonl"
-    if not corpus_file.is_file() or not questions_file.is_file():
-        print(f"skipped: PubMedQA data not found in {args.data}")
+    files = pubmedqa_files(args.data)
+    if files is None:
         return 0
+    corpus_file, questions_file = files
     questions = load_questions(questions_file, args.questions)
 
     embedder = shared_embedder()

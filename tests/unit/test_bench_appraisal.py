@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bench_appraisal import LABELS, extraction_figures
-from benchmarks.pubmedqa_runs import DEFAULT_DATA
+from benchmarks.pubmedqa_data import DEFAULT_DATA
 
 
 def test_labels_are_at_least_60_abstracts_with_values_as_written() -> None:

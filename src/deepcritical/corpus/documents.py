@@ -116,9 +116,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def count_documents(db_path: Path) -> int | None:
-    """Documents in the database at ``db_path``, opened read-only; ``None`` when there is no
-    such file or it holds no corpus table (so a wrong directory is never written to)."""
+DB_NAME = "corpus.sqlite3"
+"""The corpus database's file name inside the corpus directory."""
+
+
+def read_only_row(db_path: Path, sql: str) -> tuple[Any, ...] | None:
+    """The first row of ``sql`` on the database at ``db_path`` opened read-only (so a wrong
+    directory is never written to); ``None`` when there is no such file, it is not a
+    database, the query fails (no such table) or it returns no row."""
     if not db_path.is_file():
         return None
     try:
@@ -126,12 +131,19 @@ def count_documents(db_path: Path) -> int | None:
     except sqlite3.Error:
         return None
     try:
-        row = conn.execute("SELECT COUNT(*) FROM documents").fetchone()
+        row = conn.execute(sql).fetchone()
     except sqlite3.Error:
         return None
     finally:
         conn.close()
-    return int(row[0])
+    return None if row is None else tuple(row)
+
+
+def count_documents(db_path: Path) -> int | None:
+    """Documents in the database at ``db_path``, opened read-only; ``None`` when there is no
+    such file or it holds no corpus table."""
+    row = read_only_row(db_path, "SELECT COUNT(*) FROM documents")
+    return None if row is None else int(row[0])
 
 
 class DocumentStore:

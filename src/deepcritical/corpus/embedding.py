@@ -11,33 +11,21 @@ LocalCorpus` (:class:`~deepcritical.corpus.errors.CorpusMismatchError`), never m
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from deepcritical.config import EmbeddingBackend, Settings
+from deepcritical.corpus.documents import DB_NAME, read_only_row
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.onnx_embeddings import backend_embedder, onnx_int8_name
 
-DB_NAME = "corpus.sqlite3"
+_STORED_MODEL = "SELECT value FROM meta WHERE key = 'embedding_model'"
 
 
 def stored_embedding_model(directory: Path) -> str | None:
     """The ``embedding_model`` recorded by the corpus in ``directory`` (opened read-only);
     ``None`` when there is no corpus or it has embedded nothing yet, ``""`` when its
     embedder had no name."""
-    db_path = Path(directory) / DB_NAME
-    if not db_path.is_file():
-        return None
-    try:
-        conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return None
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
+    row = read_only_row(Path(directory) / DB_NAME, _STORED_MODEL)
     return None if row is None else str(row[0])
 
 

@@ -56,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from deepcritical.config import MAX_RECORD_CHARS
 from deepcritical.corpus.dense import COLLECTION, DenseIndex
 from deepcritical.corpus.documents import (
+    DB_NAME,
     DocumentStore,
     ImportedFile,
     Upsert,
@@ -98,7 +99,6 @@ __all__ = [
     "SearchMode",
 ]
 
-DB_NAME = "corpus.sqlite3"
 SearchMode = Literal["hybrid", "bm25", "dense"]
 
 BATCH = 256
