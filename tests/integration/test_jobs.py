@@ -54,6 +54,9 @@ QUESTIONS = [
     "Does aspirin prevent colorectal cancer?",
     "Does vitamin D supplementation reduce fractures?",
 ]
+CANCEL_QUESTION = "Does metformin lower the incidence of cancer in type 2 diabetes?"
+"""Asked by no other test: its searches are never in the cluster's call cache, so they wait
+for the slow stub (a cached answer would let the run finish before it is cancelled)."""
 FINAL = {"completed", "max_iterations", "failed", "cancelled", "time_budget"}
 T = TypeVar("T")
 
@@ -214,7 +217,7 @@ def test_cancel_stops_a_running_job_within_five_seconds(cluster: Cluster, tmp_pa
     cluster.stub.latency_seconds = 5.0
     try:
         submitted = run_cli(
-            "--data-dir", cluster.data_dir, "runs", "submit", QUESTIONS[1], "--llm", "none",
+            "--data-dir", cluster.data_dir, "runs", "submit", CANCEL_QUESTION, "--llm", "none",
             "--sources", ",".join(SOURCES), "--max-rounds", "2",
             cwd=tmp_path, launcher=("env", f"DEEPCRITICAL_DATABASE_URL={cluster.url}",
                                     "DEEPCRITICAL_SOURCE_BASE_URLS=" + json.dumps(
