@@ -330,6 +330,12 @@ class Settings(BaseSettings):
         """The local corpus directory (``corpus_dir`` or ``<data_dir>/corpus``)."""
         return self.corpus_dir if self.corpus_dir is not None else self.data_dir / "corpus"
 
+    @property
+    def corpus_server_url(self) -> str | None:
+        """``corpus_url`` in clear (it may hold a token), for the corpus's Chroma client only;
+        ``None`` when the vectors are embedded in the corpus directory."""
+        return self.corpus_url.get_secret_value() if self.corpus_url else None
+
     def public_dict(self) -> dict[str, Any]:
         """Settings safe to store or show: every secret field is dropped, credentials are
         removed from the model spec and every URL (:func:`redact_model_spec`,

@@ -175,5 +175,5 @@ def _open_corpus(settings: Settings) -> LocalCorpus:
     from deepcritical.corpus.embedding import corpus_embedder
     from deepcritical.corpus.index import LocalCorpus
 
-    url = settings.corpus_url.get_secret_value() if settings.corpus_url else None
-    return LocalCorpus(settings.resolved_corpus_dir, corpus_embedder(settings), server_url=url)
+    directory, url = settings.resolved_corpus_dir, settings.corpus_server_url
+    return LocalCorpus(directory, corpus_embedder(settings), server_url=url)

@@ -117,8 +117,7 @@ def _corpus_check(settings: Settings) -> Check:
     try:
         embedder = corpus_embedder(settings, directory)
         embedder.embed(["doctor"])
-        url = settings.corpus_url.get_secret_value() if settings.corpus_url else None
-        with LocalCorpus(directory, embedder, server_url=url) as corpus:
+        with LocalCorpus(directory, embedder, server_url=settings.corpus_server_url) as corpus:
             count = corpus.count()
     except (EmbeddingModelError, CorpusError, OSError) as exc:
         return Check("local corpus", "FAIL", f"{directory}: {exc}")

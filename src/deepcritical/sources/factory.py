@@ -52,9 +52,10 @@ def build_sources(
             from deepcritical.sources.local import LocalCorpusSource
 
             directory = settings.resolved_corpus_dir
-            url = settings.corpus_url.get_secret_value() if settings.corpus_url else None
             corpus = LocalCorpus.open(
-                directory, corpus_embedder(settings, directory, embedder), server_url=url
+                directory,
+                corpus_embedder(settings, directory, embedder),
+                server_url=settings.corpus_server_url,
             )
             built.append(LocalCorpusSource(corpus, settings.max_evidence_chars))
         elif name == "pubmed":
