@@ -54,7 +54,7 @@ def test_a_model_gives_llm_agents_sharing_one_usage_tracker() -> None:
     assert isinstance(agents.writer, LLMReportWriter)
     assert isinstance(agents.planner, LLMPlanner)
     assert agents.planner._agent.usage is agents.usage
-    assert agents.planner._agent._agent  # a pydantic-ai Agent was built
+    assert agents.planner._agent._agents  # a pydantic-ai Agent was built
     assert agents.writer._outline.usage is agents.usage
     assert agents.planner._agent.timeout_seconds == Settings().llm_timeout_seconds
 

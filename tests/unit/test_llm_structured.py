@@ -21,7 +21,7 @@ from deepcritical.llm.context import (
 )
 from deepcritical.llm.errors import AgentModelError, AgentOutputError
 from deepcritical.llm.fencing import fence_evidence, new_fence
-from deepcritical.llm.runner import StructuredAgent
+from deepcritical.llm.runner import ModelRetry, StructuredAgent
 from deepcritical.llm.structured import (
     OutputStrategy,
     extract_json_object,
@@ -219,3 +219,40 @@ async def test_a_call_with_tools_asks_for_a_tool_call_output_under_a_grammar() -
     )
     assert await agent.run("Screen.", "Records.", None) == Verdict(answer="a", n=1)
     assert modes == ["tool", "native"]
+
+
+async def test_an_output_error_says_what_was_wrong_last_without_the_models_text() -> None:
+    """The error of a call that never validated names its last problem (field and message),
+    never the value the model wrote."""
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart('{"answer": "x", "n": "SECRET-ish text"}')])
+
+    agent: StructuredAgent[None, Verdict] = StructuredAgent(
+        "judge", FunctionModel(fn), Verdict, type(None), output="json_object", retries=1
+    )
+    with pytest.raises(AgentOutputError) as caught:
+        await agent.run("Judge.", "Q?", None)
+    message = str(caught.value)
+    assert "last problem: n: Input should be a valid integer" in message
+    assert "SECRET" not in message
+
+
+async def test_an_output_error_names_the_validators_message() -> None:
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart('{"answer": "x", "n": 1}')])
+
+    def refuse(_: None, output: Verdict) -> Verdict:
+        raise ModelRetry("n must be at least 2")
+
+    agent: StructuredAgent[None, Verdict] = StructuredAgent(
+        "judge",
+        FunctionModel(fn),
+        Verdict,
+        type(None),
+        output="json_object",
+        retries=1,
+        validator=refuse,
+    )
+    with pytest.raises(AgentOutputError, match="last problem: n must be at least 2"):
+        await agent.run("Judge.", "Q?", None)

@@ -15,7 +15,16 @@ one that answers with its internals).
 
 from __future__ import annotations
 
-__all__ = ["AgentError", "AgentModelError", "AgentOutputError", "describe_error"]
+__all__ = [
+    "AgentError",
+    "AgentModelError",
+    "AgentOutputError",
+    "describe_error",
+    "last_output_problem",
+]
+
+MAX_PROBLEM_CHARS = 300
+"""Longest text of :func:`last_output_problem`."""
 
 PROVIDER_MODULES = frozenset(
     {"openai", "anthropic", "httpx", "httpcore", "agent_framework", "agent_framework_openai"}
@@ -50,6 +59,36 @@ def _provider_cause(exc: BaseException) -> BaseException | None:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
+
+
+def last_output_problem(exc: BaseException) -> str | None:
+    """Why the last output of a failed structured call was sent back, or ``None``.
+
+    Read from the retry pydantic-ai carries in ``exc``'s cause chain: the validation errors as
+    ``"location: message"`` (the offending values are left out: they are the model's text),
+    or the message a validator gave (:class:`pydantic_ai.ModelRetry`); at most
+    :data:`MAX_PROBLEM_CHARS` characters.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        content = getattr(getattr(current, "tool_retry", None), "content", None)
+        if isinstance(content, str) and content.strip():
+            return _clip(" ".join(content.split()))
+        if isinstance(content, list) and content:
+            parts = [
+                f"{'.'.join(str(x) for x in e.get('loc', ())) or 'output'}: {e.get('msg', '')}"
+                for e in content
+                if isinstance(e, dict)
+            ]
+            return _clip("; ".join(parts)) if parts else None
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_PROBLEM_CHARS else text[: MAX_PROBLEM_CHARS - 1] + "…"
 
 
 def describe_error(exc: BaseException) -> str:

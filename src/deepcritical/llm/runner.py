@@ -24,8 +24,18 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import RunUsage
 
 from deepcritical.llm.context import ContextWindowError, fit_prompt
-from deepcritical.llm.errors import AgentModelError, AgentOutputError, describe_error
-from deepcritical.llm.structured import OutputStrategy, TolerantTextModel, output_spec
+from deepcritical.llm.errors import (
+    AgentModelError,
+    AgentOutputError,
+    describe_error,
+    last_output_problem,
+)
+from deepcritical.llm.structured import (
+    GRAMMAR_STRATEGIES,
+    OutputStrategy,
+    TolerantTextModel,
+    output_spec,
+)
 from deepcritical.llm.usage import UsageTracker
 
 __all__ = ["TODAY_LINE", "ModelRetry", "StructuredAgent"]
@@ -90,31 +100,36 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         self.usage = usage
         self.output = output
         self.context_tokens = context_tokens
-        settings = ModelSettings(max_tokens=max_output_tokens) if max_output_tokens else None
+        self.output_type = output_type
+        self._deps_type = deps_type
+        self._retries = max(1, retries)
+        self._validator = validator
+        self._settings = ModelSettings(max_tokens=max_output_tokens) if max_output_tokens else None
+        self._agents = {output: self._build(output, output_type)}
 
-        def build(strategy: OutputStrategy) -> Agent[DepsT, OutputT]:
-            agent: Agent[DepsT, OutputT] = Agent(
-                TolerantTextModel(model),
-                output_type=output_spec(output_type, strategy),
-                deps_type=deps_type,
-                retries=max(1, retries),
-                name=role,
-                model_settings=settings,
-            )
-            if validator is not None:
-                check = validator
+    def _strategy(self, with_tools: bool) -> OutputStrategy:
+        """The strategy of one call: a grammar-constrained answer can only be the JSON
+        output, never a tool call, so calls that give the model tools (the screener's source
+        tools) ask for a tool-call output."""
+        return "tool" if with_tools and self.output in GRAMMAR_STRATEGIES else self.output
 
-                @agent.output_validator
-                def _validate(ctx: RunContext[DepsT], output: OutputT) -> OutputT:
-                    return check(ctx.deps, output)
+    def _build(self, strategy: OutputStrategy, output_type: type[OutputT]) -> Agent[DepsT, OutputT]:
+        agent: Agent[DepsT, OutputT] = Agent(
+            TolerantTextModel(self.model),
+            output_type=output_spec(output_type, strategy),
+            deps_type=self._deps_type,
+            retries=self._retries,
+            name=self.role,
+            model_settings=self._settings,
+        )
+        if self._validator is not None:
+            check = self._validator
 
-            return agent
+            @agent.output_validator
+            def _validate(ctx: RunContext[DepsT], output: OutputT) -> OutputT:
+                return check(ctx.deps, output)
 
-        self._agent = build(output)
-        # A grammar-constrained answer can only be the JSON output, never a tool call: calls
-        # that give the model tools (the screener's source tools) ask for a tool-call output.
-        constrained = output in ("json_schema", "json_object")
-        self._tools_agent = build("tool") if constrained else self._agent
+        return agent
 
     async def run(
         self,
@@ -122,6 +137,7 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         prompt: str,
         deps: DepsT,
         toolsets: Sequence[AbstractToolset[DepsT]] | None = None,
+        output_type: type[OutputT] | None = None,
     ) -> OutputT:
         """Ask the model; return its validated output.
 
@@ -135,6 +151,9 @@ class StructuredAgent(Generic[DepsT, OutputT]):
                 calls and the answers count in the same usage and timeout. Under a
                 grammar-constrained strategy (``json_schema``, ``json_object``) such a call
                 asks for its output as a tool call too (a grammar would forbid tool calls).
+            output_type: this call's output model, a subclass of the agent's whose schema
+                bounds the values of this call (:func:`deepcritical.llm.choices.with_choices`:
+                the evidence ids shown, the checklist keys); ``None``: the agent's own.
 
         Raises:
             AgentOutputError: the output stayed invalid after all retries.
@@ -150,7 +169,13 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         if dropped:
             log.info("prompt trimmed to the context window", role=self.role, sources=dropped)
         try:
-            agent = self._tools_agent if toolsets else self._agent
+            strategy = self._strategy(bool(toolsets))
+            if output_type is not None and output_type is not self.output_type:
+                agent = self._build(strategy, output_type)  # this call's bounded schema
+            else:
+                agent = self._agents.get(strategy) or self._agents.setdefault(
+                    strategy, self._build(strategy, self.output_type)
+                )
             result = await agent.run(
                 prompt,
                 instructions=dated,
@@ -161,8 +186,10 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             )
         except UnexpectedModelBehavior as exc:
             self._record(usage, failed=True)
-            log.warning("agent output invalid", role=self.role, error=str(exc))
-            raise AgentOutputError(self.role, f"invalid model output: {exc.message}") from exc
+            problem = last_output_problem(exc)
+            log.warning("agent output invalid", role=self.role, error=str(exc), last=problem)
+            why = f"; last problem: {problem}" if problem else ""
+            raise AgentOutputError(self.role, f"invalid model output: {exc.message}{why}") from exc
         except RunCancelled as exc:  # RunTimedOut included
             self._record(usage, failed=True)
             what = "timed out" if isinstance(exc, TimeoutError) else "was cancelled"

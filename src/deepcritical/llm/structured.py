@@ -35,6 +35,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 __all__ = [
+    "GRAMMAR_STRATEGIES",
     "OUTPUT_STRATEGIES",
     "ConstrainedChatModel",
     "OutputStrategy",
@@ -44,6 +45,7 @@ __all__ = [
     "grammar_schema",
     "output_spec",
     "split_reasoning",
+    "string_list_bounds",
 ]
 
 StructuredOutputSetting = Literal["auto", "json_schema", "json_object", "tool", "prompted"]
@@ -54,6 +56,10 @@ OutputStrategy = Literal["json_schema", "json_object", "tool", "prompted"]
 
 OUTPUT_STRATEGIES: tuple[OutputStrategy, ...] = get_args(OutputStrategy)
 """Strategies in the order ``auto`` tries them: constrained first, prompted last."""
+
+GRAMMAR_STRATEGIES: frozenset[OutputStrategy] = frozenset({"json_schema", "json_object"})
+"""Strategies whose answer the server holds to the schema (a grammar, guided decoding): the
+answer can only be the JSON output, never a tool call or free text around it."""
 
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
@@ -75,6 +81,13 @@ GRAMMAR_MAX_ITEMS = 4
 
 GRAMMAR_MAX_STRING = 160
 """``maxLength`` (characters) given to a free string of a grammar schema that sets none."""
+
+
+def string_list_bounds(max_items: int, max_chars: int) -> dict[str, Any]:
+    """The ``json_schema_extra`` of a list-of-strings field that a grammar bounds to
+    ``max_items`` items of at most ``max_chars`` characters each (schema only: validation
+    reads the field as before, and the roles cut lists and strings themselves)."""
+    return {"maxItems": max_items, "items": {"type": "string", "maxLength": max_chars}}
 
 
 def grammar_schema(schema: Any) -> Any:
