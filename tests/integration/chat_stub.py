@@ -37,6 +37,7 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
+    TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -54,6 +55,8 @@ ROLE_BY_FIELD = {
     "follow_up_queries": "reflection",
     "rewritten_sentence": "rewriter",
     "screened": "screener",
+    "decisions": "screener",  # the screener's structured form (no tools)
+    "sentences": "writer.section",  # the section's grammar form
     "queries": "query_generator",  # last: the planner's output has "queries" too
 }
 FENCED_ID = re.compile(r'<source id="(E\d+)" nonce="[0-9a-f]+">')
@@ -262,7 +265,20 @@ class RoleScript:
         fields = set(properties)
         return next((r for f, r in ROLE_BY_FIELD.items() if f in fields), "unknown")
 
-    def answer(self, role: str, prompt: str) -> dict[str, Any]:
+    def answer(
+        self, role: str, prompt: str, properties: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The role's answer to ``prompt``, in the form its schema's ``properties`` ask for
+        (the screener's ``decisions`` and the section's ``sentences`` forms included)."""
+        answer = self._answer(role, prompt)
+        fields = set(properties or ())
+        if role == "screener" and "decisions" in fields:
+            return self._decisions(prompt, answer)
+        if role == "writer.section" and "sentences" in fields:
+            return {"sentences": _sentences(answer["content"])}
+        return answer
+
+    def _answer(self, role: str, prompt: str) -> dict[str, Any]:
         self.prompts.setdefault(role, []).append(prompt)
         if role in self.fail_roles:
             raise RuntimeError(f"scripted failure of {role}")
@@ -289,7 +305,7 @@ class RoleScript:
 
     # pydantic-ai, in process
     def model(self, name: str = "scripted-roles") -> FunctionModel:
-        return FunctionModel(self._function, model_name=name)
+        return FunctionModel(self.respond, model_name=name)
 
     def screener_step(self, prompt: str, step: int) -> list[tuple[str, dict[str, Any]]]:
         """The screener's tool calls at ``step`` (0: ``save_source`` for every record but the
@@ -377,9 +393,15 @@ class RoleScript:
         tool = info.output_tools[0]
         return ModelResponse(parts=[ToolCallPart(tool.name, json.dumps(self._screener(prompt)))])
 
-    def _function(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        """The scripted answer to one request of a pydantic-ai agent (:meth:`model`'s
+        function): the screener's tool calls, then every role's output as a tool call, or as
+        text when the request asks for native or prompted output."""
+        if not info.output_tools:  # native or prompted output: the answer is the text
+            return self._text_output(messages, info)
         tool = info.output_tools[0]
-        role = self.role_of(tool.parameters_json_schema.get("properties", {}))
+        properties = tool.parameters_json_schema.get("properties", {})
+        role = self.role_of(properties)
         first = messages[0]
         assert isinstance(first, ModelRequest)
         prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
@@ -389,12 +411,55 @@ class RoleScript:
         if role in self.invalid_roles:
             self.prompts.setdefault(role, []).append(prompt)
             return ModelResponse(parts=[ToolCallPart(tool.name, '{"broken": ')])
-        arguments = json.dumps(self.answer(role, prompt))
+        arguments = json.dumps(self.answer(role, prompt, properties))
         input_tokens, output_tokens = self.usage(role, prompt, arguments)
         return ModelResponse(
             parts=[ToolCallPart(tool.name, arguments)],
             usage=RequestUsage(input_tokens=input_tokens, output_tokens=output_tokens),
         )
+
+    def _text_output(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        """The answer as text (a grammar-constrained or prompted request): the role is read
+        from the request's output schema, as a server holding a model to it would."""
+        output_object = info.model_request_parameters.output_object
+        assert output_object is not None, "a request with neither output tools nor a schema"
+        properties = output_object.json_schema.get("properties", {})
+        role = self.role_of(properties)
+        first = messages[0]
+        assert isinstance(first, ModelRequest)
+        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        if role in self.invalid_roles:
+            self.prompts.setdefault(role, []).append(prompt)
+            return ModelResponse(parts=[TextPart('{"broken": ')])
+        text = json.dumps(self.answer(role, prompt, properties))
+        input_tokens, output_tokens = self.usage(role, prompt, text)
+        return ModelResponse(
+            parts=[TextPart(text)],
+            usage=RequestUsage(input_tokens=input_tokens, output_tokens=output_tokens),
+        )
+
+    def _decisions(self, prompt: str, screened: Mapping[str, Any]) -> dict[str, Any]:
+        """The screener's answer in its structured form: one decision per fenced record,
+        each kept record for one checklist key in turn, with its first eight words as the
+        excerpt (off-topic ones as :meth:`_screener` calls them)."""
+        keys = CHECKLIST_KEY.findall(prompt)
+        status = {s["citation_id"]: s for s in screened["screened"]}
+        decisions: dict[str, Any] = {}
+        for n, (sid, _nonce, body) in enumerate(FENCED_BLOCK.findall(prompt)):
+            text = re.search(r"^Text: (.*)$", body, re.MULTILINE)
+            words = (text.group(1) if text else "").split()
+            judged = status.get(sid, {"status": "relevant", "reason": "answers the question"})
+            decisions[sid] = {
+                "reason": judged["reason"],
+                "status": judged["status"],
+                "checklist_keys": [keys[n % len(keys)]],
+                "excerpt": " ".join(words[:8]),
+            }
+        return {
+            "decisions": decisions,
+            "next_queries": screened["next_queries"],
+            "progress": screened["progress"],
+        }
 
     # answers
     @staticmethod
@@ -661,7 +726,7 @@ class ChatCompletionsStub:
             ]
             message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
             return message, input_tokens, output_tokens
-        content = json.dumps(self.roles.answer(role, prompt))
+        content = json.dumps(self.roles.answer(role, prompt, properties))
         input_tokens, output_tokens = self.roles.usage(role, prompt, content)
         return {"role": "assistant", "content": content}, input_tokens, output_tokens
 
@@ -733,6 +798,18 @@ class ChatCompletionsStub:
                 "total_tokens": input_tokens + output_tokens,
             },
         }
+
+
+def _sentences(content: str) -> list[dict[str, Any]]:
+    """A section's ``content`` in its grammar form: each sentence's text without its
+    markers, and the ids of those markers."""
+    out = []
+    for sentence in re.findall(r"[^.!?]+[.!?]", content):
+        ids = re.findall(r"E\d+", " ".join(re.findall(r"\[[^\]]*\]", sentence)))
+        text = re.sub(r"\s*\[[^\]]*\]", "", sentence).strip()
+        if text:
+            out.append({"text": text, "evidence_ids": ids})
+    return out
 
 
 def request_kind(body: Mapping[str, Any]) -> str:

@@ -28,6 +28,7 @@ from deepcritical.evidence.keysentences import (
     relevant_items,
 )
 from deepcritical.evidence.stance import read_stance
+from deepcritical.llm.choices import with_choices
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import fence_evidence, new_fence
 from deepcritical.llm.lenient import EvidenceIdList, LenientFraction, LenientStr
@@ -224,7 +225,16 @@ class LLMHypothesisGenerator:
                 fence_evidence(evidence, fence, self.snippet_chars),
             ]
         )
-        output = await self._agent.run(instructions, prompt, None)
+        ids = [e.id for e in evidence]
+        bounded = with_choices(
+            HypothesisOutput,
+            {
+                "hypotheses.id": ["", *(h.id for h in previous)],
+                "hypotheses.supporting_evidence_ids": ids,
+                "hypotheses.contradicting_evidence_ids": ids,
+            },
+        )
+        output = await self._agent.run(instructions, prompt, None, output_type=bounded)
         hypotheses = hypotheses_from_output(
             output, [e.id for e in evidence], previous, self.max_hypotheses
         )

@@ -26,6 +26,7 @@ from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.lenient import LenientStrList
 from deepcritical.llm.runner import ModelRetry
+from deepcritical.llm.structured import string_list_bounds
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import PICO, ChecklistItem, QuestionType, ResearchPlan, SubQuestion
 from deepcritical.state.syllabus import Syllabus
@@ -47,14 +48,27 @@ __all__ = [
 MIN_CHECKLIST = 3
 MAX_CHECKLIST = 7
 MAX_PLAN_QUERIES = 4
+QUERY_CHARS = 120
+TERM_CHARS = 60
+"""Longest query and term (characters) a grammar-constrained plan may hold (schema only)."""
 
 
 class PlanItemOutput(BaseModel):
     """One checklist item as the model writes it."""
 
-    key: str = Field(description="short snake_case identifier, e.g. clinical_efficacy")
-    description: str = Field(description="one sentence naming the question's entities")
-    min_evidence: int = Field(default=2, description="sources needed, 1 to 5")
+    key: str = Field(
+        description="short snake_case identifier, e.g. clinical_efficacy",
+        json_schema_extra={"maxLength": 40},
+    )
+    description: str = Field(
+        description="one sentence naming the question's entities",
+        json_schema_extra={"minLength": 8},  # an empty description is sent back
+    )
+    min_evidence: int = Field(
+        default=2,
+        description="sources needed, 1 to 5",
+        json_schema_extra={"minimum": 1, "maximum": 5},  # a grammar's bounds; read clamped
+    )
 
     @field_validator("min_evidence", mode="before")
     @classmethod
@@ -70,20 +84,35 @@ class SubQuestionOutput(BaseModel):
     """One sub-question as the model writes it."""
 
     question: str
-    queries: LenientStrList = Field(default_factory=list)
+    queries: LenientStrList = Field(
+        default_factory=list, json_schema_extra=string_list_bounds(2, QUERY_CHARS)
+    )
 
 
 class PlanOutput(BaseModel):
     """The structured output of the LLM planner (3-7 checklist items; more are cut to 7)."""
 
-    refined_question: str
+    refined_question: str = Field(json_schema_extra={"maxLength": 400})
     checklist: list[PlanItemOutput] = Field(min_length=MIN_CHECKLIST)
-    queries: LenientStrList = Field(default_factory=list)
-    key_terms: LenientStrList = Field(default_factory=list)
-    scope_in: LenientStrList = Field(default_factory=list)
-    scope_out: LenientStrList = Field(default_factory=list)
-    mesh_terms: LenientStrList = Field(default_factory=list)
-    sub_questions: list[SubQuestionOutput] = Field(default_factory=list)
+    queries: LenientStrList = Field(
+        default_factory=list, json_schema_extra=string_list_bounds(MAX_PLAN_QUERIES, QUERY_CHARS)
+    )
+    # terms, not sentences: the schema bounds each list (a grammar holds a small model to it)
+    key_terms: LenientStrList = Field(
+        default_factory=list, json_schema_extra=string_list_bounds(6, TERM_CHARS)
+    )
+    scope_in: LenientStrList = Field(
+        default_factory=list, json_schema_extra=string_list_bounds(3, TERM_CHARS)
+    )
+    scope_out: LenientStrList = Field(
+        default_factory=list, json_schema_extra=string_list_bounds(3, TERM_CHARS)
+    )
+    mesh_terms: LenientStrList = Field(
+        default_factory=list, json_schema_extra=string_list_bounds(3, TERM_CHARS)
+    )
+    sub_questions: list[SubQuestionOutput] = Field(
+        default_factory=list, json_schema_extra={"maxItems": 3}
+    )
 
 
 def _unique_keys(keys: list[str]) -> list[str]:

@@ -123,6 +123,17 @@ class QueryOutput(BaseModel):
     queries: LenientStrList = Field(default_factory=list, description="new queries, best first")
 
 
+class FirstQueryOutput(QueryOutput):
+    """:class:`QueryOutput` when nothing has been searched yet: its schema asks for at least
+    one query (a grammar then cannot answer ``[]``, which the validator would send back)."""
+
+    queries: LenientStrList = Field(
+        default_factory=list,
+        description="new queries, best first",
+        json_schema_extra={"minItems": 1},
+    )
+
+
 @dataclass(frozen=True)
 class _QueryDeps:
     tried: tuple[str, ...]
@@ -169,7 +180,12 @@ class LLMQueryGenerator:
         """
         instructions = render_prompt("queries", max_queries=max_queries, untrusted="")
         prompt = build_query_prompt(plan, assessment, round_no, max_queries, tried)
-        output = await self._agent.run(instructions, prompt, _QueryDeps(tuple(tried), max_queries))
+        output = await self._agent.run(
+            instructions,
+            prompt,
+            _QueryDeps(tuple(tried), max_queries),
+            output_type=None if tried else FirstQueryOutput,
+        )
         return fresh_queries(output.queries, tried, max_queries)
 
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from deepcritical.agents.queries import fresh_queries, item_queries
 from deepcritical.evidence.digest import compressed_findings
+from deepcritical.llm.choices import with_choices
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.lenient import LenientStrList
@@ -157,7 +158,8 @@ class LLMReflector:
             "Queries already tried (do not repeat):",
             *(f"- {q}" for q in list(tried)[-30:]),
         ]
-        output = await self._agent.run(instructions, "\n".join(lines), None)
+        bounded = with_choices(ReflectionOutput, {"items.key": [c.key for c in plan.checklist]})
+        output = await self._agent.run(instructions, "\n".join(lines), None, output_type=bounded)
         return Reflection(
             items=output.items,
             follow_up_queries=fresh_queries(output.follow_up_queries, tried, MAX_FOLLOW_UPS),

@@ -10,6 +10,17 @@ verbatim passages, ``citation_id`` = the evidence id), ``get_progress`` and
 ``check_completion`` to see what is missing; its structured output (:class:`ScreenerOutput`)
 says relevant / partial / off-topic with a reason per record, and the next queries.
 
+Under a structured-output strategy other than tool calls (``json_schema``, ``json_object``:
+a grammar, which forbids tool calls; ``prompted``), the model is not given tools: it answers
+one :class:`ScreeningDecisions` object with one :class:`RecordDecision` per record of the
+round, keyed by its evidence id, whose schema bounds every choice (the round's ids as the
+object's keys, the status and the checklist keys as enums:
+:func:`deepcritical.llm.choices.with_choices`). The screener then saves each record it called
+relevant or partial through the same collector (``save_source`` with its checklist keys and
+its verbatim excerpt), so what follows is the same as with the tools. A decision that names
+no checklist key for a record it keeps, or a record left without a decision, goes back to the
+model as a retry.
+
 What the collector holds afterwards decides (:meth:`LLMSourceScreener.screen`): a record saved
 for at least one checklist question is ``relevant`` (``partial`` when the model says so) and
 answers those questions; a record not saved is ``off_topic``, with the model's reason or "the
@@ -25,28 +36,34 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from deepcritical.agents.queries import fresh_queries
 from deepcritical.agents.source_tools import source_toolset
+from deepcritical.llm.choices import with_choices
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import Fence, evidence_body, new_fence
-from deepcritical.llm.lenient import LenientStrList
+from deepcritical.llm.lenient import LenientStrList, normalise_evidence_ids
+from deepcritical.llm.runner import ModelRetry, StructuredAgent
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import Evidence, ResearchPlan, Screening
 from deepcritical.state.sources import SavedSource, SourceCollector
 
 __all__ = [
     "LLMSourceScreener",
+    "RecordDecision",
     "ScreenedItem",
     "ScreenedRecord",
     "ScreenerOutput",
+    "ScreeningDecisions",
     "ScreeningOutcome",
     "verbatim_excerpts",
 ]
 
 MAX_NEXT_QUERIES = 4
+STATUSES = ("relevant", "partial", "off_topic")
 NOT_SAVED = "the search agent did not save it for any question"
 _QUOTES = "\"'“”‘’«»…. "
 
@@ -74,6 +91,82 @@ class ScreenerOutput(BaseModel):
     screened: list[ScreenedItem] = Field(default_factory=list)
     next_queries: LenientStrList = Field(default_factory=list)
     progress: str = ""
+
+
+class RecordDecision(BaseModel):
+    """The model's word on one record when it screens without tools: a one-line ``reason``,
+    the ``status`` (``relevant``, ``partial``, ``off_topic``; an enum in the schema, read
+    leniently as :class:`ScreenedItem` reads it), the ``checklist_keys`` it helps answer
+    (bounded per call to the plan's keys) and one ``excerpt`` copied from it (kept only when
+    verbatim). The schema bounds the strings (``maxLength``) so that a small model's answer
+    for a whole round fits its output budget."""
+
+    reason: str = Field(default="", json_schema_extra={"maxLength": 100})
+    status: Annotated[str, WithJsonSchema({"type": "string", "enum": list(STATUSES)})] = "relevant"
+    checklist_keys: LenientStrList = Field(
+        default_factory=list, json_schema_extra={"minItems": 1, "maxItems": 3}
+    )
+    excerpt: str = Field(default="", json_schema_extra={"maxLength": 120})
+
+    def item(self, citation_id: str) -> ScreenedItem:
+        """This decision as the :class:`ScreenedItem` of record ``citation_id``."""
+        return ScreenedItem(citation_id=citation_id, status=self.status, reason=self.reason)
+
+
+class ScreeningDecisions(BaseModel):
+    """The screener's output without tools: ``decisions`` maps each record's evidence id to
+    its :class:`RecordDecision` (the schema of a call lists exactly the round's ids as keys),
+    then up to 2 ``next_queries`` and one line of ``progress``."""
+
+    decisions: dict[str, RecordDecision] = Field(default_factory=dict)
+    next_queries: LenientStrList = Field(default_factory=list, json_schema_extra={"maxItems": 2})
+    progress: str = Field(default="", json_schema_extra={"maxLength": 100})
+
+
+@dataclass(frozen=True)
+class _Round:
+    """What a call's decisions are checked against: the round's ids and the checklist keys."""
+
+    ids: tuple[str, ...]
+    keys: frozenset[str]
+
+
+def _decisions_by_id(output: ScreeningDecisions) -> dict[str, RecordDecision]:
+    """The decisions keyed by normalised evidence id (``"e3"``, ``"[E3]"`` -> ``"E3"``)."""
+    by_id: dict[str, RecordDecision] = {}
+    for key, decision in output.decisions.items():
+        ids = normalise_evidence_ids(key)
+        if len(ids) == 1:
+            by_id.setdefault(ids[0], decision)
+    return by_id
+
+
+def _check_decisions(shown: _Round, output: ScreeningDecisions) -> ScreeningDecisions:
+    """Every record of the round has a decision; every record kept (relevant or partial)
+    names at least one checklist key of the plan (unknown keys are dropped first). Anything
+    else goes back to the model with what is wrong."""
+    by_id = _decisions_by_id(output)
+    problems = []
+    missing = [i for i in shown.ids if i not in by_id]
+    if missing:
+        problems.append(f"give a decision for every record; missing: {', '.join(missing)}")
+    kept: dict[str, RecordDecision] = {}
+    for evidence_id in shown.ids:
+        decision = by_id.get(evidence_id)
+        if decision is None:
+            continue
+        keys = [k.strip() for k in decision.checklist_keys if k.strip() in shown.keys]
+        kept[evidence_id] = decision.model_copy(update={"checklist_keys": keys})
+        off = decision.item(evidence_id).screening() == Screening.OFF_TOPIC
+        if not off and not keys:
+            problems.append(
+                f"{evidence_id} is kept but names no checklist key; use keys from: "
+                + ", ".join(sorted(shown.keys))
+                + ", or call it off_topic"
+            )
+    if problems:
+        raise ModelRetry("; ".join(problems))
+    return output.model_copy(update={"decisions": kept})
 
 
 @dataclass(frozen=True)
@@ -130,7 +223,13 @@ class LLMSourceScreener:
 
     def __init__(self, config: LLMConfig, snippet_chars: int = 900) -> None:
         self.snippet_chars = snippet_chars
+        self.uses_tools = config.output == "tool"
+        """Whether the model screens through the source tools (tool-call output), or answers
+        one :class:`ScreeningDecisions` (every other strategy)."""
         self._agent = config.structured(self.role, ScreenerOutput)
+        self._decider: StructuredAgent[_Round, ScreeningDecisions] = config.structured(
+            self.role, ScreeningDecisions, _Round, validator=_check_decisions
+        )
 
     async def screen(
         self,
@@ -157,6 +256,8 @@ class LLMSourceScreener:
         """
         if not evidence:
             return ScreeningOutcome([], [], "")
+        if not self.uses_tools:
+            return await self._screen_by_decisions(plan, evidence, collector, round_no)
         by_id = {e.id: e for e in evidence}
         fence = new_fence()
         instructions = render_prompt(
@@ -178,12 +279,67 @@ class LLMSourceScreener:
         ]
         if contradicted:
             await asyncio.to_thread(collector.forget_questions, contradicted)
-        saved = await asyncio.to_thread(collector.saved_by_citation, list(by_id))
+        return await self._outcome(plan, evidence, collector, judged, output.next_queries)
+
+    async def _screen_by_decisions(
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        collector: SourceCollector,
+        round_no: int,
+    ) -> ScreeningOutcome:
+        """Screen without tools: one :class:`ScreeningDecisions` answer whose schema bounds
+        the ids and keys of this round, then the kept records saved through ``collector``
+        (undone when a save fails)."""
+        fence = new_fence()
+        keys = [c.key for c in plan.checklist]
+        shown = _Round(tuple(e.id for e in evidence), frozenset(keys))
+        output_type = with_choices(
+            ScreeningDecisions,
+            {"decisions": list(shown.ids), "decisions.checklist_keys": keys},
+        )
+        progress = await asyncio.to_thread(collector.get_progress)
+        instructions = render_prompt("screener_decisions", untrusted=fence.note(), max_queries=2)
+        prompt = self._prompt(plan, evidence, fence, round_no, progress.text())
+        output = await self._decider.run(instructions, prompt, shown, output_type=output_type)
+        judged: dict[str, ScreenedItem] = {}
+        try:
+            for e in evidence:
+                decision = output.decisions[e.id]  # every id: checked by _check_decisions
+                judged[e.id] = decision.item(e.id)
+                if judged[e.id].screening() == Screening.OFF_TOPIC:
+                    continue
+                c = e.citation
+                await asyncio.to_thread(
+                    collector.save_source,
+                    c.source,
+                    c.id,
+                    c.url,
+                    c.title,
+                    decision.checklist_keys,
+                    verbatim_excerpts(e, [decision.excerpt]),
+                    e.id,
+                )
+        except Exception:
+            await asyncio.to_thread(collector.forget_questions, list(shown.ids))
+            raise
+        return await self._outcome(plan, evidence, collector, judged, output.next_queries)
+
+    @staticmethod
+    async def _outcome(
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        collector: SourceCollector,
+        judged: dict[str, ScreenedItem],
+        next_queries: Sequence[str],
+    ) -> ScreeningOutcome:
+        """The round's outcome from what ``collector`` now holds and the model's word."""
+        saved = await asyncio.to_thread(collector.saved_by_citation, [e.id for e in evidence])
         completion = await asyncio.to_thread(collector.check_completion)
         keys = {c.key for c in plan.checklist}
         return ScreeningOutcome(
             records=[_record(e.id, saved.get(e.id), judged.get(e.id), keys) for e in evidence],
-            next_queries=fresh_queries(output.next_queries, [], MAX_NEXT_QUERIES),
+            next_queries=fresh_queries(next_queries, [], MAX_NEXT_QUERIES),
             progress=completion.text(),
         )
 
@@ -201,7 +357,12 @@ class LLMSourceScreener:
         return verbatim_excerpts(item, excerpts)
 
     def _prompt(
-        self, plan: ResearchPlan, evidence: Sequence[Evidence], fence: Fence, round_no: int
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        fence: Fence,
+        round_no: int,
+        progress: str | None = None,
     ) -> str:
         lines = [
             f"Research question: {plan.refined_question}",
@@ -209,6 +370,7 @@ class LLMSourceScreener:
             "",
             "Checklist questions (key: description; sources needed):",
             *(f"- {c.key}: {c.description} ({c.min_evidence})" for c in plan.checklist),
+            *([f"Sources saved so far: {progress}"] if progress else []),
             "",
             f"The {len(evidence)} new records of this round "
             f"(ids: {', '.join(e.id for e in evidence)}):",

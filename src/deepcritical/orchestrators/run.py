@@ -932,7 +932,16 @@ class ResearchRun:
             "judgement and report."
         )
         lines = []
-        if state.model_screened:
+        screener = self.agents.screener
+        if state.model_screened and screener is not None and not screener.uses_tools:
+            lines.append(
+                f"The search agent's model screened {state.model_screened} record(s) against "
+                "the question and the checklist in one structured answer per round (a status, "
+                "the checklist questions it answers and a verbatim excerpt for each record); "
+                "each record it kept was saved with those questions, and every record it "
+                "called off-topic was screened out."
+            )
+        elif state.model_screened:
             lines.append(
                 f"The search agent's model screened {state.model_screened} record(s) against "
                 "the question and the checklist: it saved each record that helps answer a "

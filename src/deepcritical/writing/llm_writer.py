@@ -34,10 +34,12 @@ from pydantic import BaseModel, Field
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.mmr import unit_rows
 from deepcritical.evidence.passages import rank_passages
+from deepcritical.llm.choices import with_choices
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import new_fence
-from deepcritical.llm.lenient import LenientStrList
-from deepcritical.llm.runner import ModelRetry
+from deepcritical.llm.lenient import EvidenceIdList, LenientStrList
+from deepcritical.llm.runner import ModelRetry, StructuredAgent
+from deepcritical.llm.structured import GRAMMAR_STRATEGIES
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import (
     CitationValidation,
@@ -56,6 +58,7 @@ from deepcritical.report.citations import (
     restrict_markers,
 )
 from deepcritical.report.drafts import gap_limitations, no_evidence_report
+from deepcritical.text.sentences import split_sentences
 from deepcritical.writing.prompts import (
     SECTION_RANGE,
     outline_prompt,
@@ -65,6 +68,8 @@ from deepcritical.writing.prompts import (
 )
 
 __all__ = [
+    "CitedSectionOutput",
+    "CitedSentence",
     "LLMReportWriter",
     "OutlineOutput",
     "OutlineSection",
@@ -74,6 +79,20 @@ __all__ = [
 ]
 
 MAX_SECTIONS = 6
+CONTENT_FORM = (
+    "Write the `content` of the section named in the message, from the sources shown (and "
+    "only those): markdown paragraphs, no headings inside.",
+    ", as inline markers placed before the sentence's final punctuation: `Metformin lowered "
+    "tau phosphorylation in mice [E3].` or, for several sources, `[E3, E7]`",
+)
+"""The section prompt's ``form`` and ``how`` (citing) for :class:`SectionOutput`."""
+SENTENCES_FORM = (
+    "Write the section named in the message, from the sources shown (and only those), as "
+    "`sentences`: each one sentence of the section, in order.",
+    ": a sentence's `text` carries no marker, its `evidence_ids` list the ids "
+    '(`["E3"]`, or `["E3", "E7"]` for several sources)',
+)
+"""The section prompt's ``form`` and ``how`` for :class:`CitedSectionOutput`."""
 SECTION_PASSAGES = 3
 """Passages of each full-text source shown to a section call."""
 
@@ -84,7 +103,9 @@ class OutlineSection(BaseModel):
     heading: str
     purpose: str = Field(default="", description="what the section must cover (one line)")
     evidence_ids: LenientStrList = Field(
-        default_factory=list, description="ids of the sources the section uses, e.g. E3"
+        default_factory=list,
+        description="ids of the sources the section uses, e.g. E3",
+        json_schema_extra={"minItems": 1},  # a grammar's bound; the validator reads []
     )
 
 
@@ -99,6 +120,47 @@ class SectionOutput(BaseModel):
     """Output of one section call."""
 
     content: str = Field(description="markdown paragraphs; every factual sentence cited [E3]")
+
+
+class CitedSentence(BaseModel):
+    """One sentence of a section written as :class:`CitedSectionOutput`: its ``text`` (no
+    marker inside) and the ids of the shown sources that state it (an enum per call, 1-3)."""
+
+    text: str = Field(json_schema_extra={"maxLength": 300})
+    evidence_ids: EvidenceIdList = Field(
+        default_factory=list, json_schema_extra={"minItems": 1, "maxItems": 3}
+    )
+
+    def marked(self) -> str:
+        """The text with its markers before the final punctuation of each of its sentences
+        ("... [E1, E3]."): a ``text`` holding several sentences leaves none of them uncited
+        (grounding checks cited sentences only)."""
+        text = " ".join(self.text.split())
+        if not self.evidence_ids:
+            return text
+        marker = f"[{', '.join(self.evidence_ids)}]"
+        marked = []
+        for sentence in split_sentences(text):
+            body = sentence.rstrip(".!? ")
+            end = sentence[len(body) :].strip()[:1] or "."
+            marked.append(f"{body} {marker}{end}")
+        return " ".join(marked)
+
+
+class CitedSectionOutput(BaseModel):
+    """Output of one section call under a grammar-constrained strategy
+    (:data:`~deepcritical.llm.structured.GRAMMAR_STRATEGIES`): 1-6 :class:`CitedSentence`,
+    each citing at least one shown id, which a grammar can enforce (a free ``content`` string
+    cannot be held to carry markers). Joined into one paragraph (:meth:`content`)."""
+
+    sentences: list[CitedSentence] = Field(
+        default_factory=list, json_schema_extra={"minItems": 1, "maxItems": 6}
+    )
+
+    @property
+    def content(self) -> str:
+        """The sentences, each with its markers, as one paragraph."""
+        return " ".join(s.marked() for s in self.sentences if s.text.strip())
 
 
 class SummaryOutput(BaseModel):
@@ -132,7 +194,9 @@ def _check_outline(shown: _Shown, output: OutlineOutput) -> OutlineOutput:
     return output.model_copy(update={"outline": sections[:MAX_SECTIONS]})
 
 
-def _check_section(shown: _Shown, output: SectionOutput) -> SectionOutput:
+def _check_section(
+    shown: _Shown, output: SectionOutput | CitedSectionOutput
+) -> SectionOutput | CitedSectionOutput:
     if shown.ids.isdisjoint(marker_ids(output.content)):
         raise ModelRetry(
             "the section cites none of its sources; cite every factual sentence with the ids "
@@ -177,8 +241,14 @@ class LLMReportWriter:
         self._outline = config.structured(
             f"{self.role}.outline", OutlineOutput, _Shown, validator=_check_outline
         )
-        self._section = config.structured(
-            f"{self.role}.section", SectionOutput, _Shown, validator=_check_section
+        self.cited_sentences = config.output in GRAMMAR_STRATEGIES
+        """Sections are asked for as :class:`CitedSectionOutput` (a grammar-constrained
+        strategy) rather than :class:`SectionOutput`."""
+        section_type = CitedSectionOutput if self.cited_sentences else SectionOutput
+        self._section: StructuredAgent[_Shown, SectionOutput | CitedSectionOutput] = (
+            config.structured(
+                f"{self.role}.section", section_type, _Shown, validator=_check_section
+            )
         )
         self._summary = config.structured(f"{self.role}.summary", SummaryOutput)
 
@@ -210,7 +280,10 @@ class LLMReportWriter:
         for planned in outline.outline:
             own = [by_id[i] for i in planned.evidence_ids if i in by_id]
             fence = new_fence()
-            instructions = render_prompt("writer_section", untrusted=fence.note())
+            form, how = SENTENCES_FORM if self.cited_sentences else CONTENT_FORM
+            instructions = render_prompt(
+                "writer_section", form=form, how=how, untrusted=fence.note()
+            )
             query = f"{plan.refined_question} {planned.heading}. {planned.purpose}"
             passages = await asyncio.to_thread(self._passages, own, query)
             prompt = section_prompt(
@@ -223,8 +296,15 @@ class LLMReportWriter:
                 self.snippet_chars,
                 passages,
             )
-            shown = _Shown(frozenset(e.id for e in own))
-            written = await self._section.run(instructions, prompt, shown)
+            ids = [e.id for e in own]
+            bounded = (
+                with_choices(CitedSectionOutput, {"sentences.evidence_ids": ids})
+                if self.cited_sentences
+                else None
+            )
+            written = await self._section.run(
+                instructions, prompt, _Shown(frozenset(ids)), output_type=bounded
+            )
             content = restrict_markers(written.content, [e.id for e in own], cleanup, papers)
             if content.strip():
                 sections.append(ReportSection(heading=planned.heading, content=content))
@@ -293,8 +373,12 @@ class LLMReportWriter:
             untrusted=fence.note(),
         )
         prompt = outline_prompt(plan, evidence, hypotheses, assessment, fence)
+        ids = [e.id for e in evidence]
         return await self._outline.run(
-            instructions, prompt, _Shown(frozenset(e.id for e in evidence))
+            instructions,
+            prompt,
+            _Shown(frozenset(ids)),
+            output_type=with_choices(OutlineOutput, {"outline.evidence_ids": ids}),
         )
 
     async def _write_summary(
