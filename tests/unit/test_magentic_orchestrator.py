@@ -236,13 +236,54 @@ async def test_judge_sufficient_closes_the_search_in_code() -> None:
 
 
 async def test_manager_that_never_calls_the_reporter_still_ends_in_a_report() -> None:
+    """The manager says "satisfied" while the judge found the evidence insufficient and no
+    report is drafted: each time the run overrules it (SearchAgent searches on) until a stop
+    rule closes the search (here the round limit); then its "satisfied" ends the workflow
+    and the orchestrator writes the report."""
     script = ManagerScript(speakers=["SearchAgent", "HypothesisAgent", "JudgeAgent", None])
     orch, _, _, roles = make(script)
-    report = assert_validated(result_of(await collect(orch)))
+    events = await collect(orch)
+    report = assert_validated(result_of(events))
     assert any("never called ReportAgent" in n for n in report.metadata.notes)
     assert roles.tally.requests["writer.outline"] == 1  # written by the orchestrator
     assert report.references
-    assert report.metadata.stop_reason == "manager_finished"
+    assert report.metadata.stop_reason == "max_rounds"
+    assert report.metadata.iterations == 3
+    overruled = [e for e in events if e.type == "manager" and e.data["kind"] == "overruled"]
+    assert len(overruled) == 2  # after rounds 1 and 2; after round 3 the search was closed
+    assert "search is still open (1 of 3 search round(s) used" in overruled[0].message
+    assert "2 premature 'request satisfied' overruled" in report.methodology
+    assert events[-1].data["workflow"]["overruled"] == 2
+    assert events[-1].data["workflow"]["satisfied"] is True
+
+
+async def test_a_satisfied_manager_before_any_search_is_sent_to_search() -> None:
+    """A small model's first ledger says the request is satisfied: with the search open and
+    nothing drafted, the run overrules it and SearchAgent is called, so the run never ends
+    with an empty report."""
+    script = ManagerScript(speakers=[None, "ReportAgent", None])
+    orch, store, client, _ = make(script)
+    events = await collect(orch)
+    report = assert_validated(result_of(events))
+    progress = [e for e in events if e.type == "manager" and e.data["kind"] == "progress"]
+    assert progress[0].data["satisfied"] is False  # the overruled ledger
+    assert progress[0].data["next_speaker"] == "SearchAgent"
+    assert progress[0].data["instruction"].startswith("Search for the evidence still missing")
+    assert any(m.author_name == "SearchAgent" for m in client.seen)
+    assert len(store) > 0
+    assert report.references
+    assert report.metadata.stop_reason == "manager_finished"  # after ReportAgent's draft
+
+
+async def test_a_satisfied_manager_after_a_stop_rule_is_not_overruled() -> None:
+    script = ManagerScript(speakers=["SearchAgent", "JudgeAgent", None])
+    orch, _, _, _ = make(script, RoleScript(sufficient_at_call=1))
+    events = await collect(orch)
+    report = assert_validated(result_of(events))
+    assert report.metadata.stop_reason == "sufficient"
+    assert report.metadata.iterations == 1
+    assert not [e for e in events if e.type == "manager" and e.data["kind"] == "overruled"]
+    assert "overruled" not in report.methodology
 
 
 async def test_round_limit_ends_in_a_report_not_canned_text() -> None:

@@ -69,6 +69,7 @@ from deepcritical.models import ReportPreferences, ResearchPlan, StopReason
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.magentic_agents import (
     ResearchParticipant,
+    SearchParticipant,
     build_participants,
 )
 from deepcritical.orchestrators.progress import RunAccounting
@@ -78,9 +79,11 @@ __all__ = [
     "MANAGER_ROLE",
     "MAX_MANAGER_ROUNDS",
     "MagenticOrchestrator",
+    "Overrule",
     "ResearchManager",
     "coerce_ledger_bool",
     "match_speaker",
+    "overruled_ledger",
     "parse_progress_ledger",
 ]
 
@@ -252,6 +255,30 @@ def progress_ledger_format(strategy: str, names: Sequence[str]) -> dict[str, Any
     return None
 
 
+@dataclass(frozen=True)
+class Overrule:
+    """What the run's code puts in place of a premature "the request is satisfied": the
+    participant to call (``speaker``), the ``instruction`` it gets and the ``reason`` (shown
+    in the ledger, the progress log and the methodology)."""
+
+    speaker: str
+    instruction: str
+    reason: str
+
+
+def overruled_ledger(ledger: MagenticProgressLedger, overrule: Overrule) -> MagenticProgressLedger:
+    """``ledger`` with the request not satisfied, progress being made, no loop, and
+    ``overrule``'s speaker and instruction (the model's reasons kept where they stay true)."""
+    item = MagenticProgressLedgerItem
+    return MagenticProgressLedger(
+        is_request_satisfied=item(reason=f"overruled by the run: {overrule.reason}", answer=False),
+        is_in_loop=item(reason=ledger.is_in_loop.reason, answer=False),
+        is_progress_being_made=item(reason=ledger.is_progress_being_made.reason, answer=True),
+        next_speaker=item(reason=overrule.reason, answer=overrule.speaker),
+        instruction_or_question=item(reason=overrule.reason, answer=overrule.instruction),
+    )
+
+
 class ResearchManager(StandardMagenticManager):
     """The standard Magentic manager (its prompts, facts, plan, replan and final answer),
     with a lenient progress-ledger parser that coerces string booleans and matches
@@ -261,9 +288,17 @@ class ResearchManager(StandardMagenticManager):
     for the ledger's JSON schema through the chat client's ``response_format`` option
     (:func:`progress_ledger_format`), so a grammar-constrained server cannot answer with an
     unparsable ledger or an unknown speaker.
+
+    ``finish_gate`` (set by the orchestrator) is asked, with the participants' names, whenever
+    a ledger says the request is satisfied: ``None`` lets the workflow end; an
+    :class:`Overrule` replaces the ledger (:func:`overruled_ledger`), so a model that declares
+    victory before the search is closed (a small model does, after one round with nothing
+    found) cannot end the research. When the request may end stays a rule in code, as the
+    stop rules do.
     """
 
     structured_output: str = "tool"
+    finish_gate: Callable[[Sequence[str]], Overrule | None] | None = None
 
     async def create_progress_ledger(
         self, magentic_context: MagenticContext
@@ -296,10 +331,17 @@ class ResearchManager(StandardMagenticManager):
                 else await self._complete(messages)
             )
             try:
-                return parse_progress_ledger(raw.text, names)
+                ledger = parse_progress_ledger(raw.text, names)
             except ValueError as exc:
                 last_error = exc
                 log.warning("progress ledger unusable", attempt=attempt, error=str(exc))
+                continue
+            gate = self.finish_gate
+            if ledger.is_request_satisfied.answer and gate is not None:
+                overrule = gate(names)
+                if overrule is not None:
+                    return overruled_ledger(ledger, overrule)
+            return ledger
         raise RuntimeError(
             f"progress ledger unusable after {self.progress_ledger_retry_count} attempt(s): "
             f"{last_error}"
@@ -377,6 +419,7 @@ class _Progress:
 
     rounds: int = 0
     replans: int = 0
+    overruled: int = 0
     satisfied: bool = False
     final_text: str = ""
     speakers: Counter[str] = field(default_factory=Counter)
@@ -475,9 +518,9 @@ class MagenticOrchestrator:
 
         # --- the Magentic workflow (fresh per run, its stream closed whatever happens) ------
         participants = list(self.participants(run))
-        workflow = self._build_workflow(run, participants, manager_usage)
-        budget = max(self.settings.time_budget_seconds - run.elapsed(), 0.001)
         progress = _Progress()
+        workflow = self._build_workflow(run, participants, manager_usage, progress)
+        budget = max(self.settings.time_budget_seconds - run.elapsed(), 0.001)
         end = await self._follow(workflow, self._task(run, plan), budget, run, progress)
 
         # --- the ending: always a validated report ----------------------------------------
@@ -500,6 +543,7 @@ class MagenticOrchestrator:
         run: ResearchRun,
         participants: Sequence[ResearchParticipant],
         usage: UsageTracker,
+        progress: _Progress,
     ) -> Workflow:
         manager_agent = Agent(
             client=self.chat_client,
@@ -521,6 +565,7 @@ class MagenticOrchestrator:
             progress_ledger_retry_count=2,
         )
         manager.structured_output = self.settings.structured_output
+        manager.finish_gate = lambda names: self._premature_finish(run, progress, names)
         members: list[SupportsAgentRun] = list(participants)
         return MagenticBuilder(participants=members, manager=manager, name="DeepCritical").build()
 
@@ -551,6 +596,40 @@ class MagenticOrchestrator:
             log.warning("magentic workflow failed", error=describe_error(exc))
             end.error = exc
         return end
+
+    def _premature_finish(
+        self, run: ResearchRun, progress: _Progress, names: Sequence[str]
+    ) -> Overrule | None:
+        """The manager says the request is satisfied: ``None`` when the run may end (the
+        report is drafted, or a stop rule closed the search: the orchestrator then writes the
+        report; or no participant ``names`` is SearchAgent), else an :class:`Overrule`
+        sending SearchAgent after what is still missing (counted in ``progress``, emitted as
+        a ``manager`` event). A search that stays open ends at the round limit, so this
+        cannot loop for ever."""
+        state = run.state
+        if state.draft is not None or state.stop_reason is not None:
+            return None
+        if SearchParticipant.agent_name not in names:
+            return None
+        progress.overruled += 1
+        missing = "; ".join(c.description for c in run.plan.unsatisfied()[:3])
+        reason = (
+            f"the search is still open ({state.rounds} of {self.settings.max_rounds} search "
+            "round(s) used, no stop rule has fired)"
+        )
+        run.emit(
+            ResearchEvent(
+                type="manager",
+                round=state.rounds,
+                message=f"Manager: 'the request is satisfied' overruled: {reason} → SearchAgent",
+                data={"kind": "overruled", "reason": reason, "next_speaker": "SearchAgent"},
+            )
+        )
+        return Overrule(
+            SearchParticipant.agent_name,
+            f"Search for the evidence still missing: {missing or run.plan.refined_question}",
+            reason,
+        )
 
     def _task(self, run: ResearchRun, plan: ResearchPlan) -> str:
         s = self.settings
@@ -665,7 +744,14 @@ class MagenticOrchestrator:
         state.methodology.append(
             f"The search was coordinated by a Magentic manager ({run.llm_label}): "
             f"{progress.rounds} manager round(s) (limit {self.max_round_count}), "
-            f"{progress.replans} replan(s); participants called: {calls or 'none'}. "
+            f"{progress.replans} replan(s)"
+            + (
+                f", {progress.overruled} premature 'request satisfied' overruled while the "
+                "search was open"
+                if progress.overruled
+                else ""
+            )
+            + f"; participants called: {calls or 'none'}. "
             f"The workflow ended: {how}; the report was built and its citations validated by "
             "the orchestrator from the evidence store."
         )
@@ -715,6 +801,7 @@ class MagenticOrchestrator:
         return {
             "manager_rounds": progress.rounds,
             "replans": progress.replans,
+            "overruled": progress.overruled,
             "satisfied": progress.satisfied,
             "timed_out": end.timed_out,
             "error": None if end.error is None else describe_error(end.error),
