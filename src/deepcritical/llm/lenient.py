@@ -14,7 +14,7 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, WithJsonSchema
 
 __all__ = [
     "EvidenceIdList",
@@ -142,11 +142,20 @@ def _to_recommendation(value: Any) -> Any:
 LenientBool = Annotated[bool, BeforeValidator(to_bool)]
 """``bool`` that reads "false"/"No."/"not sufficient" as ``False`` and "true"/"yes" as ``True``."""
 
-LenientScore = Annotated[int, BeforeValidator(_to_score)]
-"""Integer 0..10 (clamped); reads "7/10" as 7."""
+LenientScore = Annotated[
+    int,
+    BeforeValidator(_to_score),
+    WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 10}),
+]
+"""Integer 0..10 (clamped); reads "7/10" as 7. The schema states the bounds, which servers
+that compile integer bounds into their grammar (``llama-server``, vLLM) enforce."""
 
-LenientFraction = Annotated[float, BeforeValidator(_to_fraction)]
-"""Float 0..1 (clamped); reads 80 and "80%" as 0.8."""
+LenientFraction = Annotated[
+    float,
+    BeforeValidator(_to_fraction),
+    WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1}),
+]
+"""Float 0..1 (clamped); reads 80 and "80%" as 0.8 (the schema states the bounds)."""
 
 LenientStrList = Annotated[list[str], BeforeValidator(_to_str_list)]
 """List of strings; one string is split into its lines; blanks dropped."""
