@@ -238,7 +238,9 @@ class LLMSourceScreener:
         collector: SourceCollector,
         round_no: int = 1,
     ) -> ScreeningOutcome:
-        """Screen ``evidence`` (the round's new records) through ``collector``'s tools.
+        """Screen ``evidence`` (the round's new records) into ``collector``: through its
+        tools (:attr:`uses_tools`), else by one bounded :class:`ScreeningDecisions` answer
+        whose kept records are saved into it.
 
         Args:
             plan: the run's plan (refined question, checklist: the collector's syllabus).
