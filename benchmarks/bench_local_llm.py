@@ -227,7 +227,8 @@ def report(strategy: str, stats: StrategyStats, constrained: bool) -> None:
     speed = total.output_tokens / stats.seconds if stats.seconds else 0.0
     print(
         f"  tokens: prompt {total.input_tokens}, completion {total.output_tokens}, "
-        f"reasoning {total.reasoning_tokens}; {speed:.1f} completion tokens/s; "
+        f"reasoning {total.reasoning_tokens}; {speed:.1f} completion tokens per second of wall "
+        f"time (prompt processing included); "
         f"{stats.seconds / max(1, calls):.1f} s per call ({total.requests} requests); "
         f"{stats.seconds / max(1, stats.trials):.0f} s per run"
     )
