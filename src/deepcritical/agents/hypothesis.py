@@ -235,9 +235,7 @@ class LLMHypothesisGenerator:
             },
         )
         output = await self._agent.run(instructions, prompt, None, output_type=bounded)
-        hypotheses = hypotheses_from_output(
-            output, [e.id for e in evidence], previous, self.max_hypotheses
-        )
+        hypotheses = hypotheses_from_output(output, ids, previous, self.max_hypotheses)
         record_stances(evidence, model_stances(hypotheses), MODEL_NEUTRAL)
         return hypotheses
 

@@ -172,10 +172,10 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             strategy = self._strategy(bool(toolsets))
             if output_type is not None and output_type is not self.output_type:
                 agent = self._build(strategy, output_type)  # this call's bounded schema
+            elif (cached := self._agents.get(strategy)) is not None:
+                agent = cached
             else:
-                agent = self._agents.get(strategy) or self._agents.setdefault(
-                    strategy, self._build(strategy, self.output_type)
-                )
+                agent = self._agents[strategy] = self._build(strategy, self.output_type)
             result = await agent.run(
                 prompt,
                 instructions=dated,

@@ -71,6 +71,7 @@ from deepcritical.orchestrators.magentic_agents import (
     ResearchParticipant,
     SearchParticipant,
     build_participants,
+    search_closed,
 )
 from deepcritical.orchestrators.progress import RunAccounting
 from deepcritical.orchestrators.run import ResearchRun
@@ -606,11 +607,10 @@ class MagenticOrchestrator:
         sending SearchAgent after what is still missing (counted in ``progress``, emitted as
         a ``manager`` event). A search that stays open ends at the round limit, so this
         cannot loop for ever."""
+        search = SearchParticipant.agent_name
+        if search_closed(run) is not None or search not in names:
+            return None
         state = run.state
-        if state.draft is not None or state.stop_reason is not None:
-            return None
-        if SearchParticipant.agent_name not in names:
-            return None
         progress.overruled += 1
         missing = "; ".join(c.description for c in run.plan.unsatisfied()[:3])
         reason = (
@@ -621,12 +621,12 @@ class MagenticOrchestrator:
             ResearchEvent(
                 type="manager",
                 round=state.rounds,
-                message=f"Manager: 'the request is satisfied' overruled: {reason} → SearchAgent",
-                data={"kind": "overruled", "reason": reason, "next_speaker": "SearchAgent"},
+                message=f"Manager: 'the request is satisfied' overruled: {reason} → {search}",
+                data={"kind": "overruled", "reason": reason, "next_speaker": search},
             )
         )
         return Overrule(
-            SearchParticipant.agent_name,
+            search,
             f"Search for the evidence still missing: {missing or run.plan.refined_question}",
             reason,
         )

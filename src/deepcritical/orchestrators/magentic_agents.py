@@ -44,6 +44,7 @@ __all__ = [
     "SearchParticipant",
     "build_participants",
     "instruction_of",
+    "search_closed",
 ]
 
 MAX_SUMMARY_CHARS = 499
@@ -95,6 +96,17 @@ def stop_reason_text(reason: StopReason, run: ResearchRun) -> str:
             f"{run.state.rounds} search round(s) found nothing on-topic for the question"
         ),
     }.get(reason, reason.replace("_", " "))
+
+
+def search_closed(run: ResearchRun) -> str | None:
+    """Why no search may run any more, in words for the manager (the report is drafted, or a
+    stop rule fired); ``None`` while the search is open."""
+    state = run.state
+    if state.draft is not None:
+        return "the report has been written"
+    if state.stop_reason is not None:
+        return stop_reason_text(state.stop_reason, run)
+    return None
 
 
 class ResearchParticipant(BaseAgent):
@@ -198,14 +210,6 @@ class SearchParticipant(ResearchParticipant):
         "evidence, and says when the search is closed."
     )
 
-    def _closed(self) -> str | None:
-        state = self.research.state
-        if state.draft is not None:
-            return "the report has been written"
-        if state.stop_reason is not None:
-            return stop_reason_text(state.stop_reason, self.research)
-        return None
-
     def _request(self, instruction: str) -> JudgeAssessment:
         """The last assessment, carrying the manager's request to the query generator (its
         prompt shows the judge's reasoning)."""
@@ -220,7 +224,7 @@ class SearchParticipant(ResearchParticipant):
 
     async def work(self, instruction: str) -> str:
         run, state = self.research, self.research.state
-        closed = self._closed()
+        closed = search_closed(run)
         if closed is not None:
             return (
                 f"Search is closed: {closed}. The store holds {len(run.store)} items. "

@@ -277,10 +277,10 @@ class LLMReportWriter:
 
         outline = await self._write_outline(plan, evidence, hypotheses, assessment)
         sections: list[ReportSection] = []
+        form, how = SENTENCES_FORM if self.cited_sentences else CONTENT_FORM
         for planned in outline.outline:
             own = [by_id[i] for i in planned.evidence_ids if i in by_id]
             fence = new_fence()
-            form, how = SENTENCES_FORM if self.cited_sentences else CONTENT_FORM
             instructions = render_prompt(
                 "writer_section", form=form, how=how, untrusted=fence.note()
             )
@@ -305,7 +305,7 @@ class LLMReportWriter:
             written = await self._section.run(
                 instructions, prompt, _Shown(frozenset(ids)), output_type=bounded
             )
-            content = restrict_markers(written.content, [e.id for e in own], cleanup, papers)
+            content = restrict_markers(written.content, ids, cleanup, papers)
             if content.strip():
                 sections.append(ReportSection(heading=planned.heading, content=content))
 
