@@ -324,15 +324,14 @@ class RoleScript:
             record = RECORD_LINE.search(body)
             assert record, body[:200]
             title = re.search(r"^Title: (.*)$", body, re.MULTILINE)
-            text = re.search(r"^Text: (.*)$", body, re.MULTILINE)
-            words = (text.group(1) if text else "").split()
+            opening = first_words(body)
             arguments = {
                 "source_type": record.group(1),
                 "external_id": record.group(2),
                 "url": None if record.group(3) == "none" else record.group(3),
                 "title": title.group(1) if title else "",
                 "relevant_questions": [keys[len(calls) % len(keys)]],
-                "key_excerpts": [" ".join(words[:8]), "a paraphrase the source never says"],
+                "key_excerpts": [opening, "a paraphrase the source never says"],
                 "citation_id": sid,
             }
             calls.append(("save_source", arguments))
@@ -364,9 +363,7 @@ class RoleScript:
         tool = info.output_tools[0]
         if self.role_of(tool.parameters_json_schema.get("properties", {})) != "screener":
             return None
-        first = messages[0]
-        assert isinstance(first, ModelRequest)
-        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        prompt = first_prompt(messages)
         self.tool_answers.extend(
             str(p.content)
             for p in messages[-1].parts
@@ -387,9 +384,7 @@ class RoleScript:
 
     def screener_output(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         """The scripted screener's final output (after :meth:`screener_response`)."""
-        first = messages[0]
-        assert isinstance(first, ModelRequest)
-        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        prompt = first_prompt(messages)
         tool = info.output_tools[0]
         return ModelResponse(parts=[ToolCallPart(tool.name, json.dumps(self._screener(prompt)))])
 
@@ -402,9 +397,7 @@ class RoleScript:
         tool = info.output_tools[0]
         properties = tool.parameters_json_schema.get("properties", {})
         role = self.role_of(properties)
-        first = messages[0]
-        assert isinstance(first, ModelRequest)
-        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        prompt = first_prompt(messages)
         response = self.screener_response(messages, info)
         if response is not None:
             return response
@@ -425,9 +418,7 @@ class RoleScript:
         assert output_object is not None, "a request with neither output tools nor a schema"
         properties = output_object.json_schema.get("properties", {})
         role = self.role_of(properties)
-        first = messages[0]
-        assert isinstance(first, ModelRequest)
-        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        prompt = first_prompt(messages)
         if role in self.invalid_roles:
             self.prompts.setdefault(role, []).append(prompt)
             return ModelResponse(parts=[TextPart('{"broken": ')])
@@ -446,14 +437,13 @@ class RoleScript:
         status = {s["citation_id"]: s for s in screened["screened"]}
         decisions: dict[str, Any] = {}
         for n, (sid, _nonce, body) in enumerate(FENCED_BLOCK.findall(prompt)):
-            text = re.search(r"^Text: (.*)$", body, re.MULTILINE)
-            words = (text.group(1) if text else "").split()
+            opening = first_words(body)
             judged = status.get(sid, {"status": "relevant", "reason": "answers the question"})
             decisions[sid] = {
                 "reason": judged["reason"],
                 "status": judged["status"],
                 "checklist_keys": [keys[n % len(keys)]],
-                "excerpt": " ".join(words[:8]),
+                "excerpt": opening,
             }
         return {
             "decisions": decisions,
@@ -798,6 +788,19 @@ class ChatCompletionsStub:
                 "total_tokens": input_tokens + output_tokens,
             },
         }
+
+
+def first_prompt(messages: Sequence[ModelMessage]) -> str:
+    """The user prompt of a pydantic-ai request (its first message's user parts)."""
+    first = messages[0]
+    assert isinstance(first, ModelRequest)
+    return "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+
+
+def first_words(body: str, count: int = 8) -> str:
+    """The first ``count`` words of a fenced record's ``Text:`` line (a verbatim excerpt)."""
+    text = re.search(r"^Text: (.*)$", body, re.MULTILINE)
+    return " ".join((text.group(1) if text else "").split()[:count])
 
 
 def _sentences(content: str) -> list[dict[str, Any]]:

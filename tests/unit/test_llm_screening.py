@@ -13,7 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from deepcritical.agents.screener import NOT_SAVED, LLMSourceScreener, verbatim_excerpts
+from deepcritical.agents.screener import (
+    NOT_SAVED,
+    LLMSourceScreener,
+    ScreenedRecord,
+    verbatim_excerpts,
+)
 from deepcritical.agents.search import SearchAgent
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.screening import default_calibration
@@ -126,6 +131,17 @@ def test_verbatim_excerpts_keep_only_text_of_the_record() -> None:
     ]
 
 
+def assert_saved_relevant(records: list[ScreenedRecord], store: EvidenceStore) -> None:
+    """Each record was saved relevant for a checklist question, with one excerpt that is
+    verbatim text of its item."""
+    for record in records:
+        assert record.status == Screening.RELEVANT
+        assert record.checklist_keys
+        assert "saved by the search agent for" in record.reason
+        assert len(record.excerpts) == 1
+        assert record.excerpts[0] in store.require(record.evidence_id).content
+
+
 def plan() -> ResearchPlan:
     return ResearchPlan(
         question=QUESTION,
@@ -171,14 +187,8 @@ async def test_screener_saves_through_the_tools_and_reads_the_outcome_from_the_c
         assert by_id[off].status == Screening.OFF_TOPIC
         assert by_id[off].reason == f"off-topic: {NOT_SAVED}"
         assert by_id[off].checklist_keys == ()
-        for evidence_id in on:
-            record = by_id[evidence_id]
-            assert record.status == Screening.RELEVANT
-            assert record.checklist_keys
-            assert "saved by the search agent for" in record.reason
-            # the made-up excerpt was dropped, the verbatim one kept
-            assert len(record.excerpts) == 1
-            assert record.excerpts[0] in store.require(evidence_id).content
+        # the made-up excerpt was dropped, the verbatim one kept
+        assert_saved_relevant([by_id[i] for i in on], store)
         assert roles.tool_calls == [
             "save_source",
             "save_source",

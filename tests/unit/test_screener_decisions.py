@@ -10,6 +10,8 @@ cited-sentence form.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -28,16 +30,18 @@ from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.errors import AgentOutputError
 from deepcritical.llm.structured import OutputStrategy
-from deepcritical.models import Screening, marker_ids
+from deepcritical.models import ResearchPlan, Screening, marker_ids
 from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
+from deepcritical.state.sources import SourceCollector
 from tests.conftest import HashingEmbedder
 from tests.integration.chat_stub import RoleScript
 from tests.unit.test_llm_screening import (
     OFF_TOPIC_MARK,
     MixedSource,
     assert_kept_out,
+    assert_saved_relevant,
     asthma_paper,
     collector_for,
     plan,
@@ -45,19 +49,32 @@ from tests.unit.test_llm_screening import (
 from tests.unit.test_magentic_orchestrator import QUESTION, PaperSource, settings
 
 
-async def _store() -> EvidenceStore:
+@dataclass(frozen=True)
+class Round:
+    """A round to screen: an asthma record and two metformin papers, the plan, a collector."""
+
+    store: EvidenceStore
+    research: ResearchPlan
+    collector: SourceCollector
+
+
+@pytest.fixture
+async def round_() -> AsyncIterator[Round]:
     store = EvidenceStore(HashingEmbedder(), near_duplicate_threshold=0.999)
     store.add([asthma_paper(1, "q"), *await PaperSource().search("q", 2)])
-    return store
+    research = plan()
+    collector = collector_for(store, research)
+    try:
+        yield Round(store, research, collector)
+    finally:
+        collector.runs.close()
 
 
 @pytest.mark.parametrize("strategy", ["json_object", "json_schema", "prompted"])
 async def test_screening_by_one_bounded_answer_saves_what_was_kept(
-    strategy: OutputStrategy,
+    strategy: OutputStrategy, round_: Round
 ) -> None:
-    store = await _store()
-    research = plan()
-    collector = collector_for(store, research)
+    store, research, collector = round_.store, round_.research, round_.collector
     roles = RoleScript(off_topic_text=OFF_TOPIC_MARK)
     schemas: list[dict[str, Any]] = []
 
@@ -69,41 +86,32 @@ async def test_screening_by_one_bounded_answer_saves_what_was_kept(
 
     screener = LLMSourceScreener(LLMConfig(FunctionModel(recording), retries=1, output=strategy))
     assert not screener.uses_tools
-    try:
-        outcome = await screener.screen(research, store.all(), collector)
-        off, *on = [e.id for e in store.all()]
-        # the schema of this call: exactly the round's ids, each required; keys as an enum
-        decisions = schemas[0]["properties"]["decisions"]
-        assert decisions["required"] == [off, *on]
-        assert decisions["additionalProperties"] is False
-        one = decisions["properties"][off]["properties"]
-        assert one["status"]["enum"] == ["relevant", "partial", "off_topic"]
-        assert one["checklist_keys"]["items"]["enum"] == ["cancer_incidence", "mechanism"]
-        assert roles.tool_calls == []  # no tools were offered
-        by_id = {r.evidence_id: r for r in outcome.records}
-        assert by_id[off].status == Screening.OFF_TOPIC
-        assert by_id[off].reason == "off-topic: about another disease"
-        assert by_id[off].checklist_keys == ()
-        for evidence_id in on:
-            record = by_id[evidence_id]
-            assert record.status == Screening.RELEVANT
-            assert record.checklist_keys
-            assert "saved by the search agent for" in record.reason
-            assert len(record.excerpts) == 1
-            assert record.excerpts[0] in store.require(evidence_id).content
-        saved = collector.saved_by_citation([off, *on])
-        assert off not in saved  # an off-topic record is never saved
-        assert all(saved[i].questions for i in on)
-        assert outcome.next_queries == ["metformin screened follow-up"]
-        assert outcome.progress.startswith("NOT READY")
-    finally:
-        collector.runs.close()
+    outcome = await screener.screen(research, store.all(), collector)
+    off, *on = [e.id for e in store.all()]
+    # the schema of this call: exactly the round's ids, each required; keys as an enum
+    decisions = schemas[0]["properties"]["decisions"]
+    assert decisions["required"] == [off, *on]
+    assert decisions["additionalProperties"] is False
+    one = decisions["properties"][off]["properties"]
+    assert one["status"]["enum"] == ["relevant", "partial", "off_topic"]
+    assert one["checklist_keys"]["items"]["enum"] == ["cancer_incidence", "mechanism"]
+    assert roles.tool_calls == []  # no tools were offered
+    by_id = {r.evidence_id: r for r in outcome.records}
+    assert by_id[off].status == Screening.OFF_TOPIC
+    assert by_id[off].reason == "off-topic: about another disease"
+    assert by_id[off].checklist_keys == ()
+    assert_saved_relevant([by_id[i] for i in on], store)
+    saved = collector.saved_by_citation([off, *on])
+    assert off not in saved  # an off-topic record is never saved
+    assert all(saved[i].questions for i in on)
+    assert outcome.next_queries == ["metformin screened follow-up"]
+    assert outcome.progress.startswith("NOT READY")
 
 
-async def test_a_missing_decision_or_a_kept_record_without_key_goes_back_to_the_model() -> None:
-    store = await _store()
-    research = plan()
-    collector = collector_for(store, research)
+async def test_a_missing_decision_or_a_kept_record_without_key_goes_back_to_the_model(
+    round_: Round,
+) -> None:
+    store, research, collector = round_.store, round_.research, round_.collector
     first, second, third = (e.id for e in store.all())
     retries: list[str] = []
 
@@ -124,44 +132,34 @@ async def test_a_missing_decision_or_a_kept_record_without_key_goes_back_to_the_
         return ModelResponse(parts=[TextPart(json.dumps({"decisions": decisions}))])
 
     screener = LLMSourceScreener(LLMConfig(FunctionModel(fn), retries=2, output="json_object"))
-    try:
-        outcome = await screener.screen(research, store.all(), collector)
-        assert len(retries) == 1
-        assert f"missing: {third}" in retries[0]
-        assert f"{second} is kept but names no checklist key" in retries[0]
-        by_id = {r.evidence_id: r for r in outcome.records}
-        assert by_id[first].status == Screening.OFF_TOPIC
-        assert by_id[second].status == Screening.RELEVANT
-        assert by_id[second].checklist_keys == ("mechanism",)
-        assert by_id[third].status == Screening.PARTIAL
-        assert by_id[third].checklist_keys == ("cancer_incidence",)
-    finally:
-        collector.runs.close()
+    outcome = await screener.screen(research, store.all(), collector)
+    assert len(retries) == 1
+    assert f"missing: {third}" in retries[0]
+    assert f"{second} is kept but names no checklist key" in retries[0]
+    by_id = {r.evidence_id: r for r in outcome.records}
+    assert by_id[first].status == Screening.OFF_TOPIC
+    assert by_id[second].status == Screening.RELEVANT
+    assert by_id[second].checklist_keys == ("mechanism",)
+    assert by_id[third].status == Screening.PARTIAL
+    assert by_id[third].checklist_keys == ("cancer_incidence",)
 
 
-async def test_a_screener_that_never_answers_validly_saves_nothing() -> None:
-    store = await _store()
-    research = plan()
-    collector = collector_for(store, research)
+async def test_a_screener_that_never_answers_validly_saves_nothing(round_: Round) -> None:
+    store, research, collector = round_.store, round_.research, round_.collector
 
     def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[TextPart('{"decisions": {}}')])
 
     screener = LLMSourceScreener(LLMConfig(FunctionModel(fn), retries=1, output="json_object"))
-    try:
-        with pytest.raises(AgentOutputError):
-            await screener.screen(research, store.all(), collector)
-        assert collector.saved_by_citation([e.id for e in store]) == {}
-    finally:
-        collector.runs.close()
+    with pytest.raises(AgentOutputError):
+        await screener.screen(research, store.all(), collector)
+    assert collector.saved_by_citation([e.id for e in store]) == {}
 
 
-async def test_an_unsaved_kept_record_is_off_topic_with_the_not_saved_reason() -> None:
+async def test_an_unsaved_kept_record_is_off_topic_with_the_not_saved_reason(round_: Round) -> None:
     """What the collector holds decides, as with the tools: a record saved for no key (its
     only key dropped as unknown is sent back, so this is the off-topic word) is off-topic."""
-    store = await _store()
-    research = plan()
-    collector = collector_for(store, research)
+    store, research, collector = round_.store, round_.research, round_.collector
     ids = [e.id for e in store.all()]
 
     def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -169,12 +167,9 @@ async def test_an_unsaved_kept_record_is_off_topic_with_the_not_saved_reason() -
         return ModelResponse(parts=[TextPart(json.dumps({"decisions": decisions}))])
 
     screener = LLMSourceScreener(LLMConfig(FunctionModel(fn), retries=1, output="json_schema"))
-    try:
-        outcome = await screener.screen(research, store.all(), collector)
-        assert {r.status for r in outcome.records} == {Screening.OFF_TOPIC}
-        assert {r.reason for r in outcome.records} == {f"off-topic: {NOT_SAVED}"}
-    finally:
-        collector.runs.close()
+    outcome = await screener.screen(research, store.all(), collector)
+    assert {r.status for r in outcome.records} == {Screening.OFF_TOPIC}
+    assert {r.reason for r in outcome.records} == {f"off-topic: {NOT_SAVED}"}
 
 
 async def test_an_iterative_run_on_a_grammar_strategy_needs_no_tool_and_no_fallback() -> None:
