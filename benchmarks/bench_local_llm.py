@@ -56,7 +56,7 @@ from deepcritical.llm.runner import StructuredAgent
 from deepcritical.llm.structured import OutputStrategy
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import Evidence, Hypothesis, ResearchPlan
-from deepcritical.orchestrators.agent_set import build_llm_agents
+from deepcritical.orchestrators.agent_set import AgentSet, build_llm_agents
 from deepcritical.state.runs import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
@@ -148,12 +148,11 @@ async def _attempt(call: Callable[[], Awaitable[Any]]) -> Any:
 async def one_run(
     settings: Settings, strategy: OutputStrategy, inputs: Inputs, stats: StrategyStats
 ) -> None:
-    """The calls of one research run, each role through its real implementation."""
-    model = build_model(settings.model_copy(update={"structured_output": strategy}))
+    """The calls of one research run under ``strategy``, on a model client closed after."""
+    run_settings = settings.model_copy(update={"structured_output": strategy})
+    model = build_model(run_settings)
     if model is None:
         raise SystemExit("no model")
-    run_settings = settings.model_copy(update={"structured_output": strategy})
-    agents = build_llm_agents(run_settings, model, usage=stats.log)
     probe: StructuredAgent[None, ProbeOutput] = StructuredAgent(
         "probe",
         model,
@@ -165,7 +164,13 @@ async def one_run(
         output=strategy,
         max_output_tokens=settings.llm_max_output_tokens,
     )
-    await _attempt(lambda: probe.run(PROBE_INSTRUCTIONS, PROBE_PROMPT, None))
+    async with model:
+        await _attempt(lambda: probe.run(PROBE_INSTRUCTIONS, PROBE_PROMPT, None))
+        await role_calls(build_llm_agents(run_settings, model, usage=stats.log), inputs)
+
+
+async def role_calls(agents: AgentSet, inputs: Inputs) -> None:
+    """Each role once, through its real implementation, in a run's order."""
     evidence = [e.model_copy(deep=True) for e in inputs.evidence]
     question = inputs.question
     plan = await _attempt(lambda: agents.planner.plan(question))
