@@ -156,10 +156,10 @@ def certainty_distribution(data: Path, n: int) -> collections.Counter[str]:
     """Certainty level of each of the first ``n`` dev questions' runs (offline, local)."""
     from deepcritical.config import Settings
     from deepcritical.corpus.index import LocalCorpus
-    from deepcritical.evidence.embeddings import shared_embedder
+    from deepcritical.evidence.onnx_embeddings import run_embedder
 
     questions = load_questions(data / "dev_questions.jsonl", n)
-    embedder = shared_embedder()
+    embedder = run_embedder()
     levels: collections.Counter[str] = collections.Counter()
     with tempfile.TemporaryDirectory(prefix="dc-bench-appraisal-") as tmp:
         settings = Settings(llm="none", sources=["local"], data_dir=Path(tmp))

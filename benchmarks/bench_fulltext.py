@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.disable(logging.WARNING)
     from deepcritical.config import Settings
-    from deepcritical.evidence.embeddings import shared_embedder
+    from deepcritical.evidence.onnx_embeddings import run_embedder
     from deepcritical.formats.jats import read_jats
 
     print("article | passages | parse time (median of 5)")
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name} | {passages} | {1000 * seconds:.1f} ms")
     articles = {a.pmcid or p.name: a for p, a in ((p, read_jats(p)) for p in paths)}
     questions = load_questions()[: args.n]
-    embedder = shared_embedder()
+    embedder = run_embedder()
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="dc-bench-fulltext-") as tmp:
         corpora = build_corpora(Path(tmp), embedder, distractor_lines(args.distractors))

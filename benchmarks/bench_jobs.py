@@ -204,13 +204,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     logging.disable(logging.WARNING)
     from deepcritical.corpus.index import LocalCorpus
-    from deepcritical.evidence.embeddings import shared_embedder
+    from deepcritical.evidence.onnx_embeddings import run_embedder
 
     spare = max(counts) + 1
     rows = load_questions(questions_file, max(args.n, args.latency) + spare)
     questions = [r["question"] for r in rows]
     measured, warmups = questions[: args.n], questions[-spare:]
-    embedder = shared_embedder()
+    embedder = run_embedder()
     with tempfile.TemporaryDirectory(prefix="dc-bench-jobs-") as tmp:
         data_dir, logs = Path(tmp) / "data", Path(tmp) / "logs"
         logs.mkdir()

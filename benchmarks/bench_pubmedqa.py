@@ -16,9 +16,9 @@ Two arms (``--arms``, default both), each with its own corpus in its own data di
 
 In each arm, for each of the first N dev questions, every configuration runs
 ``deepcritical.api.research(question, Settings(llm="none", sources=["local"], data_dir=<tmp>,
-max_rounds=2), embedder=shared_embedder())``; the run grounds its own report
-(``Settings.grounding``, default threshold), so the figures are those of the report a user
-gets. Configurations:
+max_rounds=2), embedder=run_embedder())`` (the embedder the command line uses); the run
+grounds its own report (``Settings.grounding``, default threshold), so the figures are those
+of the report a user gets. Configurations:
 
 - ``extractive``: no model (``--llm none``).
 - ``scripted`` (``--scripted``): a pydantic-ai ``FunctionModel`` plays every LLM role. Its
@@ -760,7 +760,7 @@ def report_withheld(name: str, outcomes: list[Outcome], failures: list[str]) -> 
 # --------------------------------------------------------------------------- calibration
 def calibrate(data: Path) -> None:
     """Print the similarity distributions behind the default grounding threshold."""
-    from deepcritical.evidence.embeddings import shared_embedder
+    from deepcritical.evidence.onnx_embeddings import run_embedder
     from deepcritical.evidence.store import embedding_text
     from deepcritical.report.citations import add_marker
     from deepcritical.report.grounding import DEFAULT_THRESHOLD, claim_text, source_passages
@@ -774,7 +774,7 @@ def calibrate(data: Path) -> None:
         if line.strip()
     }
     questions = load_questions(data / "dev_questions.jsonl", None)
-    embedder = shared_embedder()
+    embedder = run_embedder()
     pmids = list(rows)
     # passages of every abstract, by line, remembering which come from the conclusions
     passages: list[str] = []
@@ -912,11 +912,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.disable(logging.WARNING)
     from deepcritical.config import Settings
     from deepcritical.corpus.index import LocalCorpus
-    from deepcritical.evidence.embeddings import shared_embedder
+    from deepcritical.evidence.onnx_embeddings import run_embedder
 
     questions = load_questions(questions_file, args.n)
     gold = {str(q["pmid"]) for q in questions}
-    embedder = shared_embedder()
+    embedder = run_embedder()
     configurations: list[tuple[str, ScriptedLLM | None]] = []
     if not args.scripted_only:
         configurations.append(("extractive (--llm none)", None))

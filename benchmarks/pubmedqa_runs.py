@@ -147,11 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.disable(logging.WARNING)
     from deepcritical.config import Settings
     from deepcritical.corpus.index import LocalCorpus
-    from deepcritical.evidence.embeddings import shared_embedder
+    from deepcritical.evidence.onnx_embeddings import run_embedder
 
     questions = load_questions(questions_file, args.n)
     start = time.perf_counter()
-    embedder = shared_embedder()
+    embedder = run_embedder()
     print(f"all-MiniLM-L6-v2 loaded in {time.perf_counter() - start:.1f} s")
     with tempfile.TemporaryDirectory(prefix="dc-bench-runs-") as tmp:
         settings = Settings(llm="none", sources=["local"], data_dir=Path(tmp))

