@@ -216,6 +216,14 @@ async def resume(
             yield event
 
 
+async def _run_embedder(settings: Settings) -> Embedder:
+    """:func:`~deepcritical.evidence.onnx_embeddings.run_embedder` of ``settings``, loaded (once
+    per export cache: exported) in a worker thread, off the event loop."""
+    return await asyncio.to_thread(
+        run_embedder, settings.embedding_model, settings.embedding_backend
+    )
+
+
 async def _research(
     question: str,
     settings: Settings,
@@ -237,7 +245,7 @@ async def _research(
     settings, llm_model = await _run_model(settings, model)
     llm_label = str(parse_model_spec(settings.llm)) if model is None else _model_label(model)
     manager_client = _manager_client(settings, llm_model, chat_client)
-    embedder = embedder or run_embedder(settings.embedding_model, settings.embedding_backend)
+    embedder = embedder or await _run_embedder(settings)
 
     async with AsyncExitStack() as stack:
         persisted: PersistentRun | None = None

@@ -258,7 +258,6 @@ class OnnxEmbedder:
 
         ort.disable_telemetry_events()  # as Chroma's: nothing about the user leaves the machine
         self.model_name = onnx_int8_name(model_name) if precision == "int8" else model_name
-        self.precision = precision
         self.batch_size = batch_size
         self.max_chars = max_chars
         self._lock = threading.Lock()
@@ -323,7 +322,7 @@ class EmbedderFallbackWarning(UserWarning):
     """An ONNX embedder could not be exported or loaded; torch is used instead."""
 
 
-_SHARED: dict[tuple[str, str], Embedder] = {}
+_SHARED: dict[tuple[str, Precision], Embedder] = {}
 _SHARED_LOCK = threading.Lock()
 
 
