@@ -90,6 +90,7 @@ class EffectEstimate(BaseModel):
     ci_high: str | None = None
     p_value: str | None = None
     proof: TextSpan
+    outcome: ExtractedValue | None = None
 
     @property
     def has_ci(self) -> bool:
@@ -128,6 +129,12 @@ class EffectEstimate(BaseModel):
             out += f", p {self.p_value}" if self.p_value[0] in "<>=≤≥" else f", p = {self.p_value}"
         return out
 
+    def describe(self) -> str:
+        """:meth:`short` with the outcome it measures: ``"RR 0.80 (95% CI 0.70 to 0.91) for
+        all-cause mortality"``; ``"... (outcome not read)"`` when none was read."""
+        what = " ".join(self.outcome.value.split()) if self.outcome else "(outcome not read)"
+        return f"{self.short()} for {what}" if self.outcome else f"{self.short()} {what}"
+
 
 SINGLE_VALUE_FIELDS = (
     "population",
@@ -152,8 +159,15 @@ class StudyRecord(BaseModel):
 
     ``design`` is the graded design, a :class:`~deepcritical.models.StudyDesign` value
     (:func:`deepcritical.evidence.grading.grade_evidence`);
-    ``sample_size`` the number enrolled or randomised as written, ``analysed`` the number
-    analysed when stated separately; ``n`` the first of them as an integer. ``randomised``,
+    ``sample_size`` the whole sample (included, enrolled or randomised) as written, set only
+    when the text states it as such; ``sample_size_parts`` the sizes of the groups that make
+    up the sample when no total is written ("Five controls with HCA and five without ...":
+    the sample is their sum, :attr:`n`, shown as "48 (sum of groups: 5 + 5 + ...)"), each
+    with its own proof; ``analysed`` the number analysed when stated; ``n`` the sample size
+    as an integer (the total, else the sum of the groups, else the number analysed).
+    ``disagreements`` counts the values a model read that disagreed with the rules' confident
+    reading of the same field (:mod:`deepcritical.agents.appraiser`): neither is shown.
+    ``randomised``,
     ``blinded``, ``single_centre``, ``multicentre`` and ``dose_response`` hold the phrase that
     states it (risk-of-bias proxies and the dose-response upgrade of
     :mod:`deepcritical.evidence.certainty`), ``None`` when the text does not say.
@@ -166,6 +180,7 @@ class StudyRecord(BaseModel):
     population: ExtractedValue | None = None
     setting: ExtractedValue | None = None
     sample_size: ExtractedValue | None = None
+    sample_size_parts: list[ExtractedValue] = Field(default_factory=list)
     analysed: ExtractedValue | None = None
     intervention: ExtractedValue | None = None
     comparator: ExtractedValue | None = None
@@ -178,19 +193,44 @@ class StudyRecord(BaseModel):
     multicentre: ExtractedValue | None = None
     dose_response: ExtractedValue | None = None
     values_dropped: int = Field(default=0, ge=0)
+    disagreements: int = Field(default=0, ge=0)
     method: Literal["rules", "model"] = "rules"
     full_text: bool = False
 
     @property
     def n(self) -> int | None:
-        """The sample size as an integer (enrolled or randomised, else analysed), ``None``
-        when neither is stated or readable."""
-        for v in (self.sample_size, self.analysed):
-            if v is not None:
-                number = parse_number(v.value)
-                if number is not None and number == int(number):
-                    return int(number)
+        """The sample size as an integer: the stated total, else the sum of the group sizes
+        (:attr:`sample_size_parts`, two or more), else the number analysed; ``None`` when none
+        is stated or readable."""
+        total = _count(self.sample_size)
+        if total is not None:
+            return total
+        parts = [_count(v) for v in self.sample_size_parts]
+        if len(parts) >= 2 and all(p is not None for p in parts):
+            return sum(p for p in parts if p is not None)
+        return _count(self.analysed)
+
+    def sample_size_text(self) -> str | None:
+        """The sample size as shown: the total as written ("1,024"), ``"48 (sum of groups: 5
+        + 5 + 7 + 7 + 12 + 12)"`` when it is the sum of group sizes, ``"96 analysed"`` when
+        only the number analysed is stated; ``None`` when the text states none."""
+        if self.sample_size is not None:
+            return self.sample_size.value
+        parts = [_count(v) for v in self.sample_size_parts]
+        if len(parts) >= 2 and all(p is not None for p in parts):
+            terms = " + ".join(str(p) for p in parts)
+            return f"{sum(p for p in parts if p is not None)} (sum of groups: {terms})"
+        if self.analysed is not None:
+            return f"{self.analysed.value} analysed"
         return None
+
+    def sample_size_proofs(self) -> list[TextSpan]:
+        """The proofs behind :meth:`sample_size_text` (one, or one per group)."""
+        if self.sample_size is not None:
+            return [self.sample_size.proof]
+        if self.n is not None and self.sample_size_parts:
+            return [v.proof for v in self.sample_size_parts]
+        return [self.analysed.proof] if self.analysed is not None else []
 
     @property
     def primary_effect(self) -> EffectEstimate | None:
@@ -200,22 +240,33 @@ class StudyRecord(BaseModel):
         return ranked[0] if ranked else None
 
     def values(self) -> list[ExtractedValue | EffectEstimate]:
-        """Every value the record shows, in field order (what the verbatim check covers)."""
+        """Every value the record shows, in field order (what the verbatim check covers;
+        an estimate's outcome is checked with its estimate)."""
         single = [getattr(self, name) for name in SINGLE_VALUE_FIELDS]
-        return [*(v for v in single if v is not None), *self.outcomes, *self.effects]
+        return [
+            *(v for v in single if v is not None),
+            *self.sample_size_parts,
+            *self.outcomes,
+            *self.effects,
+        ]
 
     def summary(self) -> str:
-        """One line for exports and notes: ``"n = 248; OR 2.4 (95% CI 1.3 to 4.6)"`` (``""``
-        when nothing was read)."""
+        """One line for exports and notes: ``"n = 248; OR 2.4 (95% CI 1.3 to 4.6) for
+        mortality"`` (``""`` when nothing was read)."""
         parts = []
-        if self.sample_size is not None or self.analysed is not None:
-            v = self.sample_size or self.analysed
-            assert v is not None
-            parts.append(f"n = {v.value}")
+        size = self.sample_size_text()
+        if size is not None:
+            parts.append(f"n = {size}")
         effect = self.primary_effect
         if effect is not None:
-            parts.append(effect.short())
+            parts.append(effect.describe() if effect.outcome else effect.short())
         return "; ".join(parts)
+
+
+def _count(value: ExtractedValue | None) -> int | None:
+    """A count as an integer, ``None`` when absent or not a whole number."""
+    number = parse_number(value.value) if value is not None else None
+    return int(number) if number is not None and number == int(number) else None
 
 
 class CertaintyLevel(StrEnum):
