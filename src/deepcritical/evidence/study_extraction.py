@@ -46,6 +46,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from deepcritical.evidence.grading import grade_evidence
+from deepcritical.evidence.sample_size import CountSpan, find_analysed, find_sample_size
 from deepcritical.models import (
     EffectEstimate,
     Evidence,
@@ -55,18 +56,17 @@ from deepcritical.models import (
     TextSpan,
     parse_number,
 )
-from deepcritical.models._appraisal import NUMBER_WORDS, SINGLE_VALUE_FIELDS
+from deepcritical.models._appraisal import SINGLE_VALUE_FIELDS
+from deepcritical.text.abstract_sections import Section, sections_of, sentence_around
+from deepcritical.text.numbers import WORD_NUMBER
 
 __all__ = [
-    "Section",
     "appraise_items",
     "checked_record",
     "extract_study",
     "find_effects",
-    "find_sample_size",
     "locate_quote",
     "proof_text",
-    "sections_of",
     "span",
 ]
 
@@ -74,128 +74,7 @@ MAX_VALUE_CHARS = 240
 """Longest quote kept for a text value (population, setting, outcomes): a longer sentence is
 cut to its first 240 characters (still a verbatim span)."""
 
-_LABEL = re.compile(r"([A-Z][A-Z0-9 &/,()'-]{1,60}):\s")
-
-_METHODS_LABELS = (
-    "METHOD",
-    "PATIENT",
-    "PARTICIPANT",
-    "SUBJECT",
-    "SETTING",
-    "DESIGN",
-    "POPULATION",
-    "MATERIAL",
-    "RESULT",
-    "FINDING",
-    "MEASURE",
-    "INTERVENTION",
-    "OUTCOME",
-    "OBSERVATION",
-    "DATA",
-)
-_LATE_LABELS = ("CONCLUSION", "DISCUSSION", "INTERPRETATION", "IMPLICATION")
-
-
-@dataclass(frozen=True)
-class Section:
-    """One paragraph of a text: its label (``"METHODS"``; ``""`` unlabelled) and the
-    character offsets of its body (after ``LABEL: ``) in the text."""
-
-    label: str
-    start: int
-    end: int
-
-    @property
-    def rank(self) -> int:
-        """0 for methods, participants and results (and unlabelled text), 1 for background
-        and aims, 2 for conclusions: where a study's own figures are read first."""
-        if not self.label or any(k in self.label for k in _METHODS_LABELS):
-            return 0
-        return 2 if any(k in self.label for k in _LATE_LABELS) else 1
-
-    def has(self, *keys: str) -> bool:
-        """True when the label contains one of ``keys`` (upper case)."""
-        return any(k in self.label for k in keys)
-
-
-def sections_of(text: str) -> list[Section]:
-    """The paragraphs of ``text`` (split at blank lines or line feeds) with their labels."""
-    out: list[Section] = []
-    for m in re.finditer(r"[^\n]+", text):
-        start, end = m.start(), m.end()
-        label = ""
-        lm = _LABEL.match(text, start, end)
-        if lm:
-            label = lm.group(1).strip().upper()
-            start = lm.end()
-        if text[start:end].strip():
-            out.append(Section(label, start, end))
-    return out
-
-
-# --- numbers and nouns ---------------------------------------------------------------------
-
-_WORD = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
-_WORDNUM = rf"(?:{_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_WORD}))*"
-_DIGITNUM = r"\d{1,3}(?:[,\u2009\u202f\u00a0 ]\d{3})+(?![\d.])|\d+(?![\d.,]\d)"
-_NUM = rf"(?P<n>{_DIGITNUM}|{_WORDNUM})"
-_PEOPLE = (
-    r"(?:patients|participants|subjects|women|men|children|adults|infants|neonates|newborns"
-    r"|individuals|persons|people|volunteers|cases|students|residents|mothers|adolescents"
-    r"|girls|boys|youths?|smokers|workers|employees|nurses|physicians|doctors|surgeons"
-    r"|respondents|pregnancies|deliveries|births|beneficiaries|veterans|members|eyes|families"
-    r"|couples|users|donors|recipients|survivors|athletes|soldiers|twins|outpatients"
-    r"|inpatients|households|rats|mice|animals|dogs|pigs|rabbits|controls|females|males"
-    r"|elderly|pairs)"
-)
-_MODS = r"(?:[A-Za-z][\w'/-]*,?\s+){0,4}?"
-_VERBS = (
-    r"(?:randomi[sz]ed|randomly|enrolled|included|recruited|studied|analy[sz]ed|evaluated"
-    r"|assessed|examined|identified|investigated|surveyed|followed|treated|operated|allocated"
-    r"|assigned|interviewed|screened|reviewed|selected|eligible|available)"
-)
-
-_N_TIER1 = [
-    re.compile(rf"\b(?:a\s+total\s+of|in\s+total,?|overall,?)\s+{_NUM}\s+{_MODS}{_PEOPLE}\b", re.I),
-    re.compile(
-        rf"(?<![\d.])\b{_NUM}\s+{_MODS}{_PEOPLE}\b[^.;]{{0,60}}?\b(?:were|was|had\s+been)\s+"
-        rf"(?:\w+\s+)?{_VERBS}",
-        re.I,
-    ),
-    re.compile(
-        r"\b(?:study\s+(?:population|sample|group|cohort)|sample|cohort|population)\s+"
-        rf"(?:size\s+)?(?:comprised|consisted\s+of|included|involved|of|was|were)\s+(?:of\s+)?"
-        rf"{_NUM}\b",
-        re.I,
-    ),
-    re.compile(
-        rf"\b(?:we|this\s+study|the\s+study|study)\s+(?:\w+\s+){{0,2}}?{_VERBS}\s+"
-        r"(?:a\s+total\s+of\s+|data\s+(?:on|from)\s+|the\s+(?:medical\s+)?records\s+of\s+)?"
-        rf"{_NUM}\s+{_MODS}{_PEOPLE}\b",
-        re.I,
-    ),
-]
-_N_TIER2 = [
-    re.compile(
-        rf"\b(?:of|among|in)\s+(?:the\s+|all\s+|these\s+)?(?:remaining\s+)?{_NUM}\s+{_MODS}"
-        rf"{_PEOPLE}\b",
-        re.I,
-    ),
-    re.compile(rf"(?<![\d.,])\b{_NUM}\s+{_MODS}{_PEOPLE}\b", re.I),
-]
-_N_TIER3 = [re.compile(r"\b[nN]\s*=\s*(?P<n>\d{1,3}(?:,\d{3})+|\d+)\b")]
-_AFTER_COUNT = re.compile(rf"\s+{_MODS}{_PEOPLE}\b", re.I)
-_SUBGROUP_AFTER = re.compile(r"\s*\(\s*\d+(?:\.\d+)?\s*%")
-_SUBGROUP_BEFORE = re.compile(r"\d\s*(?:of|out\s+of)\s*$", re.I)
-_ANALYSED = re.compile(
-    rf"(?<![\d.,])\b{_NUM}\s+{_MODS}(?:{_PEOPLE}\s+)?(?:were|was)\s+(?:\w+\s+)?"
-    r"(?:analy[sz]ed|included\s+in\s+the\s+(?:final\s+)?analys[ie]s|available\s+for\s+analysis"
-    r"|evaluable)",
-    re.I,
-)
-_CLAUSE_END = re.compile(
-    r"[.;:()\[\]]|,\s|\s(?:were|was|underwent|to\s+receive|and\s+\d)\s|\s(?:to|into)\s+(?:a|an|the|one|two|either|receive)\b"
-)
+_WORDNUM = WORD_NUMBER
 
 
 def _span(text: str, start: int, end: int, passage: int | None, where: str) -> TextSpan:
@@ -220,55 +99,14 @@ class _Source:
         proof = _span(self.text, start, quote_end, self.passage, self.where)
         return ExtractedValue(value=value if value is not None else proof.quote, proof=proof)
 
-
-def _plausible_count(raw: str) -> bool:
-    number = parse_number(raw)
-    return number is not None and 2 <= number < 100_000_000 and not 1900 <= number <= 2030
-
-
-def find_sample_size(text: str) -> tuple[int, int, int, int] | None:
-    """Where ``text`` states its sample size: ``(value_start, value_end, clause_start,
-    clause_end)`` character offsets of the count as written and of the clause it names
-    (``"2770 patients"``), or ``None``. Tiers, best first: a count stated as the whole
-    sample ("a total of", "N patients were enrolled", "the study population comprised N",
-    "we included N patients"), then a count of people ("among 196 women", "248 women"), then
-    ``n = N``; within a tier, Methods / Participants / Results before background and
-    conclusions, then reading order."""
-    best: tuple[tuple[int, int, int], tuple[int, int, int, int]] | None = None
-    for section in sections_of(text):
-        for tier, patterns in enumerate((_N_TIER1, _N_TIER2, _N_TIER3)):
-            for pattern in patterns:
-                for m in pattern.finditer(text, section.start, section.end):
-                    found = _count_match(text, m, section.end)
-                    if found is None:
-                        continue
-                    key = (tier, section.rank, found[0])
-                    if best is None or key < best[0]:
-                        best = (key, found)
-    return best[1] if best else None
-
-
-def _count_match(text: str, m: re.Match[str], limit: int) -> tuple[int, int, int, int] | None:
-    start, end = m.start("n"), m.end("n")
-    raw = text[start:end]
-    if not _plausible_count(raw):
-        return None
-    noun = _AFTER_COUNT.match(text, end, limit)
-    after = noun.end() if noun else end
-    if _SUBGROUP_AFTER.match(text, after, limit) or _SUBGROUP_BEFORE.search(text, 0, start):
-        return None
-    if m.re in _N_TIER3 and len(re.findall(r"\b[nN]\s*=", _sentence_at(text, start))) > 1:
-        return None  # group sizes ("TERPT, n = 20; ABD, n = 21"), not the whole sample
-    stop = _CLAUSE_END.search(text, end, min(limit, end + 160))
-    clause_end = stop.start() if stop else min(limit, end + 160)
-    clause_end = start + len(text[start:clause_end].rstrip())
-    return start, end, start, max(clause_end, end)
-
-
-def _sentence_at(text: str, index: int) -> str:
-    start = max(text.rfind(". ", 0, index), text.rfind("\n", 0, index)) + 1
-    stop = text.find(". ", index)
-    return text[start : stop if stop >= 0 else len(text)]
+    def count(self, count: CountSpan) -> ExtractedValue:
+        """A count as written, proven by its sentence (at most :data:`MAX_VALUE_CHARS`
+        characters of it around the count), so a reader sees what it counts."""
+        start, end = sentence_around(self.text, count.start)
+        start = max(start, min(count.start, end - MAX_VALUE_CHARS))
+        end = max(min(end, start + MAX_VALUE_CHARS), count.clause_end, count.end)
+        proof = _span(self.text, start, end, self.passage, self.where)
+        return ExtractedValue(value=self.text[count.start : count.end], proof=proof)
 
 
 # --- effect estimates ----------------------------------------------------------------------
@@ -533,20 +371,27 @@ def _sources(evidence: Evidence) -> Iterator[_Source]:
             yield _Source(p.text, i, p.locator())
 
 
+def _read_sample_size(record: StudyRecord, src: _Source) -> None:
+    """Fill the record's sample size (a stated total, or its group sizes) and number analysed
+    from ``src`` when they are still empty."""
+    if record.sample_size is None and not record.sample_size_parts:
+        found = find_sample_size(src.text)
+        if found is not None and found.total is not None:
+            record.sample_size = src.count(found.total)
+            if record.population is None and found.total.clause_end > found.total.end:
+                record.population = src.value(found.total.start, found.total.clause_end)
+        elif found is not None:
+            record.sample_size_parts = [src.count(part) for part in found.parts]
+    if record.analysed is None:
+        analysed = find_analysed(src.text)
+        if analysed is not None:
+            record.analysed = src.count(analysed)
+
+
 def _read_source(record: StudyRecord, src: _Source) -> None:
     """Fill the record's empty fields from ``src`` (effects are appended)."""
     sections = sections_of(src.text)
-    if record.sample_size is None:
-        found = find_sample_size(src.text)
-        if found is not None:
-            clause = src.value(found[2], found[3])
-            record.sample_size = ExtractedValue(
-                value=src.text[found[0] : found[1]], proof=clause.proof
-            )
-            if record.population is None and found[3] > found[1]:
-                record.population = clause
-    if record.analysed is None:
-        record.analysed = _search_value(src, sections, _ANALYSED, "n")
+    _read_sample_size(record, src)
     record.effects += [_effect(src, m, code) for _, _, m, code in find_effects(src.text)]
     if src.passage is not None:
         return

@@ -1,0 +1,609 @@
+"""A study's sample size read from its abstract or a full-text passage by rules, only when the
+text states it with confidence.
+
+A scientist reads the n of a study table as the study's whole sample. A count that is in the
+text but is not that sample ("Five" of "Five controls with HCA and five without ...", "two
+were excluded", "1,003 examinations ... were screened", a figure from the background) is worse
+than no value, so these rules read only what a sentence states as the sample and say "not
+stated" (``None``) otherwise:
+
+- **a stated total**: "a total of 1,024 patients were randomised", "In total, 455 patients",
+  "248 women were enrolled", "994 were included in our study", "we retrospectively analysed
+  2770 patients", "the study population comprised 196 women", "Nine hundred and ninety-three
+  adults completed ...", a PARTICIPANTS / PATIENTS / SUBJECTS section that opens with its
+  count ("PATIENTS: Eighty-five consecutive emergency surgical patients ..."), "N consecutive
+  patients". The count must be the subject of its clause (or follow "a total of", "we
+  included", "the sample comprised"), in a Methods, Participants or Results paragraph (or an
+  unlabelled one), never in the background, aims or conclusions.
+- **the sum of groups**: the same kind of sentence whose subject lists several counts and no
+  total ("Five controls with HCA and five age-matched controls without HCA, seven depressed
+  subjects ... and 12 without HCA were studied", "The subset consisted of 709 hospice and
+  1,326 nonhospice residents", "35 patients and 26 controls were enrolled"): each part is
+  kept with its proof and the sample is their sum, marked as such.
+
+Never read as the sample: a count whose clause says it was excluded, refused, lost, withdrew,
+died, declined, screened, identified, approached or found eligible (an included count read
+later wins over an identified one: "Of 1,003 examinations ... 994 were included"), a count
+followed by a percentage ("61 patients (9%)": a subgroup), the numerator of "X of N", counts
+inside parentheses (a breakdown), ages, years, durations and doses. When two sentences state
+different totals with the same strength (both "enrolled"), the text is ambiguous and no value
+is read. The number analysed ("96 were analysed", "available for analysis", "evaluable") is
+read apart (:func:`find_analysed`).
+
+Measured against hand labels by ``benchmarks/bench_appraisal.py`` (precision first; tuned on
+the labels' dev half only).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from deepcritical.models import parse_number
+from deepcritical.text.abstract_sections import Section, sections_of, sentence_spans
+from deepcritical.text.numbers import NUMBER
+
+__all__ = ["CountSpan", "SampleSizeReading", "find_analysed", "find_sample_size"]
+
+
+@dataclass(frozen=True)
+class CountSpan:
+    """A count as written: ``text[start:end]`` is the number ("1,024", "Sixty-seven");
+    ``clause_end`` ends the phrase naming what it counts ("1,024 patients")."""
+
+    start: int
+    end: int
+    clause_end: int
+
+
+@dataclass(frozen=True)
+class SampleSizeReading:
+    """Where a text states its sample size: ``total`` (one count, the whole sample) or
+    ``parts`` (two or more group sizes whose sum is the sample; ``total`` is then ``None``);
+    ``strength`` how firmly the sentence says so (3: included, enrolled, randomised; 2:
+    studied, analysed, surveyed...; 1: reviewed, admitted)."""
+
+    total: CountSpan | None
+    parts: tuple[CountSpan, ...]
+    strength: int
+
+    @property
+    def spans(self) -> tuple[CountSpan, ...]:
+        """The total, or the parts."""
+        return (self.total,) if self.total is not None else self.parts
+
+
+_PEOPLE = (
+    r"(?:patients|participants|subjects|women|men|children|adults|infants|neonates|newborns"
+    r"|babies|individuals|persons|people|volunteers|cases|students|residents|mothers|fathers"
+    r"|parents|adolescents|girls|boys|youths?|smokers|workers|employees|nurses|midwives"
+    r"|physicians|doctors|surgeons|clinicians|practitioners|dentists|pharmacists|respondents"
+    r"|pregnancies|deliveries|births|beneficiaries|veterans|members|families|couples|users"
+    r"|donors|recipients|survivors|athletes|soldiers|twins|outpatients|inpatients|households"
+    r"|rats|mice|animals|dogs|pigs|sheep|goats|rabbits|horses|cattle|cows|monkeys|controls"
+    r"|females|males|elderly|pairs|dyads|eyes|knees|hips|teeth|examinations|procedures"
+    r"|operations|consultations|admissions|hearts|kidneys|livers|specimens|episodes|visits"
+    r"|encounters|reviews|manuscripts|trios|swine|patrons|clients|customers|inmates|prisoners"
+    r"|refugees|migrants|drivers|pilots|attendees|attendants|trainees|interns|fellows"
+    r"|applicants|laypersons|laypeople|undergraduates|graduates|learners"
+    r"|caregivers|carers|humans|teenagers|toddlers|preschoolers|pupils|elders|articles|records|charts|fractures|lesions|tumou?rs|nodules"
+    r"|pregnant\s+women|infants|patient|participant|subject|woman|man|child|person|case)"
+)
+"""What a study's sample counts (people first; animals, eyes, examinations, units)."""
+
+_MODS = r"(?:(?:[A-Za-z][\w'/.+-]*|\d+(?:st|nd|rd|th)\b[\w-]*),?\s+){0,6}?"
+_COUNT = re.compile(rf"(?<![\w.,/-])(?P<n>{NUMBER})(?![\w.]|\s*(?:%|percent|per\s+cent))", re.I)
+_COUNT_PHRASE = re.compile(rf"\s+{_MODS}{_PEOPLE}\b", re.I)
+_NOT_A_COUNT_AFTER = re.compile(
+    r"\s*(?:[-–]?\s*(?:years?|yrs?|months?|weeks?|days?|hours?|h|min(?:utes?)?|seconds?|mg|g|kg"
+    r"|ml|mL|l|cm|mm|m|km|µg|mcg|IU|mmHg|times?|fold|points?|items?|questions?|sessions?"
+    r"|cycles?|doses?|steps?|stages?|groups?|arms?|categories|hospitals?\s+days|studies"
+    r"|trials|articles|papers|publications|reports|databases|sites|countries|states|cities"
+    r"|variables|factors|genes|SNPs|criteria|domains|dimensions|levels|scales|sections"
+    r"|dimensional|[-–]\s*(?:year|month|week|day|hour|item|point))\b|\s*[:/×x]\s*\d"
+    r"|\s*(?:to|-|–)\s*\d)",
+    re.I,
+)
+_NOT_A_COUNT_BEFORE = re.compile(
+    r"(?:\b(?:type|stage|grade|class|phase|level|day|week|month|year|visit|group|arm|version"
+    r"|trial|study|model|score|aged?|age|over|under|than|least|most|between"
+    r"|within|after|before|during|since|by|per|every|each|top|first|last|No|no|number|cohort)"
+    r"|[<>=≤≥±~]|\d\s*(?:to|-|–))\s*$",
+    re.I,
+)
+
+_VERB_STRENGTH: list[tuple[re.Pattern[str], int]] = [
+    (
+        re.compile(
+            r"\b(?:enrolled|included|recruited|randomi[sz]ed|randomly\s+(?:assigned|allocated)"
+            r"|allocated|assigned|entered|participated|participating|took\s+part|studied|registered"
+            r"|consented)\b",
+            re.I,
+        ),
+        3,
+    ),
+    (
+        re.compile(
+            r"\b(?:analy[sz]ed|evaluated|examined|investigated|assessed|followed|surveyed"
+            r"|interviewed|treated|operated|underwent|received|tested|observed|compared"
+            r"|matched|selected|sampled|completed|responded|met|enrolled|involved|measured"
+            r"|scanned|imaged|monitored|performed|recorded|collected|obtained|retrieved"
+            r"|reviewed|admitted|seen|hospitali[sz]ed|diagnosed|identified\s+and\s+included"
+            r"|used)\b",
+            re.I,
+        ),
+        2,
+    ),
+]
+_REJECT_VERBS = re.compile(
+    r"\b(?:excluded|exclusion|refused|declined|withdrew|withdrawn|lost|dropped|died|deaths?"
+    r"|deceased|discontinued|ineligible|missing|failed|non-?respon\w*|did\s+not|could\s+not"
+    r"|were\s+not|was\s+not|had\s+no|screened|identified|approached|invited|contacted"
+    r"|eligible|potentially|assessed\s+for\s+eligibility|not\s+included"
+    r"|(?<!the\s)remaining|remained|(?<!who\s)(?<!that\s)(?:developed|experienced|had\s+(?:a|an)\b"
+    r"|presented\s+with|suffered))\b",
+    re.I,
+)
+"""Verbs and words of a clause that make its count something other than the sample: the
+excluded, the screened-only and the counts of events ("12 patients developed sepsis"; not
+"patients who developed sepsis", which describes a population)."""
+
+_INTRO = re.compile(
+    r"^(?:(?:(?:in|from|between|during|over|since|at|of|among"
+    r"|overall|altogether|finally|thus|then|subsequently|eventually|ultimately|in\s+all"
+    r"|in\s+total|additionally|in\s+addition|after\s+\w+(?:\s+\w+){0,3})\b"
+    r"(?:[^,;]|,(?=\S)){0,100},\s*)?(?:(?:a|the)\s+(?:total|sample|cohort|series|group"
+    r"|population)\s+of\s+|all\s+|the\s+|only\s+|these\s+)?)$",
+    re.I,
+)
+"""What may stand before a count that is the subject of its sentence: an introductory
+phrase ending with a comma ("Between 2009 and 2014, 751 patients ..."; "Of these, 300
+were included"), "a total of", "all"."""
+
+_TOTAL_BEFORE = re.compile(
+    r"(?:\b(?:a\s+total\s+of|in\s+total,?|overall,?|altogether,?|in\s+all,?)"
+    r"|\bwe\s+(?:\w+ly\s+)?(?:enrolled|included|recruited|randomi[sz]ed|studied|analy[sz]ed"
+    r"|assigned|allocated|treated|operated\s+on|screened\s+and\s+included"
+    r"|evaluated|examined|investigated|assessed|followed|surveyed|interviewed|reviewed"
+    r"|identified\s+and\s+included|prospectively\s+\w+|retrospectively\s+\w+|report\s+on"
+    r"|describe|present)"
+    r"(?:\s+(?:data\s+(?:on|from|of)|the\s+(?:medical\s+|clinical\s+|case\s+)?(?:records|charts"
+    r"|notes|files|data)\s+of|a\s+(?:total|sample|cohort|series|group)\s+of|all))*"
+    r"|\b(?:study|sample|cohort|population|series|subset|group|trial)\s+(?:size\s+)?"
+    r"(?:comprised|consisted\s+of|included|involved|enrolled|was\s+composed\s+of|was|were|of)"
+    r"(?:\s+(?:of|a\s+total\s+of|all))*"
+    r"|\b(?:(?:the\s+)?(?:medical|clinical|case|hospital|patient)\s+)?(?:records|charts|notes"
+    r"|files|case\s+notes|examinations|images|scans|radiographs|questionnaires)\s+(?:of|from|on)"
+    r"(?:\s+all)?"
+    r"|\b(?:cases|patients|participants|subjects|the\s+sample)\s+(?:were|comprised|included)"
+    r"|\b(?:data|information)\s+(?:were|was)\s+(?:\w+\s+){0,2}?(?:collected|obtained|gathered"
+    r"|extracted|analy[sz]ed|reviewed|recorded)\s+(?:\w+\s+){0,2}?(?:on|from|for|of|in)"
+    r"(?:\s+(?:a\s+total\s+of|all))?"
+    r"|\b(?:study|trial|survey|analysis|review|audit|series|investigation)\s+(?:was\s+)?"
+    r"(?:\w+\s+){0,3}?(?:of|on|in|among|including|involving|with|comprising)"
+    r"(?:\s+(?:a\s+total\s+of|all))?"
+    r"|\b(?:of|among|in)\s+the\s+remaining"
+    r"|\b(?:collected|obtained|drawn|taken)\s+(?:\w+\s+){0,3}?from(?:\s+all)?"
+    r"|\b(?:included|enrolled|recruited|comprised|involved|randomi[sz]ation\s+of)"
+    r"(?:\s+(?:a\s+total\s+of|all|the))*"
+    r"|\bdata\s+(?:from\s+[^,;]{0,80}?\s+)?(?:on|for|of)(?:\s+all)?"
+    r"|\b(?:made|performed|carried\s+out|done|obtained|conducted|measured|assessed)\s+"
+    r"(?:\w+\s+){0,3}?(?:on|in|among)(?:\s+all)?)\s*$",
+    re.I,
+)
+"""What before a count states it as the whole sample: "a total of", "we included", "the
+study population comprised", "a retrospective study of"."""
+
+_POPULATION_SECTION = ("PARTICIPANT", "PATIENT", "SUBJECT", "POPULATION", "SAMPLE")
+_SUBGROUP_AFTER = re.compile(r"\s*[(\[]\s*\d+(?:\.\d+)?\s*%")
+_NUMERATOR_AFTER = re.compile(rf"\s*(?:of|out\s+of|/)\s*(?:the\s+)?{NUMBER}", re.I)
+_DENOMINATOR_BEFORE = re.compile(r"[\d%]\s*(?:of|out\s+of|/)\s*(?:the\s+)?(?:all\s+)?$", re.I)
+_LIST_JOIN = re.compile(
+    r"^\s*(?:,\s*(?:and\s+|as\s+well\s+as\s+|plus\s+)?|and\s+|as\s+well\s+as\s+|plus\s+|versus\s+|vs\.?\s+)$",
+    re.I,
+)
+_CLAUSE_VERB = re.compile(
+    r"\b(?:were|was|had\s+been|have\s+been|are|is)\s+(?:\w+\s+){0,3}?"
+    r"|\b(?:completed|participated|took\s+part|underwent|responded|met|received|entered"
+    r"|consented|agreed)\b",
+    re.I,
+)
+
+
+def _plausible(raw: str) -> bool:
+    number = parse_number(raw)
+    return number is not None and 2 <= number < 100_000_000 and not 1900 <= number <= 2030
+
+
+def _depth(text: str, start: int, at: int) -> int:
+    """How many brackets are open at ``at`` since ``start``."""
+    depth = 0
+    for ch in text[start:at]:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]" and depth:
+            depth -= 1
+    return depth
+
+
+@dataclass(frozen=True)
+class _Count:
+    span: CountSpan
+    has_noun: bool
+
+
+def _counts(text: str, start: int, end: int) -> list[_Count]:
+    """Every whole-number count of ``text[start:end]`` outside brackets that is not an age,
+    year, duration, dose or a category number, with the phrase it counts."""
+    out = []
+    for m in _COUNT.finditer(text, start, end):
+        s, e = m.start("n"), m.end("n")
+        if not _plausible(text[s:e]) or _depth(text, start, s):
+            continue
+        if _NOT_A_COUNT_AFTER.match(text, e, end) or _NOT_A_COUNT_BEFORE.search(text, start, s):
+            continue
+        noun = _COUNT_PHRASE.match(text, e, end)
+        out.append(_Count(CountSpan(s, e, noun.end() if noun else e), noun is not None))
+    return out
+
+
+_CLAUSE_JOIN = re.compile(
+    r"(?:;|,\s+(?:and|but|whereas|while|of\s+whom|of\s+which)\b|\bin\s+which\b|\bwhere\b)\s*", re.I
+)
+_FINITE = re.compile(r"\b(?:were|was|had|has|have|is|are|did|showed|underwent|received)\b", re.I)
+
+
+def _clause_start(text: str, start: int, at: int) -> int:
+    """Where the clause holding ``at`` starts: after the last "; " or ", and" (", but",
+    ", whereas", ", of whom") before it whose preceding words hold a finite verb ("116
+    patients were identified, and 77 of them were included"); else ``start``. A list of
+    group counts joined by ", and" before its verb stays one clause."""
+    out = start
+    for m in _CLAUSE_JOIN.finditer(text, start, at):
+        if _FINITE.search(text, out, m.start()):
+            out = m.end()
+    return out
+
+
+def _verb_strength(clause: str) -> int:
+    for pattern, strength in _VERB_STRENGTH:
+        if pattern.search(clause):
+            return strength
+    return 0
+
+
+_DEPENDANTS = re.compile(
+    r"\b(?:children|infants|newborns|neonates|babies|adolescents|students|pupils)\b", re.I
+)
+_CARERS = re.compile(
+    r"\b(?:parents|guardians|mothers|fathers|caregivers|carers|families|teachers|nurses"
+    r"|physicians|doctors|practitioners|clinicians)\b",
+    re.I,
+)
+
+
+def _levels(text: str, items: list[_Count]) -> bool:
+    """Whether a list counts two levels of one sample (children and their parents, patients
+    and their physicians) rather than groups that add up."""
+    phrases = [text[x.span.end : x.span.clause_end] for x in items]
+    return any(_DEPENDANTS.search(p) for p in phrases) and any(_CARERS.search(p) for p in phrases)
+
+
+def _subject_list(text: str, counts: list[_Count], first: int, verb_at: int) -> list[_Count]:
+    """The counts ``counts[first:]`` that head the items of a list ("5 controls with HCA and
+    five without, seven ...") in ``text[..verb_at]``: each after the previous one's item,
+    joined by a comma or "and"."""
+    items = [counts[first]]
+    for c in counts[first + 1 :]:
+        if c.span.start >= verb_at:
+            break
+        between = text[items[-1].span.clause_end : c.span.start]
+        # the previous item's words, then a join: ", and", "and", ","
+        join = re.search(r"(?:,\s*(?:and\s+|as\s+well\s+as\s+)?|\band\s+|\bplus\s+)$", between)
+        if join is None or re.search(r"[;:\d]", re.sub(r"\([^()]*\)", "", between)):
+            return items[:1]
+        if _SUBGROUP_AFTER.match(text, c.span.end) or _SUBGROUP_AFTER.match(
+            text, c.span.clause_end
+        ):
+            return items[:1]  # "294 women, 21 (7.1%) had": a subgroup, not a group
+        items.append(c)
+    return items
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    reading: SampleSizeReading
+    order: int  # position in the text
+    ambiguous: bool = False  # the sentence states a sample it does not state whole
+
+
+_LIST_NOUN = re.compile(
+    rf"(?:\s+[A-Za-z][\w'/-]*){{0,3}}(?:,\s*|\s+)(?:and|or)\s+{NUMBER}\s+{_MODS}{_PEOPLE}\b", re.I
+)
+_VERB_NEXT = re.compile(
+    r"\s+(?:of\s+(?:them|these|those)\s+)?(?:\([^)]*\)\s+)?(?:were|was|had|have)\b", re.I
+)
+_WHOLE = re.compile(r"\b(?:total|overall|altogether|in\s+all)\b", re.I)
+_POOL_BEFORE = re.compile(
+    r"\b(?:of|from|out\s+of|has|have|had|with|contains?|containing)\s+(?:a\s+total\s+of|all\s+the)\s*$",
+    re.I,
+)
+_CONSECUTIVE = re.compile(r"\bconsecutive\b", re.I)
+_WE_STUDIED = re.compile(
+    r"^\s*(?:[^,;]{0,140},\s*)?we\s+(?:\w+ly\s+)?(?:examined|studied|investigated|analy[sz]ed"
+    r"|evaluated|assessed|compared|reviewed|followed|measured|performed|conducted|determined"
+    r"|explored|describe|report)\b[^;]{0,160}?\b(?:in|among|on|of|from|for)\s+(?:all\s+)?$",
+    re.I,
+)
+"""A Methods sentence whose subject is "we" and whose count closes a phrase of what was studied
+("we examined the association between X and survival in 11,661 patients")."""
+
+
+def _clause_after(text: str, count: CountSpan, end: int) -> str:
+    """The words after a count up to the end of its clause (at most 200 characters)."""
+    limit = min(end, count.clause_end + 200)
+    stop = re.search(
+        r";|\.\s|,\s+\d|,\s+(?:(?:none|all|most|some|each|many|\w+)\s+of\s+whom|of\s+whom|and\s+\d"
+        r"|whereas|while|but)\b",
+        text[count.end : limit],
+    )
+    return text[count.end : count.end + stop.start() if stop else limit]
+
+
+def _strength(
+    text: str, c: _Count, before: str, clause: str, section: Section
+) -> tuple[int, re.Match[str] | None]:
+    """How firmly the sentence states ``c`` as its sample (0: it does not) and the phrase
+    before it that states it as the whole sample, if any."""
+    total_before = _TOTAL_BEFORE.search(before)
+    subject = _INTRO.match(before) is not None
+    opens_section = (
+        section.has(*_POPULATION_SECTION) and subject and c.span.start - section.start < 25
+    )
+    consecutive = _CONSECUTIVE.search(text, c.span.end, c.span.clause_end) is not None
+    we_studied = _WE_STUDIED.search(before) is not None and section.has("METHOD", "DESIGN")
+    if not (total_before or subject or consecutive or we_studied) or _POOL_BEFORE.search(before):
+        return 0, None
+    if _REJECT_VERBS.search(clause) or _REJECT_VERBS.search(before[-40:]):
+        return 0, None
+    strength = _verb_strength(clause)
+    if not c.has_noun and _LIST_NOUN.match(text, c.span.end):
+        c = _Count(c.span, True)  # "709 hospice and 1,326 nonhospice residents"
+    if not c.has_noun:  # "994 were included": only with an inclusion verb right after it
+        verb_next = _VERB_NEXT.match(text, c.span.end)
+        return (strength if strength == 3 and subject and verb_next else 0), None
+    if total_before:
+        whole = 3 if _WHOLE.search(total_before.group(0)) else 2
+        return max(strength, whole, _verb_strength(total_before.group(0))), total_before
+    if opens_section:
+        return max(strength, 3), None
+    return (max(strength, 2) if strength or consecutive or we_studied else 0), None
+
+
+_PARALLEL_BEFORE = re.compile(
+    r"^.*(?P<join>,|;|\bwhile|\bwhereas|\band|\bbut|\bto)\s+(?:[\w-]+\s+){0,2}$", re.I | re.S
+)
+_N_EQUALS = re.compile(r"\b[nN]\s*=\s*\d")
+_SECOND_SAMPLE = re.compile(
+    r"\balso\b|\b(?:second|validation|replication|another)\s+(?:sample|cohort|data\s*set|population)",
+    re.I,
+)
+
+
+def _parallel_group(
+    text: str, later: list[_Count], verb_at: int, end: int, total_before: re.Match[str] | None
+) -> bool:
+    """Whether a later count of people in the sentence heads a clause of its own ("...,
+    ten patients were treated by drainage"; "while 96 patients were 30 or older"; "matched
+    ... to 135 patients"): the sentence describes groups, and its first count is one of them.
+    After "a total of", only a contrast ("while", "whereas") or a match ("to") counts."""
+    for x in later:
+        if not x.has_noun or x.span.start < verb_at:
+            continue
+        m = _PARALLEL_BEFORE.search(text[max(0, x.span.start - 40) : x.span.start])
+        if m is None:
+            continue
+        join = m.group("join").lower()
+        if join == "to" and not re.search(r"\bmatched\b", text[verb_at : x.span.start], re.I):
+            continue
+        finite = _FINITE.search(text, x.span.clause_end, min(end, x.span.clause_end + 60))
+        if join != "to" and finite is None:
+            continue
+        whole = total_before is not None and _WHOLE.search(total_before.group(0))
+        if not whole or join in ("while", "whereas", "to"):
+            return True
+    return False
+
+
+_CASES_CONTROLS = re.compile(
+    rf"\bcases\s+(?:were|comprised|included)\s+(?P<a>{NUMBER})\s+{_MODS}{_PEOPLE}\b[^.;]*?"
+    rf"\bcontrols\s+(?:were|comprised|included)\s+(?P<b>{NUMBER})\s+{_MODS}{_PEOPLE}\b",
+    re.I,
+)
+_CONTROLS = re.compile(
+    r"\bcontrols\b|\bcontrol\s+(?:group|subjects?|patients|participants|individuals|women|men"
+    r"|children|cases)\b",
+    re.I,
+)
+"""A sentence naming a control group: counted apart, its count belongs to the sample."""
+
+
+_LISTED_BEFORE = re.compile(
+    r"(?:,|\band|\bplus|\bamong\s+(?:them|these|whom))\s+(?:\w+\s+)?$", re.I
+)
+_IN_OUR_STUDY = re.compile(
+    r"\s+(?:in|of)\s+(?:our|the|this)\s+(?:study|cohort|sample|population|series|trial|survey)\b"
+    r"(?!\s+(?:group|arm))",
+    re.I,
+)
+_AMONG_BEFORE = re.compile(r"^\s*(?:among|in)\s+(?:all\s+)?$", re.I)
+_WHOLE_GROUP_VERB = re.compile(
+    r"\s*(?:,\s*(?:there\s+(?:were|was)\s+)?\d|(?:had|have|were|was|showed|developed|received"
+    r"|underwent|reported)\b)",
+    re.I,
+)
+"""After a denominator of people in the Results ("169 of 321 patients had ...", "58% of 455
+patients were ...", "Among 20,499 deliveries, 419 ..."), what shows the group is the whole
+described, not one arm of it ("2 of 7 animals in the placebo group"): read at the weakest
+strength, and only when every such statement agrees."""
+_N_TOTAL = re.compile(
+    r"\b(?:overall|in\s+total|total|all\s+(?:patients|participants|subjects|women|men|children)"
+    r"|(?:the\s+)?(?:study|whole|entire|total)\s+(?:subjects|participants|patients|population"
+    r"|sample|cohort|group)|^\s*(?:[A-Za-z][\w-]*\s+){0,3}"
+    rf"{_PEOPLE})\s*[(\[]\s*[nN]\s*=\s*(?P<n>\d{{1,3}}(?:,\d{{3}})+|\d+)\s*[)\]]",
+    re.I,
+)
+"""A total given as "n = N" after a word naming the whole: "Overall (n=96)", "the study
+subjects (n = 84)"."""
+
+_N_ENROLLED = re.compile(
+    r"\b[nN]\s*=\s*(?P<n>\d{1,3}(?:,\d{3})+|\d+)\s+(?:were|was)\s+(?:\w+\s+)?"
+    r"(?:included|enrolled|randomi[sz]ed|recruited|studied)\b"
+)
+_CONSENTED = re.compile(
+    rf"(?P<n>{NUMBER})\s+(?:\(\s*\d+(?:\.\d+)?\s*%\s*\)\s+)?(?:of|out\s+of)\s+(?:the\s+)?"
+    rf"{NUMBER}\s+{_MODS}{_PEOPLE}\s+(?:\w+\s+)?(?:consented|agreed|participated|took\s+part"
+    r"|were\s+(?:included|enrolled|recruited|randomi[sz]ed)|completed|responded)\b",
+    re.I,
+)
+"""The numerator that is the sample: "118 of 122 patients consented", "77 of 90 eligible
+women were enrolled"."""
+
+
+def _stated_forms(text: str, s: int, e: int) -> list[_Candidate]:
+    """A sample stated in one of the set forms: "118 of 122 patients consented", "n = 248
+    were enrolled", "Overall (n = 96)"."""
+    consented = _CONSENTED.search(text, s, e)
+    if consented is not None and _INTRO.match(
+        text[_clause_start(text, s, consented.start()) : consented.start()]
+    ):
+        n = consented.start("n"), consented.end("n")
+        return [_Candidate(SampleSizeReading(CountSpan(*n, consented.end()), (), 3), n[0])]
+    n_enrolled = _N_ENROLLED.search(text, s, e)
+    if n_enrolled is not None:
+        n = n_enrolled.start("n"), n_enrolled.end("n")
+        return [_Candidate(SampleSizeReading(CountSpan(*n, n[1]), (), 3), n[0])]
+    n_total = _N_TOTAL.search(text[s:e])
+    if n_total is not None:
+        n = s + n_total.start("n"), s + n_total.end("n")
+        return [_Candidate(SampleSizeReading(CountSpan(*n, n[1]), (), 2), n[0])]
+    return []
+
+
+def _sentence_candidates(text: str, s: int, e: int, section: Section) -> list[_Candidate]:
+    """The sample a sentence states, if it states one (its first stated sample)."""
+    special = _stated_forms(text, s, e)
+    if special:
+        return special
+    counts = _counts(text, s, e)
+    for i, c in enumerate(counts):
+        cs = c.span
+        before = text[_clause_start(text, s, cs.start) : cs.start]
+        if _SUBGROUP_AFTER.match(text, cs.clause_end, e) or _SUBGROUP_AFTER.match(text, cs.end, e):
+            continue
+        if _NUMERATOR_AFTER.match(text, cs.end, e):
+            continue
+        if _IN_OUR_STUDY.match(text, cs.clause_end, e) and c.has_noun:
+            return [_Candidate(SampleSizeReading(cs, (), 2), cs.start)]
+        if _DENOMINATOR_BEFORE.search(before) or _AMONG_BEFORE.search(before):
+            if (
+                c.has_noun
+                and section.has("RESULT")
+                and _WHOLE_GROUP_VERB.match(text, cs.clause_end, e)
+            ):
+                return [_Candidate(SampleSizeReading(cs, (), 1), cs.start)]
+            continue
+        strength, total_before = _strength(text, c, before, _clause_after(text, cs, e), section)
+        if not strength:
+            continue
+        unsure = [_Candidate(SampleSizeReading(cs, (), strength), cs.start, ambiguous=True)]
+        if _SECOND_SAMPLE.search(text, s, cs.start):
+            return unsure  # one of two samples
+        verb = _CLAUSE_VERB.search(text, cs.clause_end, e)
+        verb_at = verb.start() if verb else e
+        items = _subject_list(text, counts, i, verb_at)
+        others = [
+            x
+            for x in counts[i + len(items) :]
+            if x.span.start < verb_at
+            and x.has_noun
+            and _LISTED_BEFORE.search(text, s, x.span.start)
+        ]
+        if others and (total_before is None or not _WHOLE.search(total_before.group(0))):
+            return unsure  # more counts in the subject than a list: a breakdown
+        if len(items) > 1 and _levels(text, items):
+            return unsure  # "90,157 children and 37,732 parents": two levels, not two groups
+        if len(items) > 1:
+            return [
+                _Candidate(
+                    SampleSizeReading(None, tuple(x.span for x in items), strength), cs.start
+                )
+            ]
+        if _parallel_group(text, counts[i + 1 :], verb_at, e, total_before):
+            return unsure  # "Six patients were treated conservatively, ten patients were ..."
+        return [_Candidate(SampleSizeReading(cs, (), strength), cs.start)]
+    return []
+
+
+def find_sample_size(text: str) -> SampleSizeReading | None:
+    """Where ``text`` (an abstract as ``LABEL: text`` lines, or a passage) states its whole
+    sample (see the module docstring), or ``None`` when it does not state it with
+    confidence. Among several statements, the strongest (included / enrolled / randomised
+    over studied / analysed over reviewed) in the Methods / Participants / Results wins; two
+    different values of the same strength are ambiguous (``None``), unless the later one is
+    smaller and says "included" (a selection from a larger pool)."""
+    found: list[_Candidate] = []
+    controls: list[tuple[int, int]] = []
+    for section in sections_of(text):
+        if section.rank != 0:
+            continue
+        for s, e in sentence_spans(text, section.start, section.end):
+            pair = _CASES_CONTROLS.search(text, s, e)
+            if pair is not None:
+                parts = tuple(CountSpan(pair.start(g), pair.end(g), pair.end(g)) for g in "ab")
+                found.append(_Candidate(SampleSizeReading(None, parts, 3), s))
+                continue
+            found += _sentence_candidates(text, s, e, section)
+            if _CONTROLS.search(text, s, e) and (
+                _counts(text, s, e) or _N_EQUALS.search(text, s, e)
+            ):
+                controls.append((s, e))
+    if not found:
+        return None
+    best = max(c.reading.strength for c in found)
+    top = [c for c in found if c.reading.strength == best]
+    if any(c.ambiguous for c in top):
+        return None  # the firmest statement describes groups or one of two samples
+    values = {_value(text, c.reading) for c in top}
+    if len(values) != 1:
+        return None
+    reading = top[0].reading
+    if any(not s <= top[0].order < e for s, e in controls):
+        return None  # controls counted apart from the sample read: not its whole
+    return reading
+
+
+def _value(text: str, reading: SampleSizeReading) -> float:
+    return sum(parse_number(text[s.start : s.end]) or 0.0 for s in reading.spans)
+
+
+_ANALYSED = re.compile(
+    rf"(?<![\w.,])(?P<n>{NUMBER})\s+{_MODS}(?:{_PEOPLE}\s+)?(?:\([^)]*\)\s+)?(?:were|was)\s+"
+    r"(?:\w+\s+)?(?:analy[sz]ed|included\s+in\s+the\s+(?:final\s+)?analys[ie]s"
+    r"|available\s+for\s+(?:the\s+)?(?:final\s+)?analys[ie]s|evaluable)",
+    re.I,
+)
+
+
+def find_analysed(text: str) -> CountSpan | None:
+    """Where ``text`` states the number analysed ("96 patients were analysed", "were
+    available for analysis", "evaluable"), in a Methods / Results paragraph; ``None``
+    otherwise."""
+    for section in sections_of(text):
+        if section.rank != 0:
+            continue
+        for m in _ANALYSED.finditer(text, section.start, section.end):
+            s, e = m.start("n"), m.end("n")
+            if _plausible(text[s:e]) and not _DENOMINATOR_BEFORE.search(text, section.start, s):
+                return CountSpan(s, e, m.end())
+    return None
