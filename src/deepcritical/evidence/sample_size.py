@@ -73,7 +73,7 @@ class SampleSizeReading:
         return (self.total,) if self.total is not None else self.parts
 
 
-_PEOPLE = (
+_PERSONS = (
     r"(?:patients|participants|subjects|women|men|children|adults|infants|neonates|newborns"
     r"|babies|individuals|persons|people|volunteers|cases|students|residents|mothers|fathers"
     r"|parents|adolescents|girls|boys|youths?|smokers|workers|employees|nurses|midwives"
@@ -81,17 +81,34 @@ _PEOPLE = (
     r"|pregnancies|deliveries|births|beneficiaries|veterans|members|families|couples|users"
     r"|donors|recipients|survivors|athletes|soldiers|twins|outpatients|inpatients|households"
     r"|rats|mice|animals|dogs|pigs|sheep|goats|rabbits|horses|cattle|cows|monkeys|controls"
-    r"|females|males|elderly|pairs|dyads|eyes|knees|hips|teeth|examinations|procedures"
-    r"|operations|consultations|admissions|hearts|kidneys|livers|specimens|episodes|visits"
-    r"|encounters|reviews|manuscripts|trios|swine|patrons|clients|customers|inmates|prisoners"
-    r"|refugees|migrants|drivers|pilots|attendees|attendants|trainees|interns|fellows"
-    r"|applicants|laypersons|laypeople|undergraduates|graduates|learners"
-    r"|caregivers|carers|humans|teenagers|toddlers|preschoolers|pupils|elders|articles|records|charts|fractures|lesions|tumou?rs|nodules"
-    r"|pregnant\s+women|infants|patient|participant|subject|woman|man|child|person|case)"
+    r"|females|males|elderly|pairs|dyads|trios|swine|patrons|clients|customers|inmates"
+    r"|prisoners|refugees|migrants|drivers|pilots|attendees|attendants|trainees|interns"
+    r"|fellows|applicants|laypersons|laypeople|undergraduates|graduates|learners|caregivers"
+    r"|carers|humans|teenagers|toddlers|preschoolers|pupils|elders|pregnant\s+women|cadavers"
+    r"|piglets|lambs|calves|ewes|primates|macaques|hamsters|ferrets|zebrafish|cats|chickens"
+    r"|patient|participant|subject|woman|man|child|person|case)"
 )
-"""What a study's sample counts (people first; animals, eyes, examinations, units)."""
+"""Who a study's sample counts: people (and animals)."""
 
-_MODS = r"(?:(?:[A-Za-z][\w'/.+-]*|\d+(?:st|nd|rd|th)\b[\w-]*),?\s+){0,6}?"
+_UNITS = (
+    r"(?:eyes|knees|hips|teeth|examinations|procedures|operations|consultations|admissions"
+    r"|hearts|kidneys|livers|specimens|episodes|visits|encounters|reviews|manuscripts"
+    r"|articles|records|charts|fractures|lesions|tumou?rs|nodules|biopsies|scans|joints|limbs|feet|hands|isolates)"
+)
+"""What a sample counts when it counts no people: eyes, examinations, records..."""
+
+_PEOPLE = rf"(?:{_PERSONS}|{_UNITS})"
+_UNIT_NOUN = re.compile(rf"\b{_UNITS}\b", re.I)
+
+_FUNCTION_WORDS = (
+    r"(?:were|was|is|are|had|has|have|been|be|by|of|in|on|at|to|for|from|with|without"
+    r"|who|whom|that|which|whose|the|a|an|than|as|into|per|each|after|before|during|underwent"
+    r"|received|completed|treated|performed)\b"
+)
+_MODS = (
+    rf"(?:(?!{_FUNCTION_WORDS})(?:[A-Za-z][\w'/.+-]*|\d+(?:st|nd|rd|th)\b[\w-]*"
+    r"|\d+(?:\.\d+)?[-–](?:years?|months?|weeks?|days?)[-–]old),?\s+){0,6}?"
+)
 _COUNT = re.compile(rf"(?<![\w.,/-])(?P<n>{NUMBER})(?![\w.]|\s*(?:%|percent|per\s+cent))", re.I)
 _COUNT_PHRASE = re.compile(rf"\s+{_MODS}{_PEOPLE}\b", re.I)
 _NOT_A_COUNT_AFTER = re.compile(
@@ -117,7 +134,7 @@ _VERB_STRENGTH: list[tuple[re.Pattern[str], int]] = [
         re.compile(
             r"\b(?:enrolled|included|recruited|randomi[sz]ed|randomly\s+(?:assigned|allocated)"
             r"|allocated|assigned|entered|participated|participating|took\s+part|studied|registered"
-            r"|consented)\b",
+            r"|consented|accepted|agreed\s+to\s+participate)\b",
             re.I,
         ),
         3,
@@ -129,7 +146,7 @@ _VERB_STRENGTH: list[tuple[re.Pattern[str], int]] = [
             r"|matched|selected|sampled|completed|responded|met|enrolled|involved|measured"
             r"|scanned|imaged|monitored|performed|recorded|collected|obtained|retrieved"
             r"|reviewed|admitted|seen|hospitali[sz]ed|diagnosed|identified\s+and\s+included"
-            r"|used)\b",
+            r"|used|divided|split|grouped|stratified|undergone)\b",
             re.I,
         ),
         2,
@@ -153,7 +170,7 @@ _INTRO = re.compile(
     r"|overall|altogether|finally|thus|then|subsequently|eventually|ultimately|in\s+all"
     r"|in\s+total|additionally|in\s+addition|after\s+\w+(?:\s+\w+){0,3})\b"
     r"(?:[^,;]|,(?=\S)){0,100},\s*)?(?:(?:a|the)\s+(?:total|sample|cohort|series|group"
-    r"|population)\s+of\s+|all\s+|the\s+|only\s+|these\s+)?)$",
+    r"|population)\s+of\s+|all\s+|the\s+|these\s+)?)$",
     re.I,
 )
 """What may stand before a count that is the subject of its sentence: an introductory
@@ -187,6 +204,7 @@ _TOTAL_BEFORE = re.compile(
     r"|\b(?:included|enrolled|recruited|comprised|involved|randomi[sz]ation\s+of)"
     r"(?:\s+(?:a\s+total\s+of|all|the))*"
     r"|\bdata\s+(?:from\s+[^,;]{0,80}?\s+)?(?:on|for|of)(?:\s+all)?"
+    r"|\b(?:administered|given|sent|distributed|offered|mailed|e-?mailed)\s+to(?:\s+all)?"
     r"|\b(?:made|performed|carried\s+out|done|obtained|conducted|measured|assessed)\s+"
     r"(?:\w+\s+){0,3}?(?:on|in|among)(?:\s+all)?)\s*$",
     re.I,
@@ -195,7 +213,7 @@ _TOTAL_BEFORE = re.compile(
 study population comprised", "a retrospective study of"."""
 
 _POPULATION_SECTION = ("PARTICIPANT", "PATIENT", "SUBJECT", "POPULATION", "SAMPLE")
-_SUBGROUP_AFTER = re.compile(r"\s*[(\[]\s*\d+(?:\.\d+)?\s*%")
+_SUBGROUP_AFTER = re.compile(r"\s*[(\[]\s*\d+(?:\.\d+)?\s*%\s*(?:[)\],;]|of\b)")
 _NUMERATOR_AFTER = re.compile(rf"\s*(?:of|out\s+of|/)\s*(?:the\s+)?{NUMBER}", re.I)
 _DENOMINATOR_BEFORE = re.compile(r"[\d%]\s*(?:of|out\s+of|/)\s*(?:the\s+)?(?:all\s+)?$", re.I)
 _LIST_JOIN = re.compile(
@@ -323,6 +341,13 @@ _LIST_NOUN = re.compile(
 _VERB_NEXT = re.compile(
     r"\s+(?:of\s+(?:them|these|those)\s+)?(?:\([^)]*\)\s+)?(?:were|was|had|have)\b", re.I
 )
+_METHODS_SECTION = ("METHOD", "PATIENT", "PARTICIPANT", "SUBJECT", "DESIGN", "MATERIAL", "SAMPLE")
+_PASSIVE = re.compile(r"[^.;]{0,120}?\b(?:were|was)\s+(?:\w+ly\s+)?[a-z]+(?:ed|en|wn)\b", re.I)
+_ONE_GROUP = re.compile(
+    r"\b(?:group|arm|cohort)\s+(?:\d|[A-D]\b|I{1,3}\b|one|two|three)|\b(?:considered|served\s+as"
+    r"|formed|constituted)\s+(?:the\s+)?(?:\w+\s+)?(?:group|arm|controls?)\b",
+    re.I,
+)
 _WHOLE = re.compile(r"\b(?:total|overall|altogether|in\s+all)\b", re.I)
 _POOL_BEFORE = re.compile(
     r"\b(?:of|from|out\s+of|has|have|had|with|contains?|containing)\s+(?:a\s+total\s+of|all\s+the)\s*$",
@@ -339,15 +364,19 @@ _WE_STUDIED = re.compile(
 ("we examined the association between X and survival in 11,661 patients")."""
 
 
+_BRACKETS = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+
+
 def _clause_after(text: str, count: CountSpan, end: int) -> str:
     """The words after a count up to the end of its clause (at most 200 characters)."""
     limit = min(end, count.clause_end + 200)
+    after = _BRACKETS.sub(lambda m: " " * len(m.group(0)), text[count.end : limit])
     stop = re.search(
         r";|\.\s|,\s+\d|,\s+(?:(?:none|all|most|some|each|many|\w+)\s+of\s+whom|of\s+whom|and\s+\d"
         r"|whereas|while|but)\b",
-        text[count.end : limit],
+        after,
     )
-    return text[count.end : count.end + stop.start() if stop else limit]
+    return after[: stop.start() if stop else len(after)]
 
 
 def _strength(
@@ -377,6 +406,8 @@ def _strength(
         return max(strength, whole, _verb_strength(total_before.group(0))), total_before
     if opens_section:
         return max(strength, 3), None
+    if not strength and subject and section.has(*_METHODS_SECTION) and _PASSIVE.match(clause):
+        strength = 2  # the subject of a Methods sentence in the passive: "30 rats were fed ..."
     return (max(strength, 2) if strength or consecutive or we_studied else 0), None
 
 
@@ -392,11 +423,13 @@ _SECOND_SAMPLE = re.compile(
 
 def _parallel_group(
     text: str, later: list[_Count], verb_at: int, end: int, total_before: re.Match[str] | None
-) -> bool:
-    """Whether a later count of people in the sentence heads a clause of its own ("...,
+) -> list[_Count]:
+    """The later counts of people in the sentence that head clauses of their own ("...,
     ten patients were treated by drainage"; "while 96 patients were 30 or older"; "matched
-    ... to 135 patients"): the sentence describes groups, and its first count is one of them.
-    After "a total of", only a contrast ("while", "whereas") or a match ("to") counts."""
+    ... to 135 patients"): the sentence describes groups, and its first count is one of them
+    (``[]`` when it does not). After "a total of", only a contrast ("while", "whereas") or a
+    match ("to") counts."""
+    out = []
     for x in later:
         if not x.has_noun or x.span.start < verb_at:
             continue
@@ -411,8 +444,8 @@ def _parallel_group(
             continue
         whole = total_before is not None and _WHOLE.search(total_before.group(0))
         if not whole or join in ("while", "whereas", "to"):
-            return True
-    return False
+            out.append(x)
+    return out
 
 
 _CASES_CONTROLS = re.compile(
@@ -436,20 +469,45 @@ _IN_OUR_STUDY = re.compile(
     r"(?!\s+(?:group|arm))",
     re.I,
 )
-_AMONG_BEFORE = re.compile(r"^\s*(?:among|in)\s+(?:all\s+)?$", re.I)
+_AMONG_BEFORE = re.compile(r"^\s*(?:among|in|of|out\s+of)\s+(?:all\s+|the\s+)?$", re.I)
 _WHOLE_GROUP_VERB = re.compile(
     r"\s*(?:,\s*(?:there\s+(?:were|was)\s+)?\d|(?:had|have|were|was|showed|developed|received"
-    r"|underwent|reported)\b)",
+    r"|underwent|reported)\b|(?:who\s+|undergoing\s+|treated\s+|admitted\s+|with\s+)[^,;]{0,100},)",
     re.I,
 )
 """After a denominator of people in the Results ("169 of 321 patients had ...", "58% of 455
 patients were ...", "Among 20,499 deliveries, 419 ..."), what shows the group is the whole
 described, not one arm of it ("2 of 7 animals in the placebo group"): read at the weakest
 strength, and only when every such statement agrees."""
+_PERSONS_AFTER = re.compile(
+    rf"[^.;]{{0,80}}?\b(?:on|in|of|from|among)\s+(?:a\s+total\s+of\s+)?(?P<n>{NUMBER})\s+{_MODS}"
+    rf"{_PERSONS}\b",
+    re.I,
+)
+"""The people a count of units was taken from: "88 procedures were performed on 66 patients"
+(the sample counts the people)."""
+_INTRO_PHRASE = re.compile(r"[^,;.()]{0,100},")
+"""The rest of an opening "Of the 559 cases analysed," / "Among 20,499 deliveries," up to its
+comma: the count it opens with is the whole the sentence goes on to describe."""
+_SELECTED = re.compile(
+    rf"(?<![\w.,])(?:{NUMBER})\s+(?:{_MODS}{_PEOPLE}\s+)?(?:were|was)\s+(?:\w+\s+)?"
+    r"(?:included|enrolled|randomi[sz]ed|recruited|studied|analy[sz]ed)\b",
+    re.I,
+)
+"""A selection from the pool an opening phrase names: "Of 967 children admitted, 55 were
+included" (the sample is the 55)."""
+_N_GROUP = re.compile(
+    rf"(?P<who>\b(?:[A-Za-z][\w-]*\s+){{0,3}}?{_PERSONS})\s*[(\[]\s*[nN]\s*=\s*"
+    r"(?P<n>\d{1,3}(?:,\d{3})+|\d+)\s*[)\]]",
+    re.I,
+)
+"""A group and its size: "schizophrenia patients (n = 38)"; several joined by "and" in one
+sentence are the groups of the sample ("Men (n = 680) and women (n = 356)")."""
 _N_TOTAL = re.compile(
     r"\b(?:overall|in\s+total|total|all\s+(?:patients|participants|subjects|women|men|children)"
     r"|(?:the\s+)?(?:study|whole|entire|total)\s+(?:subjects|participants|patients|population"
-    r"|sample|cohort|group)|^\s*(?:[A-Za-z][\w-]*\s+){0,3}"
+    r"|sample|cohort|group)|\b(?:our|all)\s+(?:\w+\s+)?(?:patients|participants|subjects)"
+    r"(?:\s+(?:collectively|together|combined|overall))?|^\s*(?:[A-Za-z][\w-]*\s+){0,3}"
     rf"{_PEOPLE})\s*[(\[]\s*[nN]\s*=\s*(?P<n>\d{{1,3}}(?:,\d{{3}})+|\d+)\s*[)\]]",
     re.I,
 )
@@ -483,6 +541,15 @@ def _stated_forms(text: str, s: int, e: int) -> list[_Candidate]:
     if n_enrolled is not None:
         n = n_enrolled.start("n"), n_enrolled.end("n")
         return [_Candidate(SampleSizeReading(CountSpan(*n, n[1]), (), 3), n[0])]
+    groups = list(_N_GROUP.finditer(text, s, e))
+    if len(groups) >= 2 and all(
+        re.fullmatch(r"\s*(?:,\s*)?(?:and|or|versus|vs\.?|,)\s*", text[a.end() : b.start("who")])
+        for a, b in zip(groups, groups[1:], strict=False)
+    ):
+        parts = tuple(CountSpan(g.start("n"), g.end("n"), g.end()) for g in groups)
+        return [_Candidate(SampleSizeReading(None, parts, 1), groups[0].start())]
+    if len(groups) >= 2:
+        return []
     n_total = _N_TOTAL.search(text[s:e])
     if n_total is not None:
         n = s + n_total.start("n"), s + n_total.end("n")
@@ -505,11 +572,18 @@ def _sentence_candidates(text: str, s: int, e: int, section: Section) -> list[_C
             continue
         if _IN_OUR_STUDY.match(text, cs.clause_end, e) and c.has_noun:
             return [_Candidate(SampleSizeReading(cs, (), 2), cs.start)]
+        if c.has_noun and _AMONG_BEFORE.search(before):
+            intro = _INTRO_PHRASE.match(text, cs.clause_end, e)
+            selected = intro is not None and _SELECTED.search(text, intro.end(), e)
+            if intro is not None and not selected and not _REJECT_VERBS.search(intro.group(0)):
+                strength = 2 if _verb_strength(intro.group(0)) else 1
+                return [_Candidate(SampleSizeReading(cs, (), strength), cs.start)]
         if _DENOMINATOR_BEFORE.search(before) or _AMONG_BEFORE.search(before):
+            whole = _WHOLE_GROUP_VERB.match(text, cs.clause_end, e)
             if (
                 c.has_noun
-                and section.has("RESULT")
-                and _WHOLE_GROUP_VERB.match(text, cs.clause_end, e)
+                and whole
+                and (section.has("RESULT") or whole.group(0).lstrip()[:1] == ",")
             ):
                 return [_Candidate(SampleSizeReading(cs, (), 1), cs.start)]
             continue
@@ -539,8 +613,20 @@ def _sentence_candidates(text: str, s: int, e: int, section: Section) -> list[_C
                     SampleSizeReading(None, tuple(x.span for x in items), strength), cs.start
                 )
             ]
-        if _parallel_group(text, counts[i + 1 :], verb_at, e, total_before):
-            return unsure  # "Six patients were treated conservatively, ten patients were ..."
+        persons = _PERSONS_AFTER.match(text, cs.clause_end, e)
+        if persons is not None and _UNIT_NOUN.search(text, cs.end, cs.clause_end):
+            n = CountSpan(persons.start("n"), persons.end("n"), persons.end())
+            return [
+                _Candidate(SampleSizeReading(n, (), strength), n.start)
+            ]  # procedures on N patients
+        parallel = _parallel_group(text, counts[i + 1 :], verb_at, e, total_before)
+        if parallel:  # "Six patients were treated conservatively, ten patients were ...": groups
+            groups = SampleSizeReading(None, (cs, *(x.span for x in parallel)), strength)
+            return [_Candidate(groups, cs.start, ambiguous=True)]
+        if _ONE_GROUP.search(text, s, e) and not (
+            total_before and _WHOLE.search(total_before.group(0))
+        ):
+            return unsure  # "Ten dogs ... (group 1)": one group of the sample
         return [_Candidate(SampleSizeReading(cs, (), strength), cs.start)]
     return []
 
@@ -550,8 +636,8 @@ def find_sample_size(text: str) -> SampleSizeReading | None:
     sample (see the module docstring), or ``None`` when it does not state it with
     confidence. Among several statements, the strongest (included / enrolled / randomised
     over studied / analysed over reviewed) in the Methods / Participants / Results wins; two
-    different values of the same strength are ambiguous (``None``), unless the later one is
-    smaller and says "included" (a selection from a larger pool)."""
+    different values of the same strength are ambiguous (``None``), and so is a statement of
+    groups (or of one of two samples) as strong as the others whose sum is another value."""
     found: list[_Candidate] = []
     controls: list[tuple[int, int]] = []
     for section in sections_of(text):
@@ -564,23 +650,20 @@ def find_sample_size(text: str) -> SampleSizeReading | None:
                 found.append(_Candidate(SampleSizeReading(None, parts, 3), s))
                 continue
             found += _sentence_candidates(text, s, e, section)
-            if _CONTROLS.search(text, s, e) and (
-                _counts(text, s, e) or _N_EQUALS.search(text, s, e)
-            ):
+            with_noun = any(c.has_noun for c in _counts(text, s, e))
+            if _CONTROLS.search(text, s, e) and (with_noun or _N_EQUALS.search(text, s, e)):
                 controls.append((s, e))
     if not found:
         return None
     best = max(c.reading.strength for c in found)
     top = [c for c in found if c.reading.strength == best]
-    if any(c.ambiguous for c in top):
-        return None  # the firmest statement describes groups or one of two samples
+    sure = [c for c in top if not c.ambiguous]
     values = {_value(text, c.reading) for c in top}
-    if len(values) != 1:
-        return None
-    reading = top[0].reading
-    if any(not s <= top[0].order < e for s, e in controls):
+    if not sure or len(values) != 1:
+        return None  # the firmest statements disagree, or describe groups that may not add up
+    if any(not s <= sure[0].order < e for s, e in controls):
         return None  # controls counted apart from the sample read: not its whole
-    return reading
+    return sure[0].reading
 
 
 def _value(text: str, reading: SampleSizeReading) -> float:
