@@ -137,8 +137,8 @@ def test_llm_writer_prompts_give_study_data_and_certainty_as_fenced_data() -> No
     assert CERTAINTY_LABEL in lines[1]
     assert f'<source id="study_data" nonce="{fence.nonce}">' in lines[2]
     assert (
-        "- E1: n = 900; HR 0.80 (95% CI 0.70 to 0.90); certainty High: randomised trials"
-        in (lines[2])
+        "- E1: n = 900; HR 0.80 (95% CI 0.70 to 0.90) for Dementia fell; certainty High: "
+        "randomised trials" in (lines[2])
     )
     section = section_prompt(PLAN, "Trials", "", items, r.report.hypotheses_tested, fence, 300)
     assert "certainty Very low: observational" in section

@@ -102,7 +102,8 @@ def test_markdown_and_json_show_the_appraisal() -> None:
     assert "### Study characteristics" in md
     assert "| [1] | randomised controlled trial |" in md  # markers numbered like citations
     assert f"Certainty ({CERTAINTY_LABEL}): Moderate: randomised trials; inconsistency" in md
-    assert "*Study: n = 900; HR 0.80 (95% CI 0.70 to 0.90), p = 0.01.*" in md
+    # every estimate with the outcome it measures
+    assert "*Study: n = 900; HR 0.80 (95% CI 0.70 to 0.90) for Dementia fell, p = 0.01.*" in md
     data = json.loads(r.to_json())
     assert data["metadata"]["certainty"]["level"] == "Moderate"
     assert data["hypotheses_tested"][0]["certainty"]["basis"] == "randomised trials"

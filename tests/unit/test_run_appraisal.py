@@ -106,7 +106,10 @@ async def test_offline_report_cites_the_trial_with_n_effect_and_certainty(
     md = report.to_markdown()
     assert "### Study characteristics" in md
     assert "| 322 |" in md
-    assert "*Study: n = 322; HR 0.45 (95% CI 0.33 to 0.63), p <0.001.*" in md
+    assert (
+        "*Study: n = 322; HR 0.45 (95% CI 0.33 to 0.63) for disease progression or death, p <0.001;"
+        in md
+    )
     assert report.metadata.certainty is not None
     assert f"Certainty ({CERTAINTY_LABEL}): {report.metadata.certainty.level.value}" in md
     data = json.loads(result.to_json())

@@ -36,6 +36,7 @@ the labels' dev half only).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -61,11 +62,14 @@ class SampleSizeReading:
     """Where a text states its sample size: ``total`` (one count, the whole sample) or
     ``parts`` (two or more group sizes whose sum is the sample; ``total`` is then ``None``);
     ``strength`` how firmly the sentence says so (3: included, enrolled, randomised; 2:
-    studied, analysed, surveyed...; 1: reviewed, admitted)."""
+    studied, analysed, surveyed...; 1: a denominator or an opening "Among N ..."); ``rule``
+    names the form that read it ("total before", "subject", "n = N groups"...), for the
+    benchmark's per-rule figures."""
 
     total: CountSpan | None
     parts: tuple[CountSpan, ...]
     strength: int
+    rule: str = ""
 
     @property
     def spans(self) -> tuple[CountSpan, ...]:
@@ -85,8 +89,7 @@ _PERSONS = (
     r"|prisoners|refugees|migrants|drivers|pilots|attendees|attendants|trainees|interns"
     r"|fellows|applicants|laypersons|laypeople|undergraduates|graduates|learners|caregivers"
     r"|carers|humans|teenagers|toddlers|preschoolers|pupils|elders|pregnant\s+women|cadavers"
-    r"|piglets|lambs|calves|ewes|primates|macaques|hamsters|ferrets|zebrafish|cats|chickens"
-    r"|patient|participant|subject|woman|man|child|person|case)"
+    r"|piglets|lambs|calves|ewes|primates|macaques|hamsters|ferrets|zebrafish|cats|chickens)"
 )
 """Who a study's sample counts: people (and animals)."""
 
@@ -178,15 +181,15 @@ phrase ending with a comma ("Between 2009 and 2014, 751 patients ..."; "Of these
 were included"), "a total of", "all"."""
 
 _TOTAL_BEFORE = re.compile(
-    r"(?:\b(?:a\s+total\s+of|in\s+total,?|overall,?|altogether,?|in\s+all,?)"
+    r"(?:(?<!\bfor\s)\b(?:a\s+total\s+of|in\s+total,?|overall,|altogether,?|^\s*in\s+all,)"
     r"|\bwe\s+(?:\w+ly\s+)?(?:enrolled|included|recruited|randomi[sz]ed|studied|analy[sz]ed"
-    r"|assigned|allocated|treated|operated\s+on|screened\s+and\s+included"
+    r"|assigned|allocated|screened\s+and\s+included"
     r"|evaluated|examined|investigated|assessed|followed|surveyed|interviewed|reviewed"
     r"|identified\s+and\s+included|prospectively\s+\w+|retrospectively\s+\w+|report\s+on"
     r"|describe|present)"
     r"(?:\s+(?:data\s+(?:on|from|of)|the\s+(?:medical\s+|clinical\s+|case\s+)?(?:records|charts"
     r"|notes|files|data)\s+of|a\s+(?:total|sample|cohort|series|group)\s+of|all))*"
-    r"|\b(?:study|sample|cohort|population|series|subset|group|trial)\s+(?:size\s+)?"
+    r"|\b(?:study|sample|cohort|population|series|subset|trial)\s+(?:size\s+)?"
     r"(?:comprised|consisted\s+of|included|involved|enrolled|was\s+composed\s+of|was|were|of)"
     r"(?:\s+(?:of|a\s+total\s+of|all))*"
     r"|\b(?:(?:the\s+)?(?:medical|clinical|case|hospital|patient)\s+)?(?:records|charts|notes"
@@ -199,14 +202,12 @@ _TOTAL_BEFORE = re.compile(
     r"|\b(?:study|trial|survey|analysis|review|audit|series|investigation)\s+(?:was\s+)?"
     r"(?:\w+\s+){0,3}?(?:of|on|in|among|including|involving|with|comprising)"
     r"(?:\s+(?:a\s+total\s+of|all))?"
-    r"|\b(?:of|among|in)\s+the\s+remaining"
     r"|\b(?:collected|obtained|drawn|taken)\s+(?:\w+\s+){0,3}?from(?:\s+all)?"
     r"|\b(?:included|enrolled|recruited|comprised|involved|randomi[sz]ation\s+of)"
     r"(?:\s+(?:a\s+total\s+of|all|the))*"
     r"|\bdata\s+(?:from\s+[^,;]{0,80}?\s+)?(?:on|for|of)(?:\s+all)?"
-    r"|\b(?:administered|given|sent|distributed|offered|mailed|e-?mailed)\s+to(?:\s+all)?"
-    r"|\b(?:made|performed|carried\s+out|done|obtained|conducted|measured|assessed)\s+"
-    r"(?:\w+\s+){0,3}?(?:on|in|among)(?:\s+all)?)\s*$",
+    r"|\b(?:administered|given)\s+to(?:\s+all)?"
+    r"|\b(?:made|obtained|conducted)\s+(?:\w+\s+){0,3}?on(?:\s+all)?)\s*$",
     re.I,
 )
 """What before a count states it as the whole sample: "a total of", "we included", "the
@@ -319,7 +320,7 @@ def _subject_list(text: str, counts: list[_Count], first: int, verb_at: int) -> 
         # the previous item's words, then a join: ", and", "and", ","
         join = re.search(r"(?:,\s*(?:and\s+|as\s+well\s+as\s+)?|\band\s+|\bplus\s+)$", between)
         if join is None or re.search(r"[;:\d]", re.sub(r"\([^()]*\)", "", between)):
-            return items[:1]
+            break
         if _SUBGROUP_AFTER.match(text, c.span.end) or _SUBGROUP_AFTER.match(
             text, c.span.clause_end
         ):
@@ -341,6 +342,13 @@ _LIST_NOUN = re.compile(
 _VERB_NEXT = re.compile(
     r"\s+(?:of\s+(?:them|these|those)\s+)?(?:\([^)]*\)\s+)?(?:were|was|had|have)\b", re.I
 )
+_RESULTS_SAFE = re.compile(
+    r"\b(?:included|enrolled|recruited|randomi[sz]ed|studied|analy[sz]ed|evaluated|examined"
+    r"|participated|took\s+part|completed|responded|surveyed|interviewed|consented)\b",
+    re.I,
+)
+"""What a count that opens a Results sentence must have done to be the sample: results
+sentences mostly count subgroups ("Four cases underwent emergency surgery")."""
 _METHODS_SECTION = ("METHOD", "PATIENT", "PARTICIPANT", "SUBJECT", "DESIGN", "MATERIAL", "SAMPLE")
 _PASSIVE = re.compile(r"[^.;]{0,120}?\b(?:were|was)\s+(?:\w+ly\s+)?[a-z]+(?:ed|en|wn)\b", re.I)
 _ONE_GROUP = re.compile(
@@ -350,7 +358,8 @@ _ONE_GROUP = re.compile(
 )
 _WHOLE = re.compile(r"\b(?:total|overall|altogether|in\s+all)\b", re.I)
 _POOL_BEFORE = re.compile(
-    r"\b(?:of|from|out\s+of|has|have|had|with|contains?|containing)\s+(?:a\s+total\s+of|all\s+the)\s*$",
+    r"\b(?:of|from|out\s+of|has|have|had|with|contains?|containing)\s+(?:a\s+total\s+of|all\s+the)\s*$"
+    r"|\bfrom\s+(?:a|the)\s+(?:\w+\s+)?(?:sample|pool|population|cohort|database|register|registry)\s+of\s*$",
     re.I,
 )
 _CONSECUTIVE = re.compile(r"\bconsecutive\b", re.I)
@@ -381,9 +390,9 @@ def _clause_after(text: str, count: CountSpan, end: int) -> str:
 
 def _strength(
     text: str, c: _Count, before: str, clause: str, section: Section
-) -> tuple[int, re.Match[str] | None]:
-    """How firmly the sentence states ``c`` as its sample (0: it does not) and the phrase
-    before it that states it as the whole sample, if any."""
+) -> tuple[int, re.Match[str] | None, str]:
+    """How firmly the sentence states ``c`` as its sample (0: it does not), the phrase
+    before it that states it as the whole sample, if any, and the rule that read it."""
     total_before = _TOTAL_BEFORE.search(before)
     subject = _INTRO.match(before) is not None
     opens_section = (
@@ -392,23 +401,30 @@ def _strength(
     consecutive = _CONSECUTIVE.search(text, c.span.end, c.span.clause_end) is not None
     we_studied = _WE_STUDIED.search(before) is not None and section.has("METHOD", "DESIGN")
     if not (total_before or subject or consecutive or we_studied) or _POOL_BEFORE.search(before):
-        return 0, None
+        return 0, None, ""
     if _REJECT_VERBS.search(clause) or _REJECT_VERBS.search(before[-40:]):
-        return 0, None
+        return 0, None, ""
     strength = _verb_strength(clause)
     if not c.has_noun and _LIST_NOUN.match(text, c.span.end):
         c = _Count(c.span, True)  # "709 hospice and 1,326 nonhospice residents"
     if not c.has_noun:  # "994 were included": only with an inclusion verb right after it
         verb_next = _VERB_NEXT.match(text, c.span.end)
-        return (strength if strength == 3 and subject and verb_next else 0), None
+        return (strength if strength == 3 and subject and verb_next else 0), None, "no noun"
     if total_before:
         whole = 3 if _WHOLE.search(total_before.group(0)) else 2
-        return max(strength, whole, _verb_strength(total_before.group(0))), total_before
+        strength = max(strength, whole, _verb_strength(total_before.group(0)))
+        return strength, total_before, "total before"
     if opens_section:
-        return max(strength, 3), None
-    if not strength and subject and section.has(*_METHODS_SECTION) and _PASSIVE.match(clause):
-        strength = 2  # the subject of a Methods sentence in the passive: "30 rats were fed ..."
-    return (max(strength, 2) if strength or consecutive or we_studied else 0), None
+        return max(strength, 3), None, "opens section"
+    if strength and section.has("RESULT") and not _RESULTS_SAFE.search(clause):
+        return 0, None, ""  # "Four cases ... underwent surgery": a subgroup of the results
+    if strength:
+        return max(strength, 2), None, f"subject, verb {strength}"
+    if subject and section.has(*_METHODS_SECTION) and _PASSIVE.match(clause):
+        return 2, None, "passive in methods"  # "30 rats were fed ..."
+    if consecutive:
+        return 2, None, "consecutive"
+    return (2, None, "we studied") if we_studied else (0, None, "")
 
 
 _PARALLEL_BEFORE = re.compile(
@@ -416,7 +432,9 @@ _PARALLEL_BEFORE = re.compile(
 )
 _N_EQUALS = re.compile(r"\b[nN]\s*=\s*\d")
 _SECOND_SAMPLE = re.compile(
-    r"\balso\b|\b(?:second|validation|replication|another)\s+(?:sample|cohort|data\s*set|population)",
+    r"\balso\b|\bin\s+addition\b|\badditionally\b|\bfurthermore\b"
+    r"|\b(?:second|validation|replication|another)\s+(?:sample|cohort|data\s*set|population)"
+    r"|\b(?:study|experiment|cohort|sample|part)\s+(?:\d|I{1,3}\b|one|two)",
     re.I,
 )
 
@@ -496,6 +514,17 @@ _SELECTED = re.compile(
 )
 """A selection from the pool an opening phrase names: "Of 967 children admitted, 55 were
 included" (the sample is the 55)."""
+_DIVIDED = re.compile(
+    r"\b(?:divided|allocated|assigned|randomi[sz]ed|split|categori[sz]ed|stratified|classified"
+    r"|separated)\s+(?:\w+\s+){0,3}?(?:into|to)\s+(?:two|three|four|2|3|4)\s+(?:\w+\s+)?groups\b",
+    re.I,
+)
+_DIVIDED_GROUP = re.compile(
+    r"[(\[][^()\[\]]{0,40}?\bgroups?\s*[,;:]?\s*[nN]\s*=\s*(?P<n>\d{1,3}(?:,\d{3})+|\d+)\s*[)\]]"
+)
+"""The groups a sentence divides its patients into, each named with its size: "divided into
+two groups: those with statins (Statin group, n = 77) and those without (Non-statin group,
+n = 126)" (the sample is their sum)."""
 _N_GROUP = re.compile(
     rf"(?P<who>\b(?:[A-Za-z][\w-]*\s+){{0,3}}?{_PERSONS})\s*[(\[]\s*[nN]\s*=\s*"
     r"(?P<n>\d{1,3}(?:,\d{3})+|\d+)\s*[)\]]",
@@ -507,8 +536,8 @@ _N_TOTAL = re.compile(
     r"\b(?:overall|in\s+total|total|all\s+(?:patients|participants|subjects|women|men|children)"
     r"|(?:the\s+)?(?:study|whole|entire|total)\s+(?:subjects|participants|patients|population"
     r"|sample|cohort|group)|\b(?:our|all)\s+(?:\w+\s+)?(?:patients|participants|subjects)"
-    r"(?:\s+(?:collectively|together|combined|overall))?|^\s*(?:[A-Za-z][\w-]*\s+){0,3}"
-    rf"{_PEOPLE})\s*[(\[]\s*[nN]\s*=\s*(?P<n>\d{{1,3}}(?:,\d{{3}})+|\d+)\s*[)\]]",
+    r"(?:\s+(?:collectively|together|combined|overall))?)\s*[(\[]\s*[nN]\s*=\s*"
+    r"(?P<n>\d{1,3}(?:,\d{3})+|\d+)\s*[;,)\]]",
     re.I,
 )
 """A total given as "n = N" after a word naming the whole: "Overall (n=96)", "the study
@@ -536,25 +565,144 @@ def _stated_forms(text: str, s: int, e: int) -> list[_Candidate]:
         text[_clause_start(text, s, consented.start()) : consented.start()]
     ):
         n = consented.start("n"), consented.end("n")
-        return [_Candidate(SampleSizeReading(CountSpan(*n, consented.end()), (), 3), n[0])]
+        reading = SampleSizeReading(CountSpan(*n, consented.end()), (), 3, "consented")
+        return [_Candidate(reading, n[0])]
     n_enrolled = _N_ENROLLED.search(text, s, e)
     if n_enrolled is not None:
         n = n_enrolled.start("n"), n_enrolled.end("n")
-        return [_Candidate(SampleSizeReading(CountSpan(*n, n[1]), (), 3), n[0])]
+        return [_Candidate(SampleSizeReading(CountSpan(*n, n[1]), (), 3, "n = N enrolled"), n[0])]
+    divided = list(_DIVIDED_GROUP.finditer(text, s, e))
+    if len(divided) >= 2 and _DIVIDED.search(text, s, e):
+        parts = tuple(CountSpan(g.start("n"), g.end("n"), g.end()) for g in divided)
+        return [_Candidate(SampleSizeReading(None, parts, 2, "groups divided"), divided[0].start())]
     groups = list(_N_GROUP.finditer(text, s, e))
     if len(groups) >= 2 and all(
         re.fullmatch(r"\s*(?:,\s*)?(?:and|or|versus|vs\.?|,)\s*", text[a.end() : b.start("who")])
-        for a, b in zip(groups, groups[1:], strict=False)
+        for a, b in itertools.pairwise(groups)
     ):
         parts = tuple(CountSpan(g.start("n"), g.end("n"), g.end()) for g in groups)
-        return [_Candidate(SampleSizeReading(None, parts, 1), groups[0].start())]
+        return [_Candidate(SampleSizeReading(None, parts, 1, "n = N groups"), groups[0].start())]
     if len(groups) >= 2:
         return []
     n_total = _N_TOTAL.search(text[s:e])
     if n_total is not None:
         n = s + n_total.start("n"), s + n_total.end("n")
-        return [_Candidate(SampleSizeReading(CountSpan(*n, n[1]), (), 2), n[0])]
+        return [_Candidate(SampleSizeReading(CountSpan(*n, n[1]), (), 2, "n = N total"), n[0])]
     return []
+
+
+_SUBSET_AFTER = re.compile(
+    r"[^.;]*?,\s*(?:of\s+(?:which|whom|these|them)|among\s+(?:which|whom|them|these))\s*,?\s*"
+    rf"(?:{NUMBER})\b",
+    re.I,
+)
+_GROUP_JOIN = re.compile(
+    r"(?:\band|,|\bcompared\s+(?:with|to)|\bversus|\bvs\.?|\bthan|\bplus|\bagainst"
+    r"|\bgroup\s+of|\bwith)\s+(?:the\s+|a\s+|an\s+)?$",
+    re.I,
+)
+
+
+_COMPARED = re.compile(r"compared|versus|\bvs\b|than|against", re.I)
+
+
+def _other_groups(text: str, counts: list[_Count], i: int, verb_at: int, whole: bool) -> bool:
+    """Whether the sentence counts another group beside ``counts[i]`` (a count of people, or
+    one joined to it by "and", "compared with", "versus", "a group of"): the count read is then
+    one group, not the sample. After "a total of", the counts after its verb are its
+    subgroups."""
+    at = counts[i].span.start
+    for j, x in enumerate(counts):
+        if j == i or (whole and x.span.start >= verb_at):
+            continue
+        if ";" in text[min(at, x.span.start) : max(at, x.span.start)]:
+            continue  # another clause
+        if _SUBGROUP_AFTER.match(text, x.span.end) or _SUBGROUP_AFTER.match(
+            text, x.span.clause_end
+        ):
+            continue  # "61 patients (9%)": a subgroup
+        joined = _GROUP_JOIN.search(text[max(0, x.span.start - 30) : x.span.start])
+        if x.has_noun and (joined or x.span.start > counts[i].span.start):
+            return True
+        if joined and _COMPARED.search(joined.group(0)):
+            return True  # "were compared with 25 C"
+    return False
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    """One sentence being read: the text, its bounds, its section and its counts."""
+
+    text: str
+    start: int
+    end: int
+    section: Section
+    counts: list[_Count]
+
+
+def _pooled(sent: _Sentence, c: _Count, before: str) -> list[_Candidate] | None:
+    """A count read as the whole a sentence goes on to describe ("... in our study", "Of the
+    559 cases analysed, ...", "169 of 321 patients had"): its candidate, ``[]`` when the
+    count is a denominator that is not the whole, ``None`` when neither form applies."""
+    text, cs, e = sent.text, c.span, sent.end
+    if _IN_OUR_STUDY.match(text, cs.clause_end, e) and c.has_noun:
+        return [_Candidate(SampleSizeReading(cs, (), 2, "in our study"), cs.start)]
+    if c.has_noun and _AMONG_BEFORE.search(before):
+        intro = _INTRO_PHRASE.match(text, cs.clause_end, e)
+        selected = intro is not None and _SELECTED.search(text, intro.end(), e)
+        if intro is not None and not selected and not _REJECT_VERBS.search(intro.group(0)):
+            strength = 2 if _verb_strength(intro.group(0)) else 1
+            return [_Candidate(SampleSizeReading(cs, (), strength, "opening pool"), cs.start)]
+    if _DENOMINATOR_BEFORE.search(before) or _AMONG_BEFORE.search(before):
+        whole = _WHOLE_GROUP_VERB.match(text, cs.clause_end, e)
+        opens = whole is not None and whole.group(0).lstrip()[:1] == ","
+        if c.has_noun and whole and (sent.section.has("RESULT") or opens):
+            return [_Candidate(SampleSizeReading(cs, (), 1, "denominator"), cs.start)]
+        return []
+    return None
+
+
+def _stated(
+    sent: _Sentence, i: int, strength: int, total_before: re.Match[str] | None, rule: str
+) -> list[_Candidate]:
+    """The candidate of ``sent.counts[i]``, which the sentence states as its sample: the
+    count, the sum of a list of groups, the people a count of units was taken from, or an
+    ambiguous candidate when the sentence describes groups, levels or one of two samples."""
+    text, s, e, counts = sent.text, sent.start, sent.end, sent.counts
+    cs = counts[i].span
+    unsure = [_Candidate(SampleSizeReading(cs, (), strength, rule), cs.start, ambiguous=True)]
+    if _SECOND_SAMPLE.search(text, s, cs.start):
+        return unsure  # one of two samples
+    whole = total_before is not None and _WHOLE.search(total_before.group(0)) is not None
+    verb = _CLAUSE_VERB.search(text, cs.clause_end, e)
+    verb_at = verb.start() if verb else e
+    items = _subject_list(text, counts, i, verb_at)
+    others = [
+        x
+        for x in counts[i + len(items) :]
+        if x.span.start < verb_at and x.has_noun and _LISTED_BEFORE.search(text, s, x.span.start)
+    ]
+    if (others and not whole) or (len(items) > 1 and _levels(text, items)):
+        return unsure  # a breakdown; or "90,157 children and 37,732 parents": two levels
+    if len(items) > 1:
+        reading = SampleSizeReading(None, tuple(x.span for x in items), strength, f"list, {rule}")
+        return [_Candidate(reading, cs.start)]
+    persons = _PERSONS_AFTER.match(text, cs.clause_end, e)
+    if persons is not None and _UNIT_NOUN.search(text, cs.end, cs.clause_end):
+        n = CountSpan(
+            persons.start("n"), persons.end("n"), persons.end()
+        )  # procedures on N patients
+        return [_Candidate(SampleSizeReading(n, (), strength, "units on people"), n.start)]
+    parallel = _parallel_group(text, counts[i + 1 :], verb_at, e, total_before)
+    if parallel:  # "Six patients were treated conservatively, ten patients were ...": groups
+        spans = (cs, *(x.span for x in parallel))
+        groups = SampleSizeReading(None, spans, strength, "parallel groups")
+        return [_Candidate(groups, cs.start, ambiguous=True)]
+    if (_ONE_GROUP.search(text, s, e) and not whole) or _SUBSET_AFTER.match(text, cs.end, e):
+        return unsure  # "Ten dogs ... (group 1)"; "179 patients ..., of which 45 had ..."
+    if _other_groups(text, counts, i, verb_at, whole):
+        return unsure  # "... were compared with 25 controls": groups of the sample
+    return [_Candidate(SampleSizeReading(cs, (), strength, rule), cs.start)]
 
 
 def _sentence_candidates(text: str, s: int, e: int, section: Section) -> list[_Candidate]:
@@ -562,73 +710,49 @@ def _sentence_candidates(text: str, s: int, e: int, section: Section) -> list[_C
     special = _stated_forms(text, s, e)
     if special:
         return special
-    counts = _counts(text, s, e)
-    for i, c in enumerate(counts):
+    sent = _Sentence(text, s, e, section, _counts(text, s, e))
+    for i, c in enumerate(sent.counts):
         cs = c.span
         before = text[_clause_start(text, s, cs.start) : cs.start]
         if _SUBGROUP_AFTER.match(text, cs.clause_end, e) or _SUBGROUP_AFTER.match(text, cs.end, e):
             continue
         if _NUMERATOR_AFTER.match(text, cs.end, e):
             continue
-        if _IN_OUR_STUDY.match(text, cs.clause_end, e) and c.has_noun:
-            return [_Candidate(SampleSizeReading(cs, (), 2), cs.start)]
-        if c.has_noun and _AMONG_BEFORE.search(before):
-            intro = _INTRO_PHRASE.match(text, cs.clause_end, e)
-            selected = intro is not None and _SELECTED.search(text, intro.end(), e)
-            if intro is not None and not selected and not _REJECT_VERBS.search(intro.group(0)):
-                strength = 2 if _verb_strength(intro.group(0)) else 1
-                return [_Candidate(SampleSizeReading(cs, (), strength), cs.start)]
-        if _DENOMINATOR_BEFORE.search(before) or _AMONG_BEFORE.search(before):
-            whole = _WHOLE_GROUP_VERB.match(text, cs.clause_end, e)
-            if (
-                c.has_noun
-                and whole
-                and (section.has("RESULT") or whole.group(0).lstrip()[:1] == ",")
-            ):
-                return [_Candidate(SampleSizeReading(cs, (), 1), cs.start)]
+        pooled = _pooled(sent, c, before)
+        if pooled is not None:
+            if pooled:
+                return pooled
             continue
-        strength, total_before = _strength(text, c, before, _clause_after(text, cs, e), section)
-        if not strength:
-            continue
-        unsure = [_Candidate(SampleSizeReading(cs, (), strength), cs.start, ambiguous=True)]
-        if _SECOND_SAMPLE.search(text, s, cs.start):
-            return unsure  # one of two samples
-        verb = _CLAUSE_VERB.search(text, cs.clause_end, e)
-        verb_at = verb.start() if verb else e
-        items = _subject_list(text, counts, i, verb_at)
-        others = [
-            x
-            for x in counts[i + len(items) :]
-            if x.span.start < verb_at
-            and x.has_noun
-            and _LISTED_BEFORE.search(text, s, x.span.start)
-        ]
-        if others and (total_before is None or not _WHOLE.search(total_before.group(0))):
-            return unsure  # more counts in the subject than a list: a breakdown
-        if len(items) > 1 and _levels(text, items):
-            return unsure  # "90,157 children and 37,732 parents": two levels, not two groups
-        if len(items) > 1:
-            return [
-                _Candidate(
-                    SampleSizeReading(None, tuple(x.span for x in items), strength), cs.start
-                )
-            ]
-        persons = _PERSONS_AFTER.match(text, cs.clause_end, e)
-        if persons is not None and _UNIT_NOUN.search(text, cs.end, cs.clause_end):
-            n = CountSpan(persons.start("n"), persons.end("n"), persons.end())
-            return [
-                _Candidate(SampleSizeReading(n, (), strength), n.start)
-            ]  # procedures on N patients
-        parallel = _parallel_group(text, counts[i + 1 :], verb_at, e, total_before)
-        if parallel:  # "Six patients were treated conservatively, ten patients were ...": groups
-            groups = SampleSizeReading(None, (cs, *(x.span for x in parallel)), strength)
-            return [_Candidate(groups, cs.start, ambiguous=True)]
-        if _ONE_GROUP.search(text, s, e) and not (
-            total_before and _WHOLE.search(total_before.group(0))
-        ):
-            return unsure  # "Ten dogs ... (group 1)": one group of the sample
-        return [_Candidate(SampleSizeReading(cs, (), strength), cs.start)]
+        clause = _clause_after(text, cs, e)
+        strength, total_before, rule = _strength(text, c, before, clause, section)
+        if strength:
+            return _stated(sent, i, strength, total_before, rule)
     return []
+
+
+_EXCLUSION = re.compile(
+    rf"(?:(?<![\w.,])(?:{NUMBER})\s+(?:[\w-]+\s+){{0,8}}?(?:were|was)\s+(?:\w+\s+)?"
+    r"(?:excluded|lost|withdrawn|not\s+included|ineligible)"
+    rf"|\bexcluding\s+(?:{NUMBER})|\bexclusion\s+of\s+(?:{NUMBER})"
+    rf"|(?<![\w.,])(?:{NUMBER})\s+(?:[\w-]+\s+){{0,3}}?(?:declined|refused|withdrew|dropped\s+out))",
+    re.I,
+)
+"""A statement that some of a pool were excluded, lost or declined: a count before it is
+the pool, not the sample, unless it says it was included."""
+
+
+def _counts_units(text: str, reading: SampleSizeReading) -> bool:
+    """Whether a reading counts units (joints, examinations, records), not people."""
+    return any(_UNIT_NOUN.search(text, x.end, x.clause_end) for x in reading.spans)
+
+
+def _beside(text: str, reading: SampleSizeReading, start: int, end: int) -> bool:
+    """Whether the sentence ``text[start:end]`` counts controls outside the reading."""
+    spans = {x.start for x in reading.spans}
+    for c in _counts(text, start, end):
+        if c.span.start not in spans and _CONTROLS.search(text, c.span.end, c.span.clause_end + 12):
+            return True
+    return False
 
 
 def find_sample_size(text: str) -> SampleSizeReading | None:
@@ -647,7 +771,7 @@ def find_sample_size(text: str) -> SampleSizeReading | None:
             pair = _CASES_CONTROLS.search(text, s, e)
             if pair is not None:
                 parts = tuple(CountSpan(pair.start(g), pair.end(g), pair.end(g)) for g in "ab")
-                found.append(_Candidate(SampleSizeReading(None, parts, 3), s))
+                found.append(_Candidate(SampleSizeReading(None, parts, 3, "cases and controls"), s))
                 continue
             found += _sentence_candidates(text, s, e, section)
             with_noun = any(c.has_noun for c in _counts(text, s, e))
@@ -655,14 +779,20 @@ def find_sample_size(text: str) -> SampleSizeReading | None:
                 controls.append((s, e))
     if not found:
         return None
+    people = [c for c in found if not c.ambiguous and not _counts_units(text, c.reading)]
+    if people:  # "40 patients and 20 volunteers ... 120 joints were examined": the people
+        found = [c for c in found if c in people or not _counts_units(text, c.reading)]
     best = max(c.reading.strength for c in found)
     top = [c for c in found if c.reading.strength == best]
     sure = [c for c in top if not c.ambiguous]
     values = {_value(text, c.reading) for c in top}
     if not sure or len(values) != 1:
         return None  # the firmest statements disagree, or describe groups that may not add up
-    if any(not s <= sure[0].order < e for s, e in controls):
+    if any(not s <= sure[0].order < e or _beside(text, sure[0].reading, s, e) for s, e in controls):
         return None  # controls counted apart from the sample read: not its whole
+    exclusion = _EXCLUSION.search(text)
+    if exclusion is not None and sure[0].order < exclusion.start() and best < 3:
+        return None  # a pool before exclusions: the included total is not stated
     return sure[0].reading
 
 

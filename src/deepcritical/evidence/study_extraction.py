@@ -45,6 +45,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from deepcritical.evidence.effect_estimates import EffectSpan, find_effects
 from deepcritical.evidence.grading import grade_evidence
 from deepcritical.evidence.sample_size import CountSpan, find_analysed, find_sample_size
 from deepcritical.models import (
@@ -54,7 +55,6 @@ from deepcritical.models import (
     PassageKind,
     StudyRecord,
     TextSpan,
-    parse_number,
 )
 from deepcritical.models._appraisal import SINGLE_VALUE_FIELDS
 from deepcritical.text.abstract_sections import Section, sections_of, sentence_around
@@ -64,7 +64,6 @@ __all__ = [
     "appraise_items",
     "checked_record",
     "extract_study",
-    "find_effects",
     "locate_quote",
     "proof_text",
     "span",
@@ -111,125 +110,18 @@ class _Source:
 
 # --- effect estimates ----------------------------------------------------------------------
 
-_VAL = r"[-−–]?\d+(?:\.\d+)?%?"
-_UNIT = r"(?:mm\s?Hg|mg/dL|mmol/L|kg/m2|kg|cm|mm|days?|weeks?|months?|years?|points?)\b"
-_CI_INTRO = (
-    r"(?:(?:95|90|99)\s*(?:%|percent|per\s+cent)\s*)?"
-    r"(?:CIs?\b|C\.I\.|(?i:confidence\s+(?:intervals?|limits?)))"
-    r"(?:\s*[\[(](?:95\s*%\s*)?CI[\])])?"
-)
-_CI = (
-    rf"{_CI_INTRO}\s*(?:[:=,]|of|was)?\s*[\[(]?\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,|;|and)\s*"
-    rf"(?P<hi>{_VAL})(?:\s*{_UNIT})?\s*[\])]?"
-)
-_P = r"(?:\s*[;,]\s*(?:[pP]|[pP][\s-]value)\s*(?P<pop>[=<>≤≥])\s*(?P<p>[-−]?\d*\.?\d+))?"
-_NAMES = (
-    r"(?i:adjusted\s+odds\s+ratios?|odds\s+ratios?|adjusted\s+hazard\s+ratios?|hazard\s+ratios?"
-    r"|risk\s+ratios?|relative\s+risks?|incidence\s+rate\s+ratios?|rate\s+ratios?"
-    r"|prevalence\s+ratios?|standardi[sz]ed\s+mean\s+differences?|weighted\s+mean\s+differences?"
-    r"|mean\s+differences?|risk\s+differences?|absolute\s+risk\s+reductions?"
-    r"|area\s+under\s+the\s+(?:receiver[\s-]operating[\s-]characteristic\s+|ROC\s+)?curves?"
-    r"|sensitivity|specificity|positive\s+predictive\s+values?|negative\s+predictive\s+values?"
-    r"|diagnostic\s+accuracy|accuracy)"
-)
-_ABBRS = (
-    r"(?<![A-Za-z])(?:aORs?|AORs?|ORs?|aHRs?|HRs?|aRRs?|IRRs?|RRs?|PRs?|SMDs?|WMDs?|MDs?|RDs?"
-    r"|ARRs?|AUROC|AUC|PPV|NPV|β|[Bb]eta)(?![A-Za-z])"
-)
-_MEASURE = rf"(?P<m>{_NAMES}|{_ABBRS})"
-_LINK = r"(?:\s*[\[(][A-Za-z ]{1,12}[\])])?\s*(?:[,:=]|\bof\b|\bwas\b|\bwere\b|\bis\b)?\s*[=:]?\s*"
-_TAIL = rf"(?:\s*±\s*{_VAL})?[^\d;()\[\]\n]{{0,30}}?(?:\s*[(\[]|\s*[;,])\s*"
-_EFFECT_NAMED = re.compile(rf"{_MEASURE}{_LINK}(?P<v>{_VAL})(?:{_TAIL}{_CI}{_P})?")
-_EFFECT_FAR = re.compile(
-    rf"{_MEASURE}\b[^.;\n]{{0,80}}?(?:\b(?:was|were|of|is)\s+|,\s*)(?P<v>{_VAL})"
-    rf"\s*(?:[(\[]|[;,])\s*{_CI}{_P}"
-)
-_EFFECT_CI_FIRST = re.compile(rf"[(\[]\s*{_CI}\s*,\s*{_MEASURE}\s*[=:]?\s*(?P<v>{_VAL})")
-_EFFECT_BARE = re.compile(rf"(?<![\w.])(?P<v>{_VAL}){_TAIL}{_CI}{_P}")
 
-_MEASURE_CODES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"standardi[sz]ed\s+mean|^SMD", re.I), "SMD"),
-    (re.compile(r"mean\s+diff|^W?MD", re.I), "MD"),
-    (re.compile(r"odds|^a?ORs?$", re.I), "OR"),
-    (re.compile(r"hazard|^a?HRs?$", re.I), "HR"),
-    (re.compile(r"incidence\s+rate|^IRRs?$|^rate\s+ratio", re.I), "IRR"),
-    (re.compile(r"prevalence\s+ratio|^PRs?$", re.I), "PR"),
-    (re.compile(r"risk\s+ratio|relative\s+risk|^a?RRs?$", re.I), "RR"),
-    (re.compile(r"risk\s+diff|absolute\s+risk|^A?RDs?$|^ARR$", re.I), "RD"),
-    (re.compile(r"area\s+under|^AUC|^AUROC", re.I), "AUC"),
-    (re.compile(r"sensitivity", re.I), "sensitivity"),
-    (re.compile(r"specificity", re.I), "specificity"),
-    (re.compile(r"positive\s+predictive|^PPV$", re.I), "PPV"),
-    (re.compile(r"negative\s+predictive|^NPV$", re.I), "NPV"),
-    (re.compile(r"accuracy", re.I), "accuracy"),
-    (re.compile(r"^β$|^beta$", re.I), "beta"),
-]
-_NAMED_BEFORE = re.compile(rf"{_MEASURE}[^.;\n]{{0,60}}$")
-
-
-def _measure_code(name: str) -> str:
-    for pattern, code in _MEASURE_CODES:
-        if pattern.search(name.strip()):
-            return code
-    return "estimate"
-
-
-def _effect(src: _Source, m: re.Match[str], measure: str) -> EffectEstimate:
-    groups = m.groupdict()
-    p_value: str | None = None
-    if groups.get("p") is not None:
-        op = groups.get("pop") or "="
-        p_value = groups["p"] if op == "=" else src.text[m.start("pop") : m.end("p")]
+def _effect(src: _Source, found: EffectSpan) -> EffectEstimate:
+    outcome = src.value(*found.outcome) if found.outcome is not None else None
     return EffectEstimate(
-        measure=measure,
-        value=groups["v"],
-        ci_low=groups.get("lo"),
-        ci_high=groups.get("hi"),
-        p_value=p_value,
-        proof=_span(src.text, m.start(), m.end(), src.passage, src.where),
+        measure=found.measure,
+        value=found.value,
+        ci_low=found.ci_low,
+        ci_high=found.ci_high,
+        p_value=found.p_value,
+        proof=_span(src.text, found.start, found.end, src.passage, src.where),
+        outcome=outcome,
     )
-
-
-def find_effects(text: str) -> list[tuple[int, int, re.Match[str], str]]:
-    """The effect estimates written in ``text``, in reading order, without overlaps:
-    ``(start, end, match, measure code)``. A named measure with its value and optional CI
-    ("OR = 1.44, 95% CI: 1.06-1.96"), a CI before its estimate ("(95% confidence interval
-    0.38, 1.49, odds ratio = 0.75)"), a measure named further before its value ("the relative
-    risk ... was 1.47 (95% CI 1.15-1.88)"), a named measure without a CI ("sensitivity 92%"),
-    then a value with a CI and no named measure (its measure read from a name shortly before
-    it in the sentence, else ``estimate``); an estimate with a CI is preferred to an
-    overlapping one without."""
-    found: list[tuple[int, int, re.Match[str], str]] = []
-
-    def free(start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e, _, _ in found)
-
-    for pattern, with_ci in (
-        (_EFFECT_NAMED, True),
-        (_EFFECT_CI_FIRST, True),
-        (_EFFECT_FAR, True),
-        (_EFFECT_NAMED, False),
-    ):
-        for m in pattern.finditer(text):
-            if m.groupdict().get("lo") is None and with_ci:
-                continue
-            if free(m.start(), m.end()) and _plausible_effect(m):
-                found.append((m.start(), m.end(), m, _measure_code(m.group("m"))))
-    for m in _EFFECT_BARE.finditer(text):
-        if free(m.start(), m.end()) and _plausible_effect(m):
-            before = _NAMED_BEFORE.search(text, max(0, m.start() - 70), m.start())
-            code = _measure_code(before.group("m")) if before else "estimate"
-            found.append((m.start(), m.end(), m, code))
-    return sorted(found, key=lambda f: f[0])
-
-
-def _plausible_effect(m: re.Match[str]) -> bool:
-    """Not a year, a bare "95" of "95% CI", or a CI whose bounds are not numbers."""
-    value = parse_number(m.group("v"))
-    if value is None or (1900 <= abs(value) <= 2030 and "." not in m.group("v")):
-        return False
-    lo = m.groupdict().get("lo")
-    return lo is None or parse_number(lo) is not None
 
 
 # --- text values ---------------------------------------------------------------------------
@@ -392,7 +284,7 @@ def _read_source(record: StudyRecord, src: _Source) -> None:
     """Fill the record's empty fields from ``src`` (effects are appended)."""
     sections = sections_of(src.text)
     _read_sample_size(record, src)
-    record.effects += [_effect(src, m, code) for _, _, m, code in find_effects(src.text)]
+    record.effects += [_effect(src, found) for found in find_effects(src.text)]
     if src.passage is not None:
         return
     population = _sections_value(src, sections, _POPULATION_LABELS)

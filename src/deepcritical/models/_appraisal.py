@@ -122,18 +122,23 @@ class EffectEstimate(BaseModel):
 
     def short(self) -> str:
         """``"OR 2.4 (95% CI 1.3 to 4.6)"``, as written, for tables and exports."""
+        return self._text(with_outcome=False)
+
+    def describe(self) -> str:
+        """The estimate with the outcome it measures: ``"RR 0.80 (95% CI 0.70 to 0.91) for
+        all-cause mortality, p = 0.01"``; ``"... (outcome not read)"`` when none was read."""
+        return self._text(with_outcome=True)
+
+    def _text(self, *, with_outcome: bool) -> str:
         out = f"{self.measure} {self.value}"
         if self.has_ci:
             out += f" (95% CI {self.ci_low} to {self.ci_high})"
+        if with_outcome:
+            what = " ".join(self.outcome.value.split()) if self.outcome else ""
+            out += f" for {what}" if what else " (outcome not read)"
         if self.p_value:
             out += f", p {self.p_value}" if self.p_value[0] in "<>=≤≥" else f", p = {self.p_value}"
         return out
-
-    def describe(self) -> str:
-        """:meth:`short` with the outcome it measures: ``"RR 0.80 (95% CI 0.70 to 0.91) for
-        all-cause mortality"``; ``"... (outcome not read)"`` when none was read."""
-        what = " ".join(self.outcome.value.split()) if self.outcome else "(outcome not read)"
-        return f"{self.short()} for {what}" if self.outcome else f"{self.short()} {what}"
 
 
 SINGLE_VALUE_FIELDS = (
@@ -251,15 +256,15 @@ class StudyRecord(BaseModel):
         ]
 
     def summary(self) -> str:
-        """One line for exports and notes: ``"n = 248; OR 2.4 (95% CI 1.3 to 4.6) for
-        mortality"`` (``""`` when nothing was read)."""
+        """One line for exports and notes: the sample size and every effect estimate with its
+        outcome, ``"n = 248; OR 2.4 (95% CI 1.3 to 4.6) for mortality; ..."`` (those with a
+        CI first; ``""`` when nothing was read)."""
         parts = []
         size = self.sample_size_text()
         if size is not None:
             parts.append(f"n = {size}")
-        effect = self.primary_effect
-        if effect is not None:
-            parts.append(effect.describe() if effect.outcome else effect.short())
+        ranked = [e for e in self.effects if e.has_ci] + [e for e in self.effects if not e.has_ci]
+        parts += [e.describe() for e in ranked]
         return "; ".join(parts)
 
 

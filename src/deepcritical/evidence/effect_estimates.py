@@ -1,0 +1,329 @@
+"""Effect estimates read from a study's text by rules, each with the outcome it measures.
+
+Forms read (:func:`find_effects`), every value as written:
+
+- a named measure with its value and CI: "OR 2.4, 95% CI 1.3, 4.6", "hazard ratio, 0.45; 95%
+  confidence interval [CI], 0.33 to 0.63", "(RR 0.8; 95% CI 0.6–0.9; p = 0.02)", "AUC of
+  0.87 (95% CI: 0.82-0.91)", "odds ratio OR: 1.3; 95% confidence intervals CI: 1.2-1.5",
+  "HR 6 (1.2 to 34.2)" (a named measure's CI without the words, read only when the value lies
+  inside it);
+- a CI before its estimate: "(95% confidence interval 0.38, 1.49, odds ratio = 0.75)";
+- a measure named further before its value: "the relative risk ... was 1.47 (95% CI
+  1.15-1.88)";
+- a measure named once for a list of values: "the risk of death (risk ratio [95% CI]) was
+  1.12 (0.94-1.34) in the CARD-only group, 1.26 (1.15-1.38) in ...";
+- a value with a CI and no named measure ("a median of 20 months (95% CI 15 to 25)", "£1,245
+  [95% CI £500 to £2,000]", "12.5% (95% CI 10.1-14.9)"): its measure read from a name
+  shortly before it in the sentence, else ``estimate``;
+- a named measure without a CI ("sensitivity 92%", "OR = 2.3").
+
+The measure is normalised to a short code (``OR``, ``HR``, ``RR``, ``IRR``, ``PR``, ``MD``,
+``SMD``, ``RD``, ``beta``, ``AUC``, ``sensitivity``, ``specificity``, ``PPV``, ``NPV``,
+``accuracy``, ``estimate``). The **outcome** of each estimate is the phrase of its sentence
+that says what it measures (:func:`outcome_of`): the words after the measure's name ("hazard
+ratio for death"), the noun phrase the estimate's brackets follow ("higher risk for abruptio
+placentae (OR: 1.3; ...)"), the subject of "was" ("the risk of death ... was 1.12"), or "for
+X" right after it ("-9.1 percentage points for ultrasound (95% CI ...)"); ``None`` when none
+of these is there.
+
+Measured against hand labels by ``benchmarks/bench_appraisal.py`` (tuned on the dev half).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from deepcritical.models import parse_number
+from deepcritical.text.abstract_sections import sentence_around
+
+__all__ = ["EffectSpan", "find_effects", "outcome_of"]
+
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
+_CUR = r"(?:[£$€¥]\s?|US\$\s?)?"
+_VAL = rf"[-−–]?{_CUR}(?:{_NUM})%?"
+_UNIT = (
+    r"(?:mm\s?Hg|mg/dL|mmol/L|kg/m2|kg|g|cm|mm|ml|days?|weeks?|months?|years?|points?"
+    r"|percentage\s+points?|%)\b"
+)
+_CI_INTRO = (
+    r"(?:(?:95|90|99)\s*(?:%|percent|per\s+cent)\s*)?"
+    r"(?:CIs?\b|C\.I\.|(?i:confidence\s+(?:intervals?|limits?)))"
+    r"(?:\s*[\[(](?:95\s*%\s*)?CI[\])]|\s+CIs?\b)?"
+)
+_CI = (
+    rf"{_CI_INTRO}\s*(?:[:=,]|of|was)?\s*[\[(]?\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,|;|and)\s*"
+    rf"(?P<hi>{_VAL})(?:\s*{_UNIT})?\s*[\])]?"
+)
+_P = r"(?:\s*[;,]\s*(?:[pP]|[pP][\s-]value)\s*(?P<pop>[=<>≤≥])\s*(?P<p>[-−]?\d*\.?\d+))?"
+_NAMES = (
+    r"(?i:adjusted\s+odds\s+ratios?|odds\s+ratios?|adjusted\s+hazard\s+ratios?|hazard\s+ratios?"
+    r"|risk\s+ratios?|relative\s+risks?|incidence\s+rate\s+ratios?|rate\s+ratios?"
+    r"|prevalence\s+ratios?|standardi[sz]ed\s+mean\s+differences?|weighted\s+mean\s+differences?"
+    r"|mean\s+differences?|risk\s+differences?|absolute\s+risk\s+reductions?"
+    r"|area\s+under\s+the\s+(?:receiver[\s-]operating[\s-]characteristic\s+|ROC\s+)?curves?"
+    r"|sensitivity|specificity|positive\s+predictive\s+values?|negative\s+predictive\s+values?"
+    r"|diagnostic\s+accuracy|accuracy)"
+)
+_ABBRS = (
+    r"(?<![A-Za-z])(?:aORs?|AORs?|ORs?|aHRs?|HRs?|aRRs?|IRRs?|RRs?|PRs?|SMDs?|WMDs?|MDs?|RDs?"
+    r"|ARRs?|AUROC|AUC|PPV|NPV|β|[Bb]eta)(?![A-Za-z])"
+)
+_MEASURE = rf"(?P<m>{_NAMES}|{_ABBRS})"
+_LINK = (
+    r"(?:\s*[\[(][A-Za-z ]{1,12}[\])]|\s+(?:a?ORs?|a?HRs?|a?RRs?|IRR|AUC)(?![A-Za-z]))?"
+    r"\s*(?:[,:=]|\bof\b|\bwas\b|\bwere\b|\bis\b)?\s*[=:]?\s*"
+)
+_TAIL = rf"(?:\s*±\s*{_VAL})?[^\d;()\[\]\n]{{0,30}}?(?:\s*[(\[]|\s*[;,])\s*"
+_EFFECT_NAMED = re.compile(rf"{_MEASURE}{_LINK}(?P<v>{_VAL})(?:{_TAIL}{_CI}{_P})?")
+_EFFECT_NAMED_BARE_CI = re.compile(
+    rf"{_MEASURE}{_LINK}(?P<v>{_VAL})\s*[(\[]\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,)\s*(?P<hi>{_VAL})"
+    r"\s*[)\]]"
+)
+_EFFECT_FAR = re.compile(
+    rf"{_MEASURE}\b[^.;\n]{{0,80}}?(?:\b(?:was|were|of|is)\s+|,\s*)(?P<v>{_VAL})"
+    rf"\s*(?:[(\[]|[;,])\s*{_CI}{_P}"
+)
+_EFFECT_CI_FIRST = re.compile(rf"[(\[]\s*{_CI}\s*,\s*{_MEASURE}\s*[=:]?\s*(?P<v>{_VAL})")
+_EFFECT_BARE = re.compile(rf"(?<![\w.,])(?P<v>{_VAL}){_TAIL}{_CI}{_P}")
+_HEADER = re.compile(
+    rf"{_MEASURE}\s*[\[(]\s*(?:95\s*%\s*)?(?:CI|confidence\s+intervals?)\s*[\])]", re.I
+)
+_LISTED = re.compile(
+    rf"(?<![\w.,])(?P<v>{_VAL})\s*[(\[]\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,)\s*(?P<hi>{_VAL})\s*[)\]]"
+)
+
+_MEASURE_CODES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"standardi[sz]ed\s+mean|^SMD", re.I), "SMD"),
+    (re.compile(r"mean\s+diff|^W?MD", re.I), "MD"),
+    (re.compile(r"odds|^a?ORs?$", re.I), "OR"),
+    (re.compile(r"hazard|^a?HRs?$", re.I), "HR"),
+    (re.compile(r"incidence\s+rate|^IRRs?$|^rate\s+ratio", re.I), "IRR"),
+    (re.compile(r"prevalence\s+ratio|^PRs?$", re.I), "PR"),
+    (re.compile(r"risk\s+ratio|relative\s+risk|^a?RRs?$", re.I), "RR"),
+    (re.compile(r"risk\s+diff|absolute\s+risk|^A?RDs?$|^ARR$", re.I), "RD"),
+    (re.compile(r"area\s+under|^AUC|^AUROC", re.I), "AUC"),
+    (re.compile(r"sensitivity", re.I), "sensitivity"),
+    (re.compile(r"specificity", re.I), "specificity"),
+    (re.compile(r"positive\s+predictive|^PPV$", re.I), "PPV"),
+    (re.compile(r"negative\s+predictive|^NPV$", re.I), "NPV"),
+    (re.compile(r"accuracy", re.I), "accuracy"),
+    (re.compile(r"^β$|^beta$", re.I), "beta"),
+]
+_NAMED_BEFORE = re.compile(rf"{_MEASURE}[^.;\n]{{0,60}}$")
+
+
+@dataclass(frozen=True)
+class EffectSpan:
+    """One estimate in a text: ``start``/``end`` of the phrase that proves it, its measure
+    code, ``value``, ``ci_low``, ``ci_high`` and ``p_value`` as written (substrings of the
+    phrase), and ``outcome``: the ``(start, end)`` of the phrase naming what it measures, or
+    ``None``."""
+
+    start: int
+    end: int
+    measure: str
+    value: str
+    ci_low: str | None
+    ci_high: str | None
+    p_value: str | None
+    outcome: tuple[int, int] | None
+
+
+def _measure_code(name: str) -> str:
+    for pattern, code in _MEASURE_CODES:
+        if pattern.search(name.strip()):
+            return code
+    return "estimate"
+
+
+def _number(raw: str | None) -> float | None:
+    return parse_number(re.sub(r"[£$€¥]|US\$", "", raw).strip()) if raw else None
+
+
+def _plausible(m: re.Match[str], *, inside: bool = False) -> bool:
+    """Not a year, a bare "95" of "95% CI", or a CI whose bounds are not numbers; with
+    ``inside``, the value must lie within its CI (a bracket of two numbers read as a CI)."""
+    value = _number(m.group("v"))
+    if value is None or (1900 <= abs(value) <= 2030 and "." not in m.group("v")):
+        return False
+    lo, hi = m.groupdict().get("lo"), m.groupdict().get("hi")
+    if lo is None:
+        return True
+    low, high = _number(lo), _number(hi)
+    if low is None or high is None:
+        return False
+    return not inside or min(low, high) <= value <= max(low, high)
+
+
+def _p_value(text: str, m: re.Match[str]) -> str | None:
+    groups = m.groupdict()
+    if groups.get("p") is None:
+        return None
+    op = groups.get("pop") or "="
+    return str(groups["p"]) if op == "=" else text[m.start("pop") : m.end("p")]
+
+
+def _span_of(text: str, m: re.Match[str], measure: str, start: int | None = None) -> EffectSpan:
+    groups = m.groupdict()
+    at = m.start() if start is None else start
+    return EffectSpan(
+        start=at,
+        end=m.end(),
+        measure=measure,
+        value=groups["v"],
+        ci_low=groups.get("lo"),
+        ci_high=groups.get("hi"),
+        p_value=_p_value(text, m),
+        outcome=outcome_of(text, at, m.start("v"), m.end(), groups.get("m")),
+    )
+
+
+def _listed_under_headers(text: str) -> list[tuple[re.Match[str], str, int]]:
+    """Values listed after a measure named once with "[95% CI]" ("risk ratio [95% CI]) was
+    1.12 (0.94-1.34) in ..., 1.26 (1.15-1.38) in ..."): ``(match, code, header start)``."""
+    out = []
+    for header in _HEADER.finditer(text):
+        _, stop = sentence_around(text, header.start())
+        stop = stop if stop > header.end() else len(text)
+        for m in _LISTED.finditer(text, header.end(), stop):
+            if _plausible(m, inside=True):
+                out.append((m, _measure_code(header.group("m")), header.start()))
+    return out
+
+
+def find_effects(text: str) -> list[EffectSpan]:
+    """The effect estimates written in ``text``, in reading order, without overlaps (see the
+    module docstring); an estimate with a CI is preferred to an overlapping one without."""
+    found: list[EffectSpan] = []
+
+    def add(m: re.Match[str], code: str, start: int | None = None) -> None:
+        s = m.start() if start is None else start
+        if all(m.end() <= f.start or s >= f.end for f in found):
+            found.append(_span_of(text, m, code, start))
+
+    for m, code, _ in _listed_under_headers(text):
+        add(m, code, m.start())
+    for pattern, with_ci, inside in (
+        (_EFFECT_NAMED, True, False),
+        (_EFFECT_CI_FIRST, True, False),
+        (_EFFECT_FAR, True, False),
+        (_EFFECT_NAMED_BARE_CI, True, True),
+        (_EFFECT_NAMED, False, False),
+    ):
+        for m in pattern.finditer(text):
+            if (m.groupdict().get("lo") is None) == with_ci or not _plausible(m, inside=inside):
+                continue
+            add(m, _measure_code(m.group("m")))
+    for m in _EFFECT_BARE.finditer(text):
+        if _plausible(m):
+            before = _NAMED_BEFORE.search(text, max(0, m.start() - 70), m.start())
+            add(m, _measure_code(before.group("m")) if before else "estimate")
+    return sorted(found, key=lambda f: f.start)
+
+
+# --- outcomes ------------------------------------------------------------------------------
+
+_AFTER_NAME = re.compile(
+    r"\s*(?:\([^)]{0,20}\)\s*)?(?:for|of)\s+(?P<o>(?:(?!\b(?:was|were|is|in\s+the\s+\w+\s+group)"
+    r"\b)[^,;:()\[\]=\d])+?)\s*(?=[,;:(\[=]|\b(?:was|were|is)\b|\d|in\s+the\s+\w+\s+group)",
+    re.I,
+)
+_ANY_ESTIMATE = re.compile(
+    rf"(?<![\w.,]){_VAL}\s*[(\[;,]\s*(?:(?:95|90|99)\s*%\s*)?(?:CI|C\.I\.|confidence)"
+    rf"|{_MEASURE}{_LINK}{_VAL}",
+    re.I,
+)
+_LINK_WORDS = (
+    r"(?:with|of|was|were|is|are|by|at|a|an|the|and|or|as|to|in|from|ranging|respectively"
+    r"|adjusted|unadjusted|crude|overall|estimated|an?\s+increase|a\s+decrease|odds|ratios?"
+    r"|risk|hazard|relative|mean|difference|95%|CIs?|confidence|intervals?|[(\[]?M-?H-?)"
+)
+_TRAILING = re.compile(rf"(?:[\s,(\[]+|\b{_LINK_WORDS}\b|{_MEASURE})+\s*$", re.I)
+_ONLY_LINKS = re.compile(rf"(?:\s*(?:\b{_LINK_WORDS}\b|{_MEASURE}|[(\[\]),]))*\s*", re.I)
+_FOR_AFTER = re.compile(r"\s*(?:times\s+\w+\s+)?for\s+(?P<o>[^,;()\[\]\d]{3,80}?)\s*(?=[,;(\[]|$)")
+_VALUE_AT = re.compile(rf"{_VAL}(?:\s*{_UNIT})?")
+_LEADING = re.compile(r"^(?:the|a|an|this|that|these|those|its|their|our)\s+", re.I)
+_CONTENT = re.compile(r"[A-Za-z]{3,}|[A-Z]{2,}")
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """``(start, end)`` of ``text[start:end]`` without white space, articles and punctuation
+    at its ends; ``None`` when no word of three letters or more is left, or it is over 100
+    characters."""
+    while start < end and not text[start].isalnum():
+        start += 1
+    while end > start and not (text[end - 1].isalnum() or text[end - 1] in ")%"):
+        end -= 1
+    lead = _LEADING.match(text[start:end])
+    if lead:
+        start += lead.end()
+    if end - start > 100 or not _CONTENT.search(text[start:end]):
+        return None
+    return start, end
+
+
+def _phrase_before(text: str, sentence_start: int, at: int) -> tuple[int, int] | None:
+    """The phrase right before the bracket at ``at``: its clause (back to the last comma,
+    ";", ":" or the sentence start), or, when that is the measure's name or links only, the
+    clause words before it (:func:`_clause_before`)."""
+    start = max(sentence_start, *(text.rfind(c, sentence_start, at) + 1 for c in ",;:"))
+    found = _trim(text, start, at)
+    if found is not None and not _ONLY_LINKS.fullmatch(text[found[0] : found[1]]):
+        words = list(re.finditer(r"\S+", text[found[0] : found[1]]))
+        if len(words) > CLAUSE_WORDS:
+            return _trim(text, found[0] + words[-CLAUSE_WORDS].start(), found[1])
+        return found
+    return _clause_before(text, sentence_start, start)
+
+
+def _clause_before(text: str, sentence_start: int, at: int) -> tuple[int, int] | None:
+    """The words of the estimate's clause before it: from the sentence start (or the last
+    ";" / ":") to the first estimate of the clause (a list "0.33 (...), 0.37 (...)" shares its
+    words), without the measure's name and linking words at its end, at most
+    :data:`CLAUSE_WORDS` words (the last ones)."""
+    start = max(sentence_start, *(text.rfind(c, sentence_start, at) + 1 for c in ";:"))
+    first = _ANY_ESTIMATE.search(text, start, at)
+    end = first.start() if first is not None else at
+    while True:
+        tail = _TRAILING.search(text, start, end)
+        if tail is None or tail.start() == end:
+            break
+        end = tail.start()
+    words = list(re.finditer(r"\S+", text[start:end]))
+    if len(words) > CLAUSE_WORDS:
+        start += words[-CLAUSE_WORDS].start()
+    return _trim(text, start, end)
+
+
+CLAUSE_WORDS = 16
+"""Most words of a clause shown as an estimate's outcome."""
+
+
+def outcome_of(
+    text: str, start: int, value_start: int, end: int, measure_name: str | None
+) -> tuple[int, int] | None:
+    """Where the sentence around an estimate (``text[start:end]``, its value at
+    ``value_start``) names what it measures (see the module docstring), as ``(start,
+    end)`` offsets; ``None`` when it does not."""
+    s, e = sentence_around(text, start)
+    if e <= s:
+        s, e = 0, len(text)
+    if measure_name:
+        after = _AFTER_NAME.match(text, start + len(measure_name), value_start + 1)
+        if after is not None:
+            found = _trim(text, after.start("o"), after.end("o"))
+            if found:
+                return found
+    opener = text.rfind("(", s, start + 1)
+    if opener >= s and text.rfind(")", opener, start) < 0:  # the estimate is in brackets
+        found = _phrase_before(text, s, opener)
+        if found:
+            return found
+    value = _VALUE_AT.match(text, value_start)
+    after_value = _FOR_AFTER.match(text, value.end() if value else end, e)
+    if after_value is not None:
+        found = _trim(text, after_value.start("o"), after_value.end("o"))
+        if found:
+            return found
+    return _clause_before(text, s, start)
