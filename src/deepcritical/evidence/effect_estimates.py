@@ -49,7 +49,7 @@ _UNIT = (
 _CI_INTRO = (
     r"(?:(?:95|90|99)\s*(?:%|percent|per\s+cent)\s*)?"
     r"(?:CIs?\b|C\.I\.|(?i:confidence\s+(?:intervals?|limits?)))"
-    r"(?:\s*[\[(](?:95\s*%\s*)?CI[\])]|\s+CIs?\b)?"
+    r"(?:\s*[\[(](?:95\s*%\s*)?CI[\])]|\s+CIs?\b|\s*(?:95|90|99)\s*%)?"
 )
 _CI = (
     rf"{_CI_INTRO}\s*(?:[:=,]|of|was)?\s*[\[(]?\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,|;|and)\s*"
@@ -74,7 +74,7 @@ _LINK = (
     r"(?:\s*[\[(][A-Za-z ]{1,12}[\])]|\s+(?:a?ORs?|a?HRs?|a?RRs?|IRR|AUC)(?![A-Za-z]))?"
     r"\s*(?:[,:=]|\bof\b|\bwas\b|\bwere\b|\bis\b)?\s*[=:]?\s*"
 )
-_TAIL = rf"(?:\s*±\s*{_VAL})?[^\d;()\[\]\n]{{0,30}}?(?:\s*[(\[]|\s*[;,])\s*"
+_TAIL = rf"(?:\s*(?:±|\+/-|\+-)\s*{_VAL})?[^\d;()\[\]\n]{{0,30}}?(?:\s*[(\[]|\s*[;,])\s*"
 _EFFECT_NAMED = re.compile(rf"{_MEASURE}{_LINK}(?P<v>{_VAL})(?:{_TAIL}{_CI}{_P})?")
 _EFFECT_NAMED_BARE_CI = re.compile(
     rf"{_MEASURE}{_LINK}(?P<v>{_VAL})\s*[(\[]\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,)\s*(?P<hi>{_VAL})"
@@ -141,9 +141,10 @@ def _number(raw: str | None) -> float | None:
     return parse_number(re.sub(r"[£$€¥]|US\$", "", raw).strip()) if raw else None
 
 
-def _plausible(m: re.Match[str], *, inside: bool = False) -> bool:
-    """Not a year, a bare "95" of "95% CI", or a CI whose bounds are not numbers; with
-    ``inside``, the value must lie within its CI (a bracket of two numbers read as a CI)."""
+def _plausible(m: re.Match[str]) -> bool:
+    """Not a year, a bare "95" of "95% CI", or a CI whose bounds are not numbers; a value
+    with a CI must lie within it (one outside was misread, or is a typo in the source: not
+    shown either way)."""
     value = _number(m.group("v"))
     if value is None or (1900 <= abs(value) <= 2030 and "." not in m.group("v")):
         return False
@@ -153,7 +154,7 @@ def _plausible(m: re.Match[str], *, inside: bool = False) -> bool:
     low, high = _number(lo), _number(hi)
     if low is None or high is None:
         return False
-    return not inside or min(low, high) <= value <= max(low, high)
+    return min(low, high) <= value <= max(low, high)
 
 
 def _p_value(text: str, m: re.Match[str]) -> str | None:
@@ -187,7 +188,7 @@ def _listed_under_headers(text: str) -> list[tuple[re.Match[str], str, int]]:
         _, stop = sentence_around(text, header.start())
         stop = stop if stop > header.end() else len(text)
         for m in _LISTED.finditer(text, header.end(), stop):
-            if _plausible(m, inside=True):
+            if _plausible(m):
                 out.append((m, _measure_code(header.group("m")), header.start()))
     return out
 
@@ -204,22 +205,48 @@ def find_effects(text: str) -> list[EffectSpan]:
 
     for m, code, _ in _listed_under_headers(text):
         add(m, code, m.start())
-    for pattern, with_ci, inside in (
-        (_EFFECT_NAMED, True, False),
-        (_EFFECT_CI_FIRST, True, False),
-        (_EFFECT_FAR, True, False),
-        (_EFFECT_NAMED_BARE_CI, True, True),
-        (_EFFECT_NAMED, False, False),
+    for pattern, with_ci in (
+        (_EFFECT_NAMED, True),
+        (_EFFECT_CI_FIRST, True),
+        (_EFFECT_FAR, True),
+        (_EFFECT_NAMED_BARE_CI, True),
+        (_EFFECT_NAMED, False),
     ):
         for m in pattern.finditer(text):
-            if (m.groupdict().get("lo") is None) == with_ci or not _plausible(m, inside=inside):
+            if (m.groupdict().get("lo") is None) == with_ci or not _plausible(m):
                 continue
             add(m, _measure_code(m.group("m")))
     for m in _EFFECT_BARE.finditer(text):
         if _plausible(m):
             before = _NAMED_BEFORE.search(text, max(0, m.start() - 70), m.start())
             add(m, _measure_code(before.group("m")) if before else "estimate")
+    for f in [f for f in found if f.ci_low is not None]:
+        for m in _continued(text, f):
+            add(m, f.measure)
     return sorted(found, key=lambda f: f.start)
+
+
+def _continued(text: str, first: EffectSpan) -> list[re.Match[str]]:
+    """The values that continue an estimate with its CI, each with its bracketed CI and no
+    number between them: "(OR 2.3 [95% CI 1.2-4.6]), with WG (2.7 [1.2-5.8]), with MPA (6.3
+    [1.9-21.6])", "were 70% (95% CI 53-83%), 90% (76-97%) and 72% (55-85%)". They share its
+    measure. Later sentences of the paragraph continue it only in the same brackets ("... was
+    associated with PSV (2.2 [1.2-3.8])")."""
+    stop = text.find("\n", first.end)
+    stop = len(text) if stop < 0 else stop
+    bracket = "[" if re.search(r"\[[^\]]*$", text[first.start : first.end - 1]) else "("
+    out = []
+    at = first.end
+    for m in _LISTED.finditer(text, first.end, stop):
+        gap = text[at : m.start()]
+        same = bracket in text[m.end("v") : m.start("lo")]
+        if len(gap) > 160 or re.search(r"\d", gap) or not _plausible(m):
+            break
+        if re.search(r"[.;]\s", gap) and not same:
+            break
+        out.append(m)
+        at = m.end()
+    return out
 
 
 # --- outcomes ------------------------------------------------------------------------------
@@ -249,8 +276,8 @@ _CONTENT = re.compile(r"[A-Za-z]{3,}|[A-Z]{2,}")
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
     """``(start, end)`` of ``text[start:end]`` without white space, articles and punctuation
-    at its ends; ``None`` when no word of three letters or more is left, or it is over 100
-    characters."""
+    at its ends, cut to its last :data:`CLAUSE_WORDS` words and :data:`OUTCOME_CHARS`
+    characters; ``None`` when no word of three letters (or an abbreviation) is left."""
     while start < end and not text[start].isalnum():
         start += 1
     while end > start and not (text[end - 1].isalnum() or text[end - 1] in ")%"):
@@ -258,9 +285,12 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
     lead = _LEADING.match(text[start:end])
     if lead:
         start += lead.end()
-    if end - start > 100 or not _CONTENT.search(text[start:end]):
+    words = list(re.finditer(r"\S+", text[start:end]))
+    while words and (len(words) > CLAUSE_WORDS or end - (start + words[0].start()) > OUTCOME_CHARS):
+        words.pop(0)
+    if not words or not _CONTENT.search(text[start + words[0].start() : end]):
         return None
-    return start, end
+    return start + words[0].start(), end
 
 
 def _phrase_before(text: str, sentence_start: int, at: int) -> tuple[int, int] | None:
@@ -270,9 +300,6 @@ def _phrase_before(text: str, sentence_start: int, at: int) -> tuple[int, int] |
     start = max(sentence_start, *(text.rfind(c, sentence_start, at) + 1 for c in ",;:"))
     found = _trim(text, start, at)
     if found is not None and not _ONLY_LINKS.fullmatch(text[found[0] : found[1]]):
-        words = list(re.finditer(r"\S+", text[found[0] : found[1]]))
-        if len(words) > CLAUSE_WORDS:
-            return _trim(text, found[0] + words[-CLAUSE_WORDS].start(), found[1])
         return found
     return _clause_before(text, sentence_start, start)
 
@@ -290,14 +317,14 @@ def _clause_before(text: str, sentence_start: int, at: int) -> tuple[int, int] |
         if tail is None or tail.start() == end:
             break
         end = tail.start()
-    words = list(re.finditer(r"\S+", text[start:end]))
-    if len(words) > CLAUSE_WORDS:
-        start += words[-CLAUSE_WORDS].start()
     return _trim(text, start, end)
 
 
 CLAUSE_WORDS = 16
-"""Most words of a clause shown as an estimate's outcome."""
+"""Most words of a clause shown as an estimate's outcome (the last ones)."""
+
+OUTCOME_CHARS = 140
+"""Most characters of an outcome phrase."""
 
 
 def outcome_of(
