@@ -800,23 +800,36 @@ def _value(text: str, reading: SampleSizeReading) -> float:
     return sum(parse_number(text[s.start : s.end]) or 0.0 for s in reading.spans)
 
 
-_ANALYSED = re.compile(
-    rf"(?<![\w.,])(?P<n>{NUMBER})\s+{_MODS}(?:{_PEOPLE}\s+)?(?:\([^)]*\)\s+)?(?:were|was)\s+"
-    r"(?:\w+\s+)?(?:analy[sz]ed|included\s+in\s+the\s+(?:final\s+)?analys[ie]s"
-    r"|available\s+for\s+(?:the\s+)?(?:final\s+)?analys[ie]s|evaluable)",
+_ANALYSED_AFTER = re.compile(
+    r"(?:\s*[(\[][^()\[\]]*[)\]])?\s+(?:were|was)\s+(?:\w+\s+)?(?:analy[sz]ed|evaluable"
+    r"|included\s+in\s+(?:the\s+)?(?:final\s+)?analys[ie]s|available\s+for\s+(?:the\s+)?(?:final\s+)?"
+    r"(?:analys[ie]s|follow[\s-]?up))\b"
+    r"|(?:\s*[(\[][^()\[\]]*[)\]])?\s+completed\s+(?:the\s+)?(?:study|trial|follow[\s-]?up|protocol"
+    r"|programme|program|intervention|treatment)\b",
     re.I,
 )
 
 
 def find_analysed(text: str) -> CountSpan | None:
     """Where ``text`` states the number analysed ("96 patients were analysed", "were
-    available for analysis", "evaluable"), in a Methods / Results paragraph; ``None``
-    otherwise."""
+    available for analysis", "evaluable", "completed the study"), the count being the subject
+    of its sentence in a Methods / Results paragraph, alone (not one of several groups);
+    ``None`` otherwise."""
     for section in sections_of(text):
         if section.rank != 0:
             continue
-        for m in _ANALYSED.finditer(text, section.start, section.end):
-            s, e = m.start("n"), m.end("n")
-            if _plausible(text[s:e]) and not _DENOMINATOR_BEFORE.search(text, section.start, s):
-                return CountSpan(s, e, m.end())
+        for s, e in sentence_spans(text, section.start, section.end):
+            counts = _counts(text, s, e)
+            for i, c in enumerate(counts):
+                before = text[_clause_start(text, s, c.span.start) : c.span.start]
+                after = _ANALYSED_AFTER.match(text, c.span.clause_end)
+                if after is None or _INTRO.match(before) is None:
+                    continue
+                if len(counts) > 1 and _other_groups(text, counts, i, after.end(), False):
+                    break  # "five were analysed at 1 year and five at 2 years": groups
+                if not _NOT_ANALYSED.search(text, c.span.start, after.end()):
+                    return CountSpan(c.span.start, c.span.end, after.end())
     return None
+
+
+_NOT_ANALYSED = re.compile(r"\b(?:months?|weeks?|years?|days?|hours?|data|samples)\b", re.I)

@@ -290,8 +290,10 @@ class Certainty(BaseModel):
 
     ``start`` is the level its best study design starts from (``basis`` names it:
     "randomised trials", "observational"...); ``downgrades`` and ``upgrades`` are the reasons
-    that moved it, one level each; ``evidence_ids`` the items rated; ``total_n`` the summed
-    sample size of those whose size is known (``None`` when none is).
+    that moved it, one level each, each naming the values and studies it rests on;
+    ``notes`` what could not be judged ("total n not stated for PMID 3: no size-based
+    downgrade"); ``evidence_ids`` the items rated; ``total_n`` the summed sample size of the
+    items rated, ``None`` unless every one of them states its n.
     """
 
     level: CertaintyLevel
@@ -299,12 +301,18 @@ class Certainty(BaseModel):
     basis: str
     downgrades: list[str] = Field(default_factory=list)
     upgrades: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
     evidence_ids: list[str] = Field(default_factory=list)
     total_n: int | None = None
 
     def summary(self) -> str:
-        """``"Low: observational; imprecision, total n = 84"`` (the reasons after the basis)."""
-        reasons = [*self.downgrades, *(f"upgraded: {u}" for u in self.upgrades)]
+        """``"Low: observational; imprecision, total n = 84 (84 in PMID 1)"`` (the reasons
+        after the basis, then the notes)."""
+        reasons = [
+            *self.downgrades,
+            *(f"upgraded: {u}" for u in self.upgrades),
+            *self.notes,
+        ]
         tail = f"; {', '.join(reasons)}" if reasons else ""
         return f"{self.level.value}: {self.basis}{tail}"
 
