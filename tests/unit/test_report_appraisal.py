@@ -84,7 +84,8 @@ def test_add_appraisal_rates_hypotheses_findings_and_the_verdict() -> None:
     r = add_appraisal(r, EVIDENCE)
     h = r.hypotheses_tested[0]
     assert h.certainty is not None
-    assert h.certainty.downgrades[0] == "inconsistency (1 supporting: PMID 1; 1 contradicting: PMID 2)"
+    expected = "inconsistency (1 supporting: PMID 1; 1 contradicting: PMID 2)"
+    assert h.certainty.downgrades[0] == expected
     assert r.findings[0].certainty is not None
     assert r.findings[0].certainty.evidence_ids == ["E1"]
     assert r.metadata.certainty == h.certainty
