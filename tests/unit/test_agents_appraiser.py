@@ -112,10 +112,49 @@ async def test_invented_and_misquoted_values_are_dropped_and_counted() -> None:
         }
     )
     record = await extractor(script).extract(item())
-    assert record.sample_size is None
     assert record.setting is None
-    assert record.effects == []
     assert record.values_dropped == 4
+    # the invented values are gone; what the rules read with confidence stands
+    assert record.sample_size is not None
+    assert record.sample_size.value == "1,024"
+    assert [(e.measure, e.value) for e in record.effects] == [("HR", "0.45")]
+    assert record.disagreements == 0
+
+
+async def test_model_values_that_disagree_with_the_rules_are_shown_as_neither() -> None:
+    """Issue 28: the model's numbers are held to the rules' standard. A model sample size
+    (verbatim, but the number of hospitals) and an estimate at the same place as the rules'
+    but with another value are both dropped with the rules' reading, and counted."""
+    script = Script(
+        {
+            "sample_size": {"value": "12", "quote": "in 12 hospitals"},
+            "effects": [
+                {
+                    "measure": "HR",
+                    "value": "0.33",
+                    "ci_low": "0.33",
+                    "ci_high": "0.63",
+                    "quote": "hazard ratio, 0.45; 95% confidence interval [CI], 0.33 to 0.63",
+                }
+            ],
+        }
+    )
+    record = await extractor(script).extract(item())
+    assert record.sample_size is None
+    assert record.sample_size_parts == []
+    assert record.n is None
+    assert record.effects == []
+    assert record.disagreements == 2
+    assert record.values_dropped == 0
+
+
+async def test_a_model_sample_size_quoted_from_an_exclusion_is_dropped() -> None:
+    text = "METHODS: Of 300 women screened, 45 were excluded.\n\nRESULTS: Pain fell."
+    script = Script({"sample_size": {"value": "45", "quote": "45 were excluded"}})
+    evidence = Evidence(id="E1", content=text, citation=Citation(source="pubmed", id="1"))
+    record = await extractor(script).extract(evidence)
+    assert record.sample_size is None
+    assert record.values_dropped == 1
 
 
 @pytest.mark.parametrize("quote", ["", "   ", "HAZARD RATIO, 0.45"])

@@ -85,7 +85,7 @@ def test_evidence_rows_carry_n_effect_and_certainty() -> None:
     rows = {r.id: r for r in evidence_rows(result())}
     assert (rows["E1"].n, rows["E1"].effect, rows["E1"].certainty) == (
         900,
-        "HR 0.80 (95% CI 0.70 to 0.90)",
+        "HR 0.80 (95% CI 0.70 to 0.90) for Dementia fell",
         "High",
     )
     assert rows["E1"].effect_quote in TRIAL

@@ -73,7 +73,7 @@ def test_study_table_has_one_row_per_cited_study_with_values_as_written() -> Non
     rows = [line for line in section.content.splitlines() if line.startswith("| [E")]
     assert len(rows) == 2
     assert "| 900 |" in rows[0]
-    assert "HR 0.80 (95% CI 0.70 to 0.90), p = 0.01" in rows[0]
+    assert "HR 0.80 (95% CI 0.70 to 0.90) for Dementia fell, p = 0.01" in rows[0]
     assert "metformin vs placebo" in rows[0]
     assert "| 60 |" in rows[1]
     assert "dropped (0)" in section.content
@@ -147,3 +147,31 @@ def test_source_text_that_looks_like_a_marker_stays_inert_in_the_table() -> None
     assert section is not None
     assert "Adults in cohort (E7) / site B." in section.content
     assert "[E7]" not in section.content
+
+
+def test_study_table_shows_group_sums_not_stated_and_every_estimate() -> None:
+    """Issue 28: n is the stated total, the sum of groups marked as such, or "not stated";
+    every estimate is listed with its outcome, not only the first."""
+    groups = ev(
+        3,
+        "PARTICIPANTS: Five controls with HCA and five age-matched controls without HCA, seven "
+        "depressed subjects with HCA and seven without HCA, and 12 subjects with clinically "
+        "diagnosed probable AD with HCA and 12 without HCA were studied.",
+        ["Observational Study"],
+    )
+    unstated = ev(
+        4,
+        "RESULTS: Mortality fell (RR 0.80, 95% CI 0.70-0.91) and stroke was rarer (OR 0.60, "
+        "95% CI 0.40-0.90).",
+        ["Observational Study"],
+    )
+    section = study_table([groups, unstated])
+    assert section is not None
+    rows = [line for line in section.content.splitlines() if line.startswith("| [E")]
+    assert "| 48 (sum of groups: 5 + 5 + 7 + 7 + 12 + 12) |" in rows[0]
+    assert "| not stated |" in rows[1]
+    listed = [line for line in section.content.splitlines() if line.startswith("- [E4]")]
+    assert listed == [
+        "- [E4] RR 0.80 (95% CI 0.70 to 0.91) for Mortality fell; "
+        "OR 0.60 (95% CI 0.40 to 0.90) for stroke was rarer"
+    ]

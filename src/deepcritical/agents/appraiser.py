@@ -9,19 +9,35 @@ then pass the same verbatim check as the rules' records
 not found, or that is not in its quote, is dropped and counted in ``values_dropped``, never
 kept. What a model does not read (randomisation, blinding, single or multiple centres,
 dose-response: the certainty rules' cues) is taken from the rules' record of the same item.
+
+The model's numbers are held to the rules' standard (:func:`reconcile`): a sample size whose
+quote says the count was excluded, screened or identified, or an estimate outside its own CI,
+is dropped and counted; a sample size, number analysed or estimate that disagrees with the
+rules' reading of the same thing (the rules read one only when the text states it) is shown
+as neither, and counted in ``StudyRecord.disagreements``; what the rules read and the model
+missed is kept.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from deepcritical.evidence.effect_estimates import inside_ci
+from deepcritical.evidence.sample_size import names_other_count
 from deepcritical.evidence.study_extraction import checked_record, extract_study, locate_quote
 from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import fence_evidence, new_fence
 from deepcritical.llm.templates import render_prompt
-from deepcritical.models import EffectEstimate, Evidence, ExtractedValue, StudyRecord
+from deepcritical.models import EffectEstimate, Evidence, ExtractedValue, StudyRecord, parse_number
 
-__all__ = ["LLMStudyExtractor", "ModelEffect", "QuotedValue", "StudyExtraction", "to_record"]
+__all__ = [
+    "LLMStudyExtractor",
+    "ModelEffect",
+    "QuotedValue",
+    "StudyExtraction",
+    "reconcile",
+    "to_record",
+]
 
 
 class QuotedValue(BaseModel):
@@ -111,10 +127,15 @@ def to_record(output: StudyExtraction, evidence: Evidence) -> StudyRecord:
         value, lost = _value(evidence, o)
         dropped += lost
         outcomes += [value] if value is not None else []
+    for name in ("sample_size", "analysed"):
+        count = fields[name]
+        if isinstance(count, ExtractedValue) and names_other_count(count.proof.quote):
+            fields[name] = None  # "12 patients were excluded": not the sample
+            dropped += 1
     effects = []
     for e in output.effects:
         proof = locate_quote(evidence, e.quote)
-        if proof is None:
+        if proof is None or not inside_ci(e.value, e.ci_low, e.ci_high):
             dropped += 1
             continue
         effects.append(
@@ -127,7 +148,7 @@ def to_record(output: StudyExtraction, evidence: Evidence) -> StudyRecord:
                 proof=proof,
             )
         )
-    record = StudyRecord(
+    model = StudyRecord(
         design=rules.design,
         outcomes=outcomes,
         effects=effects,
@@ -141,4 +162,64 @@ def to_record(output: StudyExtraction, evidence: Evidence) -> StudyRecord:
         full_text=evidence.full_text,
         **fields,
     )
-    return checked_record(record, evidence)
+    return reconcile(checked_record(model, evidence), rules)
+
+
+def _number(value: ExtractedValue | None) -> float | None:
+    return parse_number(value.value) if value is not None else None
+
+
+def _total(record: StudyRecord) -> float | None:
+    """The sample size a record shows (the total or the sum of its groups), not the number
+    analysed."""
+    n = record.n if record.sample_size or record.sample_size_parts else None
+    return float(n) if n is not None else None
+
+
+def _overlap(a: EffectEstimate, b: EffectEstimate) -> bool:
+    pa, pb = a.proof, b.proof
+    return pa.passage == pb.passage and pa.start < pb.end and pb.start < pa.end
+
+
+def _same(a: EffectEstimate, b: EffectEstimate) -> bool:
+    return all(
+        parse_number(x or "") == parse_number(y or "")
+        for x, y in ((a.value, b.value), (a.ci_low, b.ci_low), (a.ci_high, b.ci_high))
+    )
+
+
+def reconcile(model: StudyRecord, rules: StudyRecord) -> StudyRecord:
+    """``model`` held to the rules' confident reading ``rules`` of the same item: a sample
+    size, number analysed or effect estimate (the one at the same place in the text) that
+    disagrees with the rules' is dropped with the rules' (neither is shown) and counted in
+    ``disagreements``; what only the rules read is added. Returns a new record."""
+    update: dict[str, object] = {}
+    disagreements = 0
+    model_n, rules_n = _total(model), _total(rules)
+    if model_n is not None and rules_n is not None and model_n != rules_n:
+        update |= {"sample_size": None, "sample_size_parts": []}
+        disagreements += 1
+    elif model_n is None and rules_n is not None:
+        update |= {"sample_size": rules.sample_size, "sample_size_parts": rules.sample_size_parts}
+    model_a, rules_a = _number(model.analysed), _number(rules.analysed)
+    if model_a is not None and rules_a is not None and model_a != rules_a:
+        update["analysed"] = None
+        disagreements += 1
+    elif model_a is None and rules.analysed is not None:
+        update["analysed"] = rules.analysed
+    effects: list[EffectEstimate] = []
+    clashing: set[int] = set()
+    for e in model.effects:
+        clash = [i for i, r in enumerate(rules.effects) if _overlap(e, r) and not _same(e, r)]
+        if clash:
+            clashing.update(clash)
+            disagreements += 1
+            continue
+        effects.append(e)
+    effects += [
+        r
+        for i, r in enumerate(rules.effects)
+        if i not in clashing and not any(_overlap(r, e) for e in model.effects)
+    ]
+    update |= {"effects": effects, "disagreements": model.disagreements + disagreements}
+    return model.model_copy(update=update)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from deepcritical.models import parse_number
 from deepcritical.text.abstract_sections import sentence_around
 
-__all__ = ["EffectSpan", "find_effects", "outcome_of"]
+__all__ = ["EffectSpan", "find_effects", "inside_ci", "outcome_of"]
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _CUR = r"(?:[£$€¥]\s?|US\$\s?)?"
@@ -157,6 +157,15 @@ def _plausible(m: re.Match[str]) -> bool:
     return min(low, high) <= value <= max(low, high)
 
 
+def inside_ci(value: str, low: str | None, high: str | None) -> bool:
+    """Whether ``value`` lies within its CI ``low``..``high`` (numbers as written); ``True``
+    without a CI, ``False`` when a bound or the value is not a number."""
+    if low is None and high is None:
+        return True
+    v, lo, hi = _number(value), _number(low), _number(high)
+    return v is not None and lo is not None and hi is not None and min(lo, hi) <= v <= max(lo, hi)
+
+
 def _p_value(text: str, m: re.Match[str]) -> str | None:
     groups = m.groupdict()
     if groups.get("p") is None:
@@ -270,7 +279,10 @@ _TRAILING = re.compile(rf"(?:[\s,(\[]+|\b{_LINK_WORDS}\b|{_MEASURE})+\s*$", re.I
 _ONLY_LINKS = re.compile(rf"(?:\s*(?:\b{_LINK_WORDS}\b|{_MEASURE}|[(\[\]),]))*\s*", re.I)
 _FOR_AFTER = re.compile(r"\s*(?:times\s+\w+\s+)?for\s+(?P<o>[^,;()\[\]\d]{3,80}?)\s*(?=[,;(\[]|$)")
 _VALUE_AT = re.compile(rf"{_VAL}(?:\s*{_UNIT})?")
-_LEADING = re.compile(r"^(?:the|a|an|this|that|these|those|its|their|our)\s+", re.I)
+_LEADING = re.compile(
+    r"^(?:(?:and|but|while|whereas|or)\s+)?(?:(?:the|a|an|this|that|these|those|its|their|our)\s+)?",
+    re.I,
+)
 _CONTENT = re.compile(r"[A-Za-z]{3,}|[A-Z]{2,}")
 
 
@@ -297,7 +309,7 @@ def _phrase_before(text: str, sentence_start: int, at: int) -> tuple[int, int] |
     """The phrase right before the bracket at ``at``: its clause (back to the last comma,
     ";", ":" or the sentence start), or, when that is the measure's name or links only, the
     clause words before it (:func:`_clause_before`)."""
-    start = max(sentence_start, *(text.rfind(c, sentence_start, at) + 1 for c in ",;:"))
+    start = max(sentence_start, *(text.rfind(c, sentence_start, at) + 1 for c in ",;:)]"))
     found = _trim(text, start, at)
     if found is not None and not _ONLY_LINKS.fullmatch(text[found[0] : found[1]]):
         return found

@@ -44,7 +44,13 @@ from deepcritical.models import parse_number
 from deepcritical.text.abstract_sections import Section, sections_of, sentence_spans
 from deepcritical.text.numbers import NUMBER
 
-__all__ = ["CountSpan", "SampleSizeReading", "find_analysed", "find_sample_size"]
+__all__ = [
+    "CountSpan",
+    "SampleSizeReading",
+    "find_analysed",
+    "find_sample_size",
+    "names_other_count",
+]
 
 
 @dataclass(frozen=True)
@@ -833,3 +839,9 @@ def find_analysed(text: str) -> CountSpan | None:
 
 
 _NOT_ANALYSED = re.compile(r"\b(?:months?|weeks?|years?|days?|hours?|data|samples)\b", re.I)
+
+
+def names_other_count(phrase: str) -> bool:
+    """Whether ``phrase`` (a quote a model gives for a sample size) says its count is not the
+    sample: excluded, refused, lost, screened, identified, eligible, a subgroup's event."""
+    return _REJECT_VERBS.search(phrase) is not None

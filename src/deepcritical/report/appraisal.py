@@ -54,18 +54,23 @@ def _cell(value: ExtractedValue | str | None) -> str:
 
 def study_table(cited: Sequence[Evidence]) -> ReportSection | None:
     """The "Study characteristics" section: one markdown table row per cited item (design,
-    population, n, intervention vs comparator, outcome, primary effect estimate with its CI,
-    follow-up), each value as written in the source; ``None`` when no item has any value.
-    The reference cell cites the item (``[E3]``)."""
+    population, n (the stated total, "48 (sum of groups: ...)", or "not stated"),
+    intervention vs comparator, outcome, primary effect estimate with its CI and outcome,
+    follow-up), each value as written in the source, then every effect estimate of each
+    item with its outcome; ``None`` when no item has any value. The reference cell cites the
+    item (``[E3]``)."""
     rows = []
-    dropped = 0
+    estimates: list[str] = []
+    dropped = disagreed = 0
     for item in cited:
         study = study_of(item)
         dropped += study.values_dropped
+        disagreed += study.disagreements
         effect = study.primary_effect
+        size = study.sample_size_text()
         values = [
             study.population,
-            study.sample_size or study.analysed,
+            size,
             study.intervention,
             study.outcomes[0] if study.outcomes else None,
             effect,
@@ -83,15 +88,17 @@ def study_table(cited: Sequence[Evidence]) -> ReportSection | None:
                     f"[{item.id}]",
                     _cell(grade_evidence(item).value),
                     _cell(study.population),
-                    _cell(study.sample_size or study.analysed),
+                    _cell(size or "not stated"),
                     comparison,
                     _cell(study.outcomes[0] if study.outcomes else None),
-                    _cell(effect.short() if effect is not None else None),
+                    _cell(effect.describe() if effect is not None else None),
                     _cell(study.follow_up),
                 ]
             )
             + " |"
         )
+        if study.effects:
+            estimates.append(f"- [{item.id}] " + "; ".join(e.describe() for e in study.effects))
     if not rows:
         return None
     head = (
@@ -101,11 +108,21 @@ def study_table(cited: Sequence[Evidence]) -> ReportSection | None:
     note = (
         "Values are quoted as written in each source's abstract or full text, each checked "
         "against the text at the span it was read from; values that could not be proven "
-        f"verbatim were dropped ({dropped})."
+        f"verbatim were dropped ({dropped}). n is shown only when the text states the whole "
+        'sample (or all its groups, summed); otherwise "not stated".'
     )
-    return ReportSection(
-        heading=STUDY_TABLE_HEADING, content=f"{head}\n" + "\n".join(rows) + f"\n\n{note}"
-    )
+    if disagreed:
+        note += (
+            f" Values a model read that disagreed with the rules' reading: {disagreed} "
+            "(neither is shown)."
+        )
+    content = f"{head}\n" + "\n".join(rows)
+    if estimates:
+        content += (
+            "\n\nEvery effect estimate read, as written, with the outcome it measures:\n\n"
+            + "\n".join(estimates)
+        )
+    return ReportSection(heading=STUDY_TABLE_HEADING, content=f"{content}\n\n{note}")
 
 
 def hypothesis_certainty(h: Hypothesis, evidence: Mapping[str, Evidence]) -> Certainty | None:

@@ -186,17 +186,25 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
     return sorted(rows, key=lambda r: (r.off_topic, -r.relevance))
 
 
+def _n_quote(size: str | None, quotes: list[str]) -> str:
+    """The hover text of an n: its sentence, or, for a sum of groups, the sum and the
+    sentences of its parts."""
+    text = " … ".join(dict.fromkeys(quotes))
+    return f"{size}: {text}" if size and "sum of groups" in size else text
+
+
 def _appraisal_cells(e: Evidence) -> dict[str, Any]:
     """The n, effect and certainty cells of an item (its study record read when missing;
     off-topic items are not rated)."""
     study = study_of(e)
-    size = study.sample_size or study.analysed
+    proofs = study.sample_size_proofs()
     effect = study.primary_effect
     certainty = rate_certainty([e]) if e.screening != Screening.OFF_TOPIC else None
+    size = study.sample_size_text()
     return {
         "n": study.n,
-        "n_quote": size.proof.quote if size is not None else "",
-        "effect": effect.short() if effect is not None else "",
+        "n_quote": _n_quote(size, [p.quote for p in proofs]),
+        "effect": effect.describe() if effect is not None else "",
         "effect_quote": effect.proof.quote if effect is not None else "",
         "certainty": certainty.level.value if certainty is not None else "",
         "certainty_reason": (
