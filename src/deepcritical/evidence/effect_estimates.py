@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import overload
 
 from deepcritical.models import parse_number
 from deepcritical.text.abstract_sections import sentence_around
@@ -137,6 +138,18 @@ def _measure_code(name: str) -> str:
     return "estimate"
 
 
+@overload
+def _bare(raw: str) -> str: ...
+@overload
+def _bare(raw: str | None) -> str | None: ...
+def _bare(raw: str | None) -> str | None:
+    """A value without its currency sign ("£1,245" -> "1,245"; still a substring of it)."""
+    return _CURRENCY.sub("", raw).strip() if raw is not None else None
+
+
+_CURRENCY = re.compile(r"US\$|[£$€¥]")
+
+
 def _number(raw: str | None) -> float | None:
     return parse_number(re.sub(r"[£$€¥]|US\$", "", raw).strip()) if raw else None
 
@@ -181,9 +194,9 @@ def _span_of(text: str, m: re.Match[str], measure: str, start: int | None = None
         start=at,
         end=m.end(),
         measure=measure,
-        value=groups["v"],
-        ci_low=groups.get("lo"),
-        ci_high=groups.get("hi"),
+        value=_bare(groups["v"]),
+        ci_low=_bare(groups.get("lo")),
+        ci_high=_bare(groups.get("hi")),
         p_value=_p_value(text, m),
         outcome=outcome_of(text, at, m.start("v"), m.end(), groups.get("m")),
     )
