@@ -1,18 +1,18 @@
 """Calibrate the offline stance rules on the PubMedQA dev questions.
 
-Run: ``.venv/bin/python -m benchmarks.fit_stance [--fit-from 200] [--fit-to 500]
-[--held-out 200] [--show wrong|all]``.
+Run: ``.venv/bin/python -m benchmarks.fit_stance [--show wrong|all]``.
 
 For each dev question, the abstract it was written from (its gold PMID) is read as the run
 reads a source: :func:`deepcritical.evidence.stance.read_stance` (its conclusion sentences,
 the first one the main one). The stance
 is compared with the label: yes -> supports, no -> contradicts, maybe -> neutral (a decisive
-stance on a "maybe" question is counted wrong). Printed for the fitted questions (by default
-200..499, on which the cue lists and weights of :mod:`deepcritical.evidence.stance` were
-tuned) and once for the held-out first 200 (the benchmark's test questions): the confusion
-table, the precision of the decisive stances (supports or contradicts right / decisive) and
-their coverage (decisive / questions). Nothing is fitted automatically: the rules are
-edited by hand and this script measures them. No full runs, no network; a few seconds.
+stance on a "maybe" question is counted wrong). Printed for the tuning half of the dev
+questions (``benchmarks/verdict_split.json``; the cue lists and rules of
+:mod:`deepcritical.evidence.stance` are tuned on it, and ``--show`` lists its questions only)
+and, as totals only, for the test half: the confusion table, the precision of the decisive
+stances (supports or contradicts right / decisive) and their coverage (decisive /
+questions). Nothing is fitted automatically: the rules are edited by hand and this script
+measures them. No full runs, no network; a few seconds.
 Data: ``../shared/data/pubmedqa``; exits 0 with a message when it is absent.
 """
 
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.pubmedqa_data import DEFAULT_DATA
+from benchmarks.verdict_split import questions_of
 from deepcritical.corpus.readers import read_jsonl
 from deepcritical.evidence.stance import StanceReading, read_stance
 from deepcritical.formats.pubmed_xml import PubmedArticle, article_to_evidence
@@ -74,16 +75,10 @@ class Figures:
         return self.decisive / self.questions if self.questions else 0.0
 
 
-def judge(
-    articles: dict[str, PubmedArticle],
-    questions: Sequence[dict[str, str]],
-    first: int,
-    last: int,
-) -> list[Judged]:
-    """The stance of each gold abstract of dev questions ``first``..``last - 1``."""
+def judge(articles: dict[str, PubmedArticle], questions: Sequence[dict[str, str]]) -> list[Judged]:
+    """The stance of each gold abstract of ``questions`` (their index is their dev line)."""
     out: list[Judged] = []
-    for index in range(first, min(last, len(questions))):
-        row = questions[index]
+    for index, row in enumerate(questions):
         article = articles.get(row["pmid"])
         if article is None:
             continue
@@ -133,25 +128,22 @@ def show(judged: Sequence[Judged], which: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--fit-from", type=int, default=200)
-    parser.add_argument("--fit-to", type=int, default=500)
-    parser.add_argument("--held-out", type=int, default=200, help="first N questions")
-    parser.add_argument("--show", choices=["wrong", "all"], help="list fitted questions")
+    parser.add_argument("--show", choices=["wrong", "all"], help="list tuning questions")
+    parser.add_argument("--tuning-only", action="store_true", help="do not measure the test half")
     args = parser.parse_args()
     corpus_file, questions_file = args.data / "corpus.jsonl", args.data / "dev_questions.jsonl"
     if not corpus_file.exists() or not questions_file.exists():
         print(f"PubMedQA data not found under {args.data}; nothing to measure")
         return 0
-    lines = questions_file.read_text(encoding="utf-8").splitlines()
+    lines = questions_file.read_text(encoding="utf-8").split("\n")
     questions = [json.loads(line) for line in lines if line]
     articles = {a.pmid: a for a in read_jsonl(corpus_file)}
-    fitted = judge(articles, questions, args.fit_from, args.fit_to)
-    report(f"fitted: dev questions {args.fit_from}..{args.fit_to - 1}", fitted)
+    tuning = judge(articles, questions_of(questions, "tuning"))
+    report("tuning half (fit on these)", tuning)
     if args.show:
-        show(fitted, args.show)
-    if args.held_out > 0:
-        held = judge(articles, questions, 0, args.held_out)
-        report(f"held out: dev questions 0..{args.held_out - 1}", held)
+        show(tuning, args.show)
+    if not args.tuning_only:
+        report("test half (never tuned on)", judge(articles, questions_of(questions, "test")))
     return 0
 
 

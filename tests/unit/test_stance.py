@@ -290,3 +290,37 @@ def test_results_that_disagree_with_the_conclusion_make_it_neutral() -> None:
     # agreeing p-values leave the reading alone
     assert results_disagree(Finding.NULL, item(NULL_ABSTRACT)) == ""
     assert read_stance(item(POSITIVE_ABSTRACT), QUESTION).stance is Stance.SUPPORTS
+
+
+@pytest.mark.parametrize(
+    ("sentence", "question", "stance"),
+    [
+        # comparisons: "no better than" is a null finding, not a positive "better"
+        ("X was no better than placebo in reducing pain.", "Does X reduce pain?", "contradicts"),
+        # sameness answers a superiority question with no
+        (
+            "X was as effective as Y in reducing pain.",
+            "Is X more effective than Y in reducing pain?",
+            "contradicts",
+        ),
+        # and a sameness question with yes
+        (
+            "X was as effective as Y in reducing pain.",
+            "Is X as effective as Y in reducing pain?",
+            "supports",
+        ),
+        # negation scope: the clause on the question's terms decides, not the other one
+        ("X did not reduce pain but improved sleep.", "Does X reduce pain?", "contradicts"),
+        ("X improved sleep but did not reduce pain.", "Does X improve sleep?", "supports"),
+        # both parts of the question, one found and one not: no decisive finding
+        (
+            "Participation is associated with social capital, but not with sports facilities.",
+            "Are social capital and sports facilities related to participation?",
+            "neutral",
+        ),
+        # the question's polarity: a positive finding answers "does not" with no
+        ("X reduced pain.", "Does X not reduce pain?", "contradicts"),
+    ],
+)
+def test_comparisons_negation_scope_and_polarity(sentence: str, question: str, stance: str) -> None:
+    assert stance_of_sentences([sentence], question).stance.value == stance

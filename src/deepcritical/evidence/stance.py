@@ -90,14 +90,18 @@ _NULL_CUES = re.compile(
     r"|of\s+(?:limited|little|no)\s+(?:\w+\s+)?(?:value|use|benefit|significance|help)"
     r"|low\s+yield|poor(?:ly)?\s+(?:predict\w*|correlat\w*|accura\w*|agreement|sensitiv\w*)"
     r"|independent\s+of|not\s+predictive|not\s+a\s+(?:risk|predict)"
-    r"|not\s+(?:be\s+)?(?:recommended|indicated|warranted|superior|effective))\b",
+    r"|not\s+(?:be\s+)?(?:recommended|indicated|warranted|superior|effective)"
+    r"|no\s+better\s+than|not\s+better\s+than|no\s+more\s+(?:\w+\s+)?than"
+    r"|not\s+more\s+(?:\w+\s+)?than)\b",
     re.IGNORECASE,
 )
 """Cues of a negative or null finding (a negation right after "who" or "those" is a
 subgroup's description, "those who had not received it", and is not one)."""
 
 _SAMENESS_CUES = re.compile(
-    r"\b(?:similar|comparable|equivalent|equally|same|no\s+worse|non-?inferior)\b", re.IGNORECASE
+    r"\b(?:similar|comparable|equivalent|equally|same|no\s+worse|non-?inferior"
+    r"|as\s+(?:\w+\s+){1,2}as)\b",
+    re.IGNORECASE,
 )
 """Cues of sameness: positive for a question about sameness ("Is X equivalent to Y?"),
 otherwise not read (a similar outcome answers "Does X differ?" with no, but "Can X replace
@@ -127,6 +131,14 @@ _HEDGE_CUES = re.compile(
     re.IGNORECASE,
 )
 """Cues of a hedged or open conclusion."""
+
+_COMPARATIVE_QUESTION = re.compile(
+    r"\b(?:more|less|better|worse|higher|lower|greater|fewer)\b[^?]*\bthan\b|\bsuperior\b"
+    r"|\boutperform\w*|\binferior\b",
+    re.IGNORECASE,
+)
+"""A question about superiority ("Is X better than Y?", "Is X superior to Y?"): sameness
+("as effective as", "similar", "non-inferior") answers it with no."""
 
 _SAMENESS_QUESTION = re.compile(
     r"\b(?:same|similar|equal|equally|equivalent|comparable|as\s+(?:\w+\s+){0,2}as"
@@ -168,17 +180,24 @@ def _outside_negation(text: str) -> str:
     return out
 
 
-def sentence_cues(text: str, sameness_question: bool = False) -> SentenceCues:
+def sentence_cues(
+    text: str, sameness_question: bool = False, *, comparative: bool = False
+) -> SentenceCues:
     """The null, positive and hedge cues of ``text``.
 
     A positive cue in the scope of a null one ("did not benefit", "no significant
     improvement", "little evidence that it was effective") does not count as positive;
-    sameness cues ("similar", "comparable") are null, or positive when ``sameness_question``.
+    sameness cues ("similar", "comparable", "as effective as") are positive when
+    ``sameness_question``, null for a ``comparative`` question ("Is X better than Y?": the
+    positive words inside "as effective as" then do not count), and not read otherwise.
     """
     null = list(_found(_NULL_CUES, text))
     positive_text = _outside_negation(text)
-    positive = list(_found(_POSITIVE_CUES, positive_text))
     sameness = _found(_SAMENESS_CUES, positive_text)
+    if comparative and not sameness_question and sameness:
+        null += sameness
+        positive_text = _SAMENESS_CUES.sub(lambda m: " " * len(m.group(0)), positive_text)
+    positive = list(_found(_POSITIVE_CUES, positive_text))
     if sameness_question:
         positive += sameness
     return SentenceCues(tuple(null), tuple(positive), _found(_HEDGE_CUES, text))
@@ -211,7 +230,7 @@ positive finding does not settle it, a null one does."""
 
 
 def finding_of(
-    sentences: Sequence[str], sameness_question: bool = False
+    sentences: Sequence[str], sameness_question: bool = False, *, comparative: bool = False
 ) -> tuple[Finding, str, int]:
     """What conclusions report: ``(finding, reason, index of the sentence read)``.
 
@@ -227,7 +246,7 @@ def finding_of(
     """
     if not sentences:
         raise ValueError("finding_of needs at least one sentence")
-    all_cues = [sentence_cues(t, sameness_question) for t in sentences]
+    all_cues = [sentence_cues(t, sameness_question, comparative=comparative) for t in sentences]
     index = next((i for i, c in enumerate(all_cues) if c.null or c.positive), 0)
     cues = all_cues[index]
     null = sum(len(c.null) for c in all_cues) + len(cues.null)
@@ -269,6 +288,34 @@ def _undecisive_why(sentence: str, question: str) -> str:
     return ""
 
 
+_CLAUSE_SPLIT = re.compile(
+    r";|,?\s+(?=\b(?:but|whereas|while|although|though|however|yet)\b)", re.IGNORECASE
+)
+"""Where a sentence's clauses part (the joining word stays with its clause: "but not with
+parks" keeps its null cue)."""
+
+
+def _by_clause(
+    sentence: str, question: str, index: int, mixed: tuple[Finding, str]
+) -> tuple[Finding, str]:
+    """A sentence with both kinds of cue read clause by clause ("X did not reduce pain but
+    improved sleep"): only the clauses that name the question's terms count, and they decide
+    when they agree (a positive one only in the main conclusion sentence); else ``mixed``."""
+    wanted = content_stems(question)
+    own = [
+        c for c in _CLAUSE_SPLIT.split(sentence) if c and c.strip() and wanted & content_stems(c)
+    ]
+    cues = [sentence_cues(c) for c in own]
+    null = [x for c in cues for x in c.null]
+    positive = [x for c in cues for x in c.positive]
+    hedge = [x for c in cues for x in c.hedge]
+    if null and not positive:
+        return Finding.NULL, f"null finding on the question's terms: {_quoted(null)}"
+    if positive and not null and not hedge and index == 0:
+        return Finding.POSITIVE, f"positive finding on the question's terms: {_quoted(positive)}"
+    return mixed
+
+
 def stance_of_sentences(
     sentences: Sequence[str], question: str, *, negated: bool | None = None
 ) -> StanceReading:
@@ -281,7 +328,10 @@ def stance_of_sentences(
         ValueError: ``sentences`` is empty.
     """
     sameness = _SAMENESS_QUESTION.search(question) is not None
-    finding, reason, index = finding_of(sentences, sameness)
+    comparative = _COMPARATIVE_QUESTION.search(question) is not None
+    finding, reason, index = finding_of(sentences, sameness, comparative=comparative)
+    if reason.startswith("mixed findings"):
+        finding, reason = _by_clause(sentences[index], question, index, (finding, reason))
     skeptical = _SKEPTICAL_QUESTION.search(question)
     if finding is Finding.POSITIVE and skeptical is not None:
         finding = Finding.UNDECIDED

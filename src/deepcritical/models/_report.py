@@ -290,6 +290,10 @@ class ReportMetadata(BaseModel):
     verdict_reason: str = ""
     """Why that verdict, in words ("sources disagree: 1 supporting, 1 contradicting");
     ``""`` with no verdict."""
+    verdict_method: str = ""
+    """How the verdict was reached and how often such verdicts were right on held-out
+    questions (:func:`deepcritical.report.verdict_method.verdict_method`); ``""`` with no
+    verdict."""
     environment: SoftwareEnvironment | None = None
     """The software the report was made with; ``None`` in reports made before it was
     recorded."""

@@ -41,6 +41,7 @@ from deepcritical.models import (
 )
 from deepcritical.report.citations import add_marker
 from deepcritical.report.drafts import design_counts
+from deepcritical.report.verdict_method import verdict_method
 
 __all__ = [
     "CONFLICT_HEADING",
@@ -330,8 +331,13 @@ def add_verdict(
     if decision is not None:
         sentence = verdict_sentence(decision, hypotheses[0] if hypotheses else None)
         report.conclusion = f"{report.conclusion.rstrip()}\n\n{sentence}".strip()
+        method = verdict_method(decision.verdict, report.metadata.llm)
         report.metadata = report.metadata.model_copy(
-            update={"verdict": decision.verdict, "verdict_reason": decision.reason}
+            update={
+                "verdict": decision.verdict,
+                "verdict_reason": decision.reason,
+                "verdict_method": method,
+            }
         )
     return report
 

@@ -163,6 +163,9 @@ def answer_card_html(result: RunResult) -> str:
     cited = f"{total}" + (f" ({by_design})" if by_design else "")
     e = html.escape
     detail = f'<p class="dc-verdict-reason">{e(verdict.detail)}</p>' if verdict.detail else ""
+    method = report.metadata.verdict_method if verdict.kind in ("yes", "no", "uncertain") else ""
+    if method:
+        detail += f'<p class="dc-verdict-method">{e(method)}</p>'
     return (
         f'<section class="dc-card" id="dc-answer" data-verdict="{e(verdict.kind)}">'
         f'<p class="dc-card-question"><strong>Question:</strong> {e(report.research_question)}'
