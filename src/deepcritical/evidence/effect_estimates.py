@@ -179,6 +179,19 @@ def inside_ci(value: str, low: str | None, high: str | None) -> bool:
     return v is not None and lo is not None and hi is not None and min(lo, hi) <= v <= max(lo, hi)
 
 
+_SUBSCRIPT_AFTER = re.compile(r"\s*[-–]\s*\d|\s*(?:h|hr|hours?)\b", re.I)
+
+
+def _clear_without_ci(text: str, m: re.Match[str]) -> bool:
+    """Whether a named estimate without a CI is clearly one: its value has a decimal point or
+    is a percentage ("OR = 2.3", "sensitivity 92%"; not "OR 3" of a score, "β1" or "AUC0-24"),
+    and no range or time follows it."""
+    value = m.group("v")
+    if "." not in value and "%" not in value and "%" not in text[m.end() : m.end() + 2]:
+        return False
+    return _SUBSCRIPT_AFTER.match(text, m.end("v")) is None
+
+
 def _p_value(text: str, m: re.Match[str]) -> str | None:
     groups = m.groupdict()
     if groups.get("p") is None:
@@ -236,6 +249,8 @@ def find_effects(text: str) -> list[EffectSpan]:
     ):
         for m in pattern.finditer(text):
             if (m.groupdict().get("lo") is None) == with_ci or not _plausible(m):
+                continue
+            if not with_ci and not _clear_without_ci(text, m):
                 continue
             add(m, _measure_code(m.group("m")))
     for m in _EFFECT_BARE.finditer(text):
