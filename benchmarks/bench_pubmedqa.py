@@ -1,12 +1,23 @@
 """End-to-end research benchmark on PubMedQA: citations, grounding, answers, cost.
 
-Run: ``.venv/bin/python -m benchmarks.bench_pubmedqa [--n 50] [--scripted | --scripted-only]
-[--arms full,withheld] [--calibrate]``.
+Run: ``.venv/bin/python -m benchmarks.bench_pubmedqa [--n N] [--halves tuning,test]
+[--scripted | --scripted-only] [--arms full,withheld] [--details FILE] [--write-accuracy]
+[--calibrate]``.
 
 Data: ``../shared/data/pubmedqa`` (1000 abstracts without titles; 500 dev questions, each
 written from one "gold" abstract, with a yes/no/maybe answer; PubMedQA, Jin et al. 2019, MIT
 licence). Exits 0 with a message when the data is absent. The whole corpus is imported once
-into a temporary data directory (all-MiniLM-L6-v2, offline).
+into a temporary data directory, as ``deepcritical corpus add`` does (the default corpus
+embedder).
+
+The dev questions are split once, at random, into a tuning half and a test half
+(``benchmarks/verdict_split.json``, :mod:`benchmarks.verdict_split`): rules that read
+conclusions are tuned on the first only. Each half is run and reported apart (``--n N``: its
+first N questions); the targets are printed for the test half, and the tuning half's figures
+beside them without targets. ``--details FILE`` writes the tuning half's outcomes, one JSON
+line per question (never the test half's); ``--write-accuracy`` writes the test half's
+verdict figures (all 250 questions, extractive, full corpus) to
+``src/deepcritical/report/verdict_accuracy.json``, which the answer card shows.
 
 Two arms (``--arms``, default both), each with its own corpus in its own data directory:
 
@@ -14,7 +25,7 @@ Two arms (``--arms``, default both), each with its own corpus in its own data di
 - ``withheld`` (gold withheld): the corpus minus the gold abstracts of the N questions run, so
   nothing in it answers them; a good report abstains (see below).
 
-In each arm, for each of the first N dev questions, every configuration runs
+In each arm, for each question run, every configuration runs
 ``deepcritical.api.research(question, Settings(llm="none", sources=["local"], data_dir=<tmp>,
 max_rounds=2), embedder=run_embedder())`` (the embedder the command line uses); the run
 grounds its own report (``Settings.grounding``, default threshold), so the figures are those
@@ -51,14 +62,14 @@ Printed per configuration (means over questions):
 - wall time per question (research, of which grounding), and prompt tokens per run (0
   without a model; the scripted model's counts are pydantic-ai's estimates).
 
-Then, next to its target (issue 12; the targets are for the extractive arm on the first 200
-dev questions, offline, and are printed for the scripted arm too):
+Then, next to its target (issues 12 and 28; the targets are for the extractive arm on the
+test half, offline, and are printed for the scripted arm too):
 
 - gold cited: the gold abstract is among the final report's references (>= 95%);
 - off-topic references per report: final references other than the gold abstract (the
   corpus covers unrelated topics), mean (<= 0.5) and median (0);
 - verdict precision: share right among the reports stating "yes" or "no" (against the
-  PubMedQA gold ``final_decision``; a stated yes/no on a "maybe" question is wrong), >= 80%;
+  PubMedQA gold ``final_decision``; a stated yes/no on a "maybe" question is wrong), >= 85%;
   verdict coverage: share of reports stating "yes" or "no", >= 30%;
 - median wall time per run (< 10 s).
 
