@@ -23,7 +23,7 @@ export UV_PYTHON_DOWNLOADS := never
 # other than the build machine's (illegal instruction); uv caches the built wheel
 export CMAKE_ARGS := -DGGML_NATIVE=OFF
 
-.PHONY: install lockcheck lock system-deps postgresql demo test lint typecheck check bench clean browser requirements serve serve-scaled image
+.PHONY: install install-runtime lockcheck lock system-deps postgresql demo test lint typecheck check bench clean browser requirements serve serve-scaled image
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -37,16 +37,28 @@ lockcheck: $(UV)
 	  echo "uv.lock does not match pyproject.toml: run \`make lock\` to re-resolve it (it also" \
 	       "regenerates requirements.txt), then commit both." >&2; exit 1; }
 
-## Installs exactly uv.lock (dev tools included; `uv sync` removes what the lock does not list;
-## compiled to bytecode, as pip does, so no import compiles a module under pytest's warnings),
-## then torch $(TORCH_VERSION)+cpu with --no-deps: the lock holds torch and its pure-Python
-## dependencies but not its CUDA packages, and the CPU build comes from this machine's pip
-## index (add PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu elsewhere).
-$(VENV)/.installed: pyproject.toml uv.lock | lockcheck
-	$(UV) sync --frozen --extra dev --no-install-package torch --compile-bytecode --quiet
+## Two installs from the one lock. The runtime (`make demo`, `make serve`): the project's own
+## dependencies only, nothing compiled (`--inexact` leaves a test install's extras in place).
+## The test install (`make test`, `make check`, `make bench`): exactly uv.lock with the `dev`
+## tools and the `local-llm` extra (llama-cpp-python, compiled from source, for the tests and
+## benchmarks that start a real model server; `uv sync` removes what the lock does not list).
+## Both compile to bytecode, as pip does, so no import compiles a module under pytest's
+## warnings, then add torch $(TORCH_VERSION)+cpu with --no-deps: the lock holds torch and its
+## pure-Python dependencies but not its CUDA packages, and the CPU build comes from this
+## machine's pip index (add PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu elsewhere).
+$(VENV)/.installed-runtime: pyproject.toml uv.lock | lockcheck
+	$(UV) sync --frozen --inexact --no-install-package torch --compile-bytecode --quiet
 	$(PY) -m pip install --quiet --no-deps torch==$(TORCH_VERSION)+cpu
 	$(PY) -m pip check
 	touch $@
+
+$(VENV)/.installed: pyproject.toml uv.lock | lockcheck
+	$(UV) sync --frozen --extra dev --extra local-llm --no-install-package torch --compile-bytecode --quiet
+	$(PY) -m pip install --quiet --no-deps torch==$(TORCH_VERSION)+cpu
+	$(PY) -m pip check
+	touch $@ $(VENV)/.installed-runtime
+
+install-runtime: $(VENV)/.installed-runtime
 
 install: $(VENV)/.installed
 
@@ -71,7 +83,7 @@ postgresql:
 	fi
 
 ## The main job: import the PubMedQA corpus and research a question with no LLM.
-demo: install
+demo: install-runtime
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) corpus add $(CORPUS)
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) research "$(QUESTION)" --llm none --sources local --out report.md
 
@@ -123,7 +135,7 @@ requirements: $(UV)
 	  --extra-index-url https://download.pytorch.org/whl/cpu --output-file requirements.txt --quiet
 
 ## The web app (and the deep_research MCP tool) on http://127.0.0.1:7860
-serve: install
+serve: install-runtime
 	$(BIN)/deepcritical --data-dir $(DATA_DIR) serve
 
 ## A local scaled deployment: PostgreSQL (Debian's, cluster kept in $(DATA_DIR)/scaled/postgres),

@@ -151,3 +151,40 @@ def test_a_make_install_venv_holds_exactly_the_locked_versions() -> None:
     torch = Version(installed.pop("torch"))
     assert (torch.public, torch.local) == (locked.pop("torch"), "cpu")
     assert {n: installed[n] for n in locked} == locked
+
+
+def _recipe(target: str) -> tuple[str, list[str]]:
+    """A Makefile target's prerequisites line and its recipe lines."""
+    lines = (ROOT / "Makefile").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
+    recipe = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip())
+    return lines[start], recipe
+
+
+def test_the_demo_installs_the_runtime_only_and_the_tests_add_the_extras() -> None:
+    """Issue 29: `make demo` and `make serve` install the lock's runtime dependencies (no dev
+    tools, no llama-cpp-python to compile); `make test` adds the `dev` and `local-llm`
+    extras, from the same lock."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    assert not any(r.startswith("llama-cpp-python") for r in extras["dev"])
+    assert any(r.startswith("llama-cpp-python") for r in extras["local-llm"])
+    for target in ("demo", "serve"):
+        prerequisites, _ = _recipe(target)
+        assert prerequisites.split(":", 1)[1].split() == ["install-runtime"]
+    _, runtime = _recipe("$(VENV)/.installed-runtime")
+    sync = next(line for line in runtime if " sync " in line)
+    assert "--frozen" in sync
+    assert "--extra" not in sync
+    assert "--all-extras" not in sync
+    _, full = _recipe("$(VENV)/.installed")
+    sync = next(line for line in full if " sync " in line)
+    assert "--extra dev" in sync
+    assert "--extra local-llm" in sync
+    check, _ = _recipe("check")
+    assert "install" in check.split(":", 1)[1].split()
