@@ -305,7 +305,7 @@ async def test_extractive_hypothesis_reads_every_item_screened_relevant(hashing_
     from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator
     from deepcritical.models import ChecklistItem, Citation, Evidence, ResearchPlan, Screening
 
-    text = "CONCLUSIONS: Biguanide use significantly reduced tumour incidence in diabetes."
+    text = "CONCLUSIONS: Biguanide use significantly reduced cancer incidence in diabetes."
     question = "Does metformin reduce the risk of cancer in patients with diabetes?"
     plan = ResearchPlan(
         question=question,
