@@ -96,6 +96,14 @@ def default_data_dir() -> Path:
     return Path(base) / "deepcritical"
 
 
+ASSUMED_CONTEXT_TOKENS = 4096
+"""The context window assumed when neither the setting nor the server gives one."""
+
+MIN_OUTPUT_TOKENS = 256
+MAX_DEFAULT_OUTPUT_TOKENS = 2048
+"""The bounds of the default ``max_tokens`` (:meth:`Settings.output_token_bound`)."""
+
+
 class Settings(BaseSettings):
     """All knobs of a research run. Units are in the field names (seconds, characters)."""
 
@@ -146,8 +154,9 @@ class Settings(BaseSettings):
         default=None,
         ge=16,
         description="Most tokens one model answer may have (roles and the Magentic manager); "
-        "unset: the server's default. Caps a small local model that rambles; a cut answer is "
-        "retried like any invalid one.",
+        "unset: a quarter of the context window (llm_context_tokens, or 4,096 when the server "
+        "does not say), between 256 and 2,048. Caps a small local model that rambles; a cut "
+        "answer is retried like any invalid one.",
     )
     llm_context_tokens: int | None = Field(
         default=None,
@@ -336,6 +345,17 @@ class Settings(BaseSettings):
         """``corpus_url`` in clear (it may hold a token), for the corpus's Chroma client only;
         ``None`` when the vectors are embedded in the corpus directory."""
         return self.corpus_url.get_secret_value() if self.corpus_url else None
+
+    def output_token_bound(self) -> int:
+        """The ``max_tokens`` every model call sends: ``llm_max_output_tokens`` when set, else
+        a quarter of the context window (``llm_context_tokens``, or
+        :data:`ASSUMED_CONTEXT_TOKENS` when unknown), at least
+        :data:`MIN_OUTPUT_TOKENS` and at most :data:`MAX_DEFAULT_OUTPUT_TOKENS`. No call is
+        ever left unbounded: a model that never stops is cut, and its answer retried."""
+        if self.llm_max_output_tokens:
+            return self.llm_max_output_tokens
+        context = self.llm_context_tokens or ASSUMED_CONTEXT_TOKENS
+        return max(MIN_OUTPUT_TOKENS, min(MAX_DEFAULT_OUTPUT_TOKENS, context // 4))
 
     def public_dict(self) -> dict[str, Any]:
         """Settings safe to store or show: every secret field is dropped, credentials are

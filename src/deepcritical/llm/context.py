@@ -47,9 +47,15 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // int(CHARS_PER_TOKEN))
 
 
-def fit_prompt(instructions: str, prompt: str, context_tokens: int | None) -> tuple[str, int]:
+def fit_prompt(
+    instructions: str,
+    prompt: str,
+    context_tokens: int | None,
+    answer_tokens: int = ANSWER_RESERVE_TOKENS,
+) -> tuple[str, int]:
     """``(prompt, dropped)``: ``prompt`` with its last fenced source blocks removed until
-    ``instructions`` + ``prompt`` + :data:`ANSWER_RESERVE_TOKENS` fit ``context_tokens``;
+    ``instructions`` + ``prompt`` + the answer's room fit ``context_tokens``; the room is
+    ``answer_tokens`` (the call's ``max_tokens``), at least :data:`ANSWER_RESERVE_TOKENS`;
     ``dropped`` is how many blocks went. ``context_tokens=None``: unchanged.
 
     Raises:
@@ -57,7 +63,8 @@ def fit_prompt(instructions: str, prompt: str, context_tokens: int | None) -> tu
     """
     if context_tokens is None:
         return prompt, 0
-    budget = context_tokens - ANSWER_RESERVE_TOKENS - estimate_tokens(instructions)
+    reserve = max(ANSWER_RESERVE_TOKENS, answer_tokens)
+    budget = context_tokens - reserve - estimate_tokens(instructions)
     if estimate_tokens(prompt) <= budget:
         return prompt, 0
     blocks = list(_SOURCE_BLOCK.finditer(prompt))
@@ -66,7 +73,7 @@ def fit_prompt(instructions: str, prompt: str, context_tokens: int | None) -> tu
         fitted = fitted[: block.start()] + fitted[block.end() :]
         if estimate_tokens(fitted) <= budget and dropped < len(blocks):
             return fitted, dropped
-    needed = estimate_tokens(instructions) + estimate_tokens(fitted) + ANSWER_RESERVE_TOKENS
+    needed = estimate_tokens(instructions) + estimate_tokens(fitted) + reserve
     raise ContextWindowError(
         f"the prompt needs about {needed} tokens even with its evidence trimmed, more than the "
         f"model's context window of {context_tokens} tokens: serve the model with a larger "

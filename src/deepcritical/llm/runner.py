@@ -104,6 +104,7 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         self._deps_type = deps_type
         self._retries = max(1, retries)
         self._validator = validator
+        self.max_output_tokens = max_output_tokens
         self._settings = ModelSettings(max_tokens=max_output_tokens) if max_output_tokens else None
         self._agents = {output: self._build(output, output_type)}
 
@@ -163,7 +164,9 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         usage = RunUsage()
         dated = TODAY_LINE.format(date=self.today().isoformat()) + f"\n\n{instructions}"
         try:
-            prompt, dropped = fit_prompt(dated, prompt, self.context_tokens)
+            prompt, dropped = fit_prompt(
+                dated, prompt, self.context_tokens, self.max_output_tokens or 0
+            )
         except ContextWindowError as exc:
             raise AgentModelError(self.role, str(exc)) from exc
         if dropped:

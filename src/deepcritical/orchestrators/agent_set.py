@@ -96,7 +96,7 @@ def build_llm_agents(
         usage=usage or UsageTracker(),
         output=_output_strategy(settings),
         context_tokens=settings.llm_context_tokens,
-        max_output_tokens=settings.llm_max_output_tokens,
+        max_output_tokens=settings.output_token_bound(),
     )
     return AgentSet(
         planner=LLMPlanner(

@@ -552,11 +552,7 @@ class MagenticOrchestrator:
             name="ResearchManager",
             description="Coordinates the DeepCritical research team.",
             middleware=[ManagerUsage(usage, run.accounting)],
-            default_options=(
-                {"max_tokens": self.settings.llm_max_output_tokens}
-                if self.settings.llm_max_output_tokens
-                else None
-            ),
+            default_options={"max_tokens": self.settings.output_token_bound()},
         )
         manager = ResearchManager(
             manager_agent,
