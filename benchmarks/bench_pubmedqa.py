@@ -1,8 +1,12 @@
 """End-to-end research benchmark on PubMedQA: citations, grounding, answers, cost.
 
 Run: ``.venv/bin/python -m benchmarks.bench_pubmedqa [--n N] [--halves tuning,test]
-[--scripted | --scripted-only] [--arms full,withheld] [--details FILE] [--write-accuracy]
-[--calibrate]``.
+[--scripted | --scripted-only] [--llm MODEL [--orchestrator iterative|magentic]]
+[--arms full,withheld] [--details FILE] [--write-accuracy] [--calibrate]``.
+
+``--llm MODEL`` runs the same questions through any model the CLI accepts (its key from the
+environment), printed next to the offline arm with the same figures, tokens per report
+included: how a capable model compares, measured by whoever can reach one.
 
 Data: ``../shared/data/pubmedqa`` (1000 abstracts without titles; 500 dev questions, each
 written from one "gold" abstract, with a yes/no/maybe answer; PubMedQA, Jin et al. 2019, MIT
@@ -388,6 +392,7 @@ class Outcome:
     misattributed_removed: int = 0
     correct: int = 0
     correct_kept: int = 0
+    output_tokens: int = 0
     question: str = ""
     pmid: str = ""
     verdict_reason: str = ""
@@ -460,6 +465,7 @@ async def run_one(
         seconds=seconds,
         grounding_seconds=report.metadata.usage.stage_seconds.get("grounding", 0.0),
         prompt_tokens=prompt_tokens(report),
+        output_tokens=int(report.metadata.usage.llm_total.output_tokens),
         off_topic=len(after - gold_ids),
         states_no_evidence=states_no_evidence("\n".join([report.title, *report.texts()])),
     )
@@ -769,7 +775,12 @@ def report_configuration(
             f"{mean([o.seconds for o in outcomes]):.2f} s / "
             f"{mean([o.grounding_seconds for o in outcomes]):.2f} s",
         ),
-        ("prompt tokens per run", f"{mean([o.prompt_tokens for o in outcomes]):.0f}"),
+        (
+            "tokens per report: input / output",
+            f"{mean([o.prompt_tokens for o in outcomes]):.0f} / "
+            f"{mean([o.output_tokens for o in outcomes]):.0f} (cost: these times your"
+            " provider's prices)",
+        ),
     ]
     misattributed = sum(o.misattributed for o in outcomes)
     if misattributed:
@@ -930,9 +941,8 @@ def calibrate(data: Path) -> None:
 
 
 # --------------------------------------------------------------------------- main
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print the figures; returns the process exit code."""
-    use_offline_environment()
+def _parser() -> argparse.ArgumentParser:
+    """The benchmark's command line."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="PubMedQA directory")
     parser.add_argument(
@@ -960,6 +970,18 @@ def main(argv: list[str] | None = None) -> int:
         "--calibrate", action="store_true", help="measure the grounding threshold instead"
     )
     parser.add_argument(
+        "--llm",
+        help="also run the questions through this model (any value --llm of the CLI takes:"
+        " openai:gpt-4o, anthropic:..., openai-compatible:MODEL@URL); its API key from the"
+        " environment, as for the CLI",
+    )
+    parser.add_argument(
+        "--orchestrator",
+        choices=["iterative", "magentic"],
+        default="iterative",
+        help="the orchestrator of the --llm runs (default iterative)",
+    )
+    parser.add_argument(
         "--details",
         type=Path,
         help="write the tuning half's outcomes, one JSON line per question (never the test"
@@ -978,6 +1000,25 @@ def main(argv: list[str] | None = None) -> int:
         help="keep the imported corpora here and reuse them on the next run (default: a"
         " temporary directory); a corpus already imported adds nothing",
     )
+    return parser
+
+
+def _configurations(args: argparse.Namespace) -> list[tuple[str, ScriptedLLM | None, str | None]]:
+    """``(name, scripted model, --llm spec)`` of each configuration the arguments ask for."""
+    out: list[tuple[str, ScriptedLLM | None, str | None]] = []
+    if not args.scripted_only:
+        out.append(("extractive (--llm none)", None, None))
+    if args.scripted or args.scripted_only:
+        out.append(("scripted FunctionModel, misattributing writer", ScriptedLLM(), None))
+    if args.llm:
+        out.append((f"--llm {args.llm} ({args.orchestrator})", None, args.llm))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the figures; returns the process exit code."""
+    use_offline_environment()
+    parser = _parser()
     args = parser.parse_args(argv)
     files = pubmedqa_files(args.data)
     if files is None:
@@ -1001,11 +1042,7 @@ def main(argv: list[str] | None = None) -> int:
     questions = [q for h in halves for q in by_half[h]]
     gold = {str(q["pmid"]) for q in questions}
     embedder = run_embedder()
-    configurations: list[tuple[str, ScriptedLLM | None]] = []
-    if not args.scripted_only:
-        configurations.append(("extractive (--llm none)", None))
-    if args.scripted or args.scripted_only:
-        configurations.append(("scripted FunctionModel, misattributing writer", ScriptedLLM()))
+    configurations = _configurations(args)
     with tempfile.TemporaryDirectory(prefix="dc-bench-pubmedqa-") as tmp_dir:
         tmp = args.work_dir or Path(tmp_dir)
         for arm in args.arms:
@@ -1036,12 +1073,17 @@ def main(argv: list[str] | None = None) -> int:
                 f" max_rounds={args.rounds}; grounding threshold {settings.grounding_threshold}"
                 " (all-MiniLM-L6-v2)"
             )
-            for name, scripted in configurations:
+            for name, scripted, spec in configurations:
+                run_settings = settings
+                if spec is not None:
+                    update = {"llm": spec, "orchestrator": args.orchestrator}
+                    run_settings = settings.model_copy(update=update)
+                offline = scripted is None and spec is None
                 for half in halves:
                     outcomes: list[Outcome] = []
                     failures: list[str] = []
                     for q in by_half[half]:
-                        outcome = asyncio.run(run_one(q, settings, embedder, scripted))
+                        outcome = asyncio.run(run_one(q, run_settings, embedder, scripted))
                         if isinstance(outcome, Outcome):
                             outcomes.append(outcome)
                         else:
@@ -1049,9 +1091,9 @@ def main(argv: list[str] | None = None) -> int:
                     label = f"{name}, {half} half ({len(by_half[half])} questions)"
                     if arm == "full":
                         report_configuration(label, outcomes, failures, targets=half == "test")
-                        if args.details and half == "tuning" and scripted is None:
+                        if args.details and half == "tuning" and offline:
                             write_details(args.details, outcomes)
-                        complete = half == "test" and not args.n and scripted is None
+                        complete = half == "test" and not args.n and offline
                         if args.write_accuracy and complete:
                             write_accuracy(target_figures(outcomes))
                     else:
