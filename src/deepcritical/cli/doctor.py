@@ -21,7 +21,7 @@ import typer
 from rich.table import Table
 
 from deepcritical.cli.context import out_console, settings_from_options
-from deepcritical.config import Settings, redact_url
+from deepcritical.config import ASSUMED_CONTEXT_TOKENS, Settings, redact_url
 
 __all__ = ["doctor"]
 
@@ -68,14 +68,17 @@ def _model_checks(settings: Settings) -> list[Check]:
     else:
         tried = "; ".join(f"{k}: {v}" for k, v in (probe.tried if probe else {}).items())
         checks.append(Check("structured output", "FAIL", f"no strategy validated ({tried})"))
+    bound = settings.model_copy(update={"llm_context_tokens": found.context_tokens})
+    answer = f"answers bounded to {bound.output_token_bound()} tokens"
     if found.context_tokens is not None:
-        checks.append(Check("context window", "OK", f"{found.context_tokens} tokens"))
+        checks.append(Check("context window", "OK", f"{found.context_tokens} tokens; {answer}"))
     else:
         checks.append(
             Check(
                 "context window",
                 "SKIP",
-                "the server does not say: set DEEPCRITICAL_LLM_CONTEXT_TOKENS",
+                f"the server does not say: {ASSUMED_CONTEXT_TOKENS} tokens assumed, {answer}; "
+                "set DEEPCRITICAL_LLM_CONTEXT_TOKENS",
             )
         )
     if found.tokens_per_second is not None:

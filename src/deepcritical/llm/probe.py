@@ -5,7 +5,10 @@
   (:mod:`deepcritical.llm.structured`); the first whose output validates wins.
 - :func:`probe_context_tokens`: the context window the server reports: llama.cpp's
   ``llama-server`` ``GET /props`` (``default_generation_settings.n_ctx``), else
-  ``GET /v1/models`` (``data[].meta.n_ctx`` or ``n_ctx_train``, llama.cpp servers).
+  ``GET /v1/models`` (``data[].meta.n_ctx`` or ``n_ctx_train`` of llama.cpp servers,
+  ``data[].max_model_len`` of vLLM), else Ollama's ``POST /api/show`` (the model's
+  ``num_ctx`` parameter). When none says, 4,096 tokens are assumed for the answers' bound
+  (:meth:`~deepcritical.config.Settings.output_token_bound`).
 - :func:`check_endpoint` (``deepcritical doctor``): all of the above, plus the models the
   server lists and the completion tokens per second of the probe call.
 - :func:`resolve_endpoint`: ``settings`` with ``structured_output="auto"`` and an unset
@@ -18,6 +21,7 @@ The probes send the request the run would send (same URL, same key: the one
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -127,13 +131,31 @@ def _server_root(base_url: str) -> str:
 
 
 def _context_from_models(data: Any) -> int | None:
+    """The context window a ``/v1/models`` answer states: llama.cpp's ``meta.n_ctx`` (or
+    ``n_ctx_train``), vLLM's ``max_model_len``."""
     for entry in (data or {}).get("data") or []:
-        meta = entry.get("meta") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict):
+            continue
+        if isinstance(entry.get("max_model_len"), int) and entry["max_model_len"] > 0:
+            return int(entry["max_model_len"])
+        meta = entry.get("meta")
         if isinstance(meta, dict):
             for key in ("n_ctx", "n_ctx_train"):
                 if isinstance(meta.get(key), int) and meta[key] > 0:
                     return int(meta[key])
     return None
+
+
+_NUM_CTX = re.compile(r"(?m)^\s*num_ctx\s+(\d+)\s*$")
+
+
+def _context_from_ollama(data: Any) -> int | None:
+    """The context window Ollama serves a model with, from ``/api/show``: its ``num_ctx``
+    parameter when the model sets one (else Ollama's own default applies, which it does not
+    report: ``None``)."""
+    parameters = (data or {}).get("parameters") if isinstance(data, dict) else None
+    match = _NUM_CTX.search(parameters) if isinstance(parameters, str) else None
+    return int(match.group(1)) if match else None
 
 
 async def probe_context_tokens(
@@ -153,7 +175,14 @@ async def probe_context_tokens(
                     return int(settings["n_ctx"])
             models = await client.get(spec.base_url + "/models")
             if models.status_code == 200:
-                return _context_from_models(models.json())
+                found = _context_from_models(models.json())
+                if found is not None:
+                    return found
+            show = await client.post(
+                _server_root(spec.base_url) + "/api/show", json={"model": spec.model}
+            )
+            if show.status_code == 200:
+                return _context_from_ollama(show.json())
         except (httpx.HTTPError, ValueError, AttributeError):
             # unreachable or not JSON: no context size known, the run's first call reports it
             return None
