@@ -320,6 +320,27 @@ def test_results_that_disagree_with_the_conclusion_make_it_neutral() -> None:
         ),
         # the question's polarity: a positive finding answers "does not" with no
         ("X reduced pain.", "Does X not reduce pain?", "contradicts"),
+        # modal negation and "not all" are null findings
+        ("X will not reduce pain in most patients.", "Does X reduce pain?", "contradicts"),
+        (
+            "Not all patients need the same haemoglobin target.",
+            "Should all patients have the same haemoglobin target?",
+            "contradicts",
+        ),
+        # a hedge: "may or may not"
+        ("X may or may not reduce pain, depending on dose.", "Does X reduce pain?", "neutral"),
+        # an opening condition is not a finding; the main clause decides
+        (
+            "Unless improvements are made, the register will not identify cases of cerebral palsy.",
+            "Does the register identify cases of cerebral palsy?",
+            "contradicts",
+        ),
+        # an opening concession is not read: here the main clause states no finding
+        (
+            "Although CRP cannot establish appendicitis in the elderly, normal values exclude it.",
+            "Is there a role for CRP in the diagnosis of appendicitis in the elderly?",
+            "neutral",
+        ),
     ],
 )
 def test_comparisons_negation_scope_and_polarity(sentence: str, question: str, stance: str) -> None:

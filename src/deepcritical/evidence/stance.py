@@ -28,9 +28,11 @@ null one *contradicts* it; for a negated question ("Does X not affect Y?",
 The cue lists and rules were calibrated by hand on the tuning half of the PubMedQA dev
 questions (``benchmarks/verdict_split.json``) with ``benchmarks/fit_stance.py`` (each
 question's gold abstract read against it; yes -> supports, no -> contradicts, maybe ->
-neutral): decisive stances right 96.2% (101/105), decisive on 42.0% of the tuning half. The
+neutral): decisive stances right 99.0% (103/104), decisive on 41.6% of the tuning half. The
 test half is never tuned on; ``fit_stance`` prints its totals and ``bench_pubmedqa`` measures
-the verdicts end to end on it. Beyond cue words: "no better than" is a null finding; sameness
+the verdicts end to end on it. Beyond cue words: "no better than", "will not" and an opening
+"Not all" are null findings, "may or may not" a hedge; an opening condition ("Unless ...,")
+or concession ("Although ...,") is not read, the main clause deciding; sameness
 ("as effective as", "similar") answers a superiority question ("Is X better than Y?") with
 no and a sameness question with yes; a sentence with both kinds of cue is read clause by
 clause, the clauses naming the question's terms deciding; a decisive conclusion must name at
@@ -95,7 +97,7 @@ _NULL_CUES = re.compile(
     r"|independent\s+of|not\s+predictive|not\s+a\s+(?:risk|predict)"
     r"|not\s+(?:be\s+)?(?:recommended|indicated|warranted|superior|effective)"
     r"|no\s+better\s+than|not\s+better\s+than|no\s+more\s+(?:\w+\s+)?than"
-    r"|not\s+more\s+(?:\w+\s+)?than)\b",
+    r"|not\s+more\s+(?:\w+\s+)?than|(?:will|would|must)\s+not|won't|^\s*not\s+(?:all|every))\b",
     re.IGNORECASE,
 )
 """Cues of a negative or null finding (a negation right after "who" or "those" is a
@@ -130,10 +132,11 @@ _HEDGE_CUES = re.compile(
     r"|(?:no|lack\s+of)\s+(?:\w+\s+)?consensus"
     r"|(?:further|more|larger|additional)\s+(?:\w+\s+)?(?:studies|research|trials"
     r"|investigations?|data)\s+(?:are|is)\s+(?:needed|required|warranted|necessary)"
-    r"|cannot\s+be\s+(?:drawn|made|determined|concluded))\b",
+    r"|cannot\s+be\s+(?:drawn|made|determined|concluded)"
+    r"|(?:may|might|can|could)\s+or\s+(?:may|might|can|could)\s+not)\b",
     re.IGNORECASE,
 )
-"""Cues of a hedged or open conclusion."""
+"""Cues of a hedged or open conclusion ("may or may not reduce")."""
 
 _COMPARATIVE_QUESTION = re.compile(
     r"\b(?:more|less|better|worse|higher|lower|greater|fewer)\b[^?]*\bthan\b|\bsuperior\b"
@@ -183,17 +186,33 @@ def _outside_negation(text: str) -> str:
     return out
 
 
+_CONDITION = re.compile(r"^\s*(?:unless|if|once|provided\s+that)\b[^,;]*[,;]", re.IGNORECASE)
+"""An opening condition ("Unless improvements are made ..., X will not ..."): what it names is
+not a finding; its words are not read."""
+
+_CONCESSION = re.compile(
+    r"^\s*(?:although|though|even\s+though|while|whereas|despite|in\s+spite\s+of)\b[^,;]*[,;]",
+    re.IGNORECASE,
+)
+"""An opening concession ("Although X cannot establish it, Y excludes it"): the main clause
+after it states the finding."""
+
+
 def sentence_cues(
     text: str, sameness_question: bool = False, *, comparative: bool = False
 ) -> SentenceCues:
     """The null, positive and hedge cues of ``text``.
 
-    A positive cue in the scope of a null one ("did not benefit", "no significant
-    improvement", "little evidence that it was effective") does not count as positive;
+    An opening condition or concession ("Unless ..., ", "Although ..., ") is not read: the
+    main clause states the finding. A positive cue in the scope of a null one ("did not
+    benefit", "no significant improvement", "little evidence that it was effective") does
+    not count as positive;
     sameness cues ("similar", "comparable", "as effective as") are positive when
     ``sameness_question``, null for a ``comparative`` question ("Is X better than Y?": the
     positive words inside "as effective as" then do not count), and not read otherwise.
     """
+    text = _CONDITION.sub(lambda m: " " * len(m.group(0)), text)
+    text = _CONCESSION.sub(lambda m: " " * len(m.group(0)), text)
     null = list(_found(_NULL_CUES, text))
     positive_text = _outside_negation(text)
     sameness = _found(_SAMENESS_CUES, positive_text)
