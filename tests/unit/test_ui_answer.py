@@ -8,6 +8,8 @@ import re
 import pytest
 
 from deepcritical.models import (
+    Certainty,
+    CertaintyLevel,
     GroundingCheck,
     RecordFlow,
     Screening,
@@ -33,6 +35,9 @@ from tests.unit.ui_fixtures import HOSTILE, evidence, run_result
 def test_the_card_states_the_reports_verdict(verdict: str, kind: str, label: str) -> None:
     result = run_result()
     result.report.metadata.verdict = verdict  # type: ignore[assignment]
+    result.report.metadata.certainty = Certainty(
+        level=CertaintyLevel.MODERATE, start=CertaintyLevel.HIGH, basis="randomised trials"
+    )
     result.report.metadata.verdict_reason = "sources disagree: 1 supporting, 1 contradicting"
     card = answer_card_html(result)
     assert f'data-verdict="{kind}"' in card
@@ -186,3 +191,29 @@ def test_the_flow_diagram_escapes_source_names_and_reasons() -> None:
     assert "<script" not in diagram
     assert "<img" not in diagram
     assert diagram.count("&lt;script&gt;") == 2
+
+
+@pytest.mark.parametrize(
+    ("level", "label"),
+    [
+        (CertaintyLevel.VERY_LOW, "Probably no (very low certainty, 1 study)"),
+        (CertaintyLevel.LOW, "Probably no (low certainty, 1 study)"),
+        (None, "Probably no (certainty not rated, 1 study)"),
+    ],
+)
+def test_a_verdict_on_weak_evidence_is_tentative_not_a_strong_no(
+    level: CertaintyLevel | None, label: str
+) -> None:
+    """Issue 30: the verdict's display follows its certainty; a No resting on one Very low
+    study is "Probably no (...)" in a neutral style, not a large red "No"."""
+    result = run_result()
+    result.report.metadata.verdict = "no"
+    result.report.metadata.certainty = (
+        Certainty(level=level, start=CertaintyLevel.LOW, basis="observational", evidence_ids=["E1"])
+        if level is not None
+        else None
+    )
+    result.report.references = result.report.references[:1]
+    card = answer_card_html(result)
+    assert f'<p class="dc-verdict dc-verdict-no dc-verdict-tentative">{label}</p>' in card
+    assert ">No</p>" not in card

@@ -23,6 +23,7 @@ from deepcritical.evidence.grading import grade_evidence
 from deepcritical.models import (
     CERTAINTY_LABEL,
     SOURCE_LABELS,
+    CertaintyLevel,
     Evidence,
     RunResult,
     Screening,
@@ -58,6 +59,7 @@ CARD_CSS = """
 .dc-verdict { font-size: 1.25em; font-weight: 700; margin: 4px 0; }
 .dc-verdict-yes { color: #047857; } .dc-verdict-no { color: #b91c1c; }
 .dc-verdict-uncertain { color: #b45309; } .dc-verdict-none { color: #4b5563; }
+.dc-verdict.dc-verdict-tentative { color: #374151; font-size: 1.05em; font-weight: 600; }
 .dc-flow { display: grid; grid-template-columns: minmax(12rem, 22rem) 2rem minmax(12rem, 26rem); align-items: center; gap: 4px; margin: 8px 0; }
 .dc-flow-box { border: 1px solid #6b7280; border-radius: 6px; padding: 4px 8px; font-size: 0.9em; }
 .dc-flow-side { border-style: dashed; }
@@ -68,11 +70,35 @@ CARD_CSS = """
 @dataclass(frozen=True)
 class Verdict:
     """The answer shown on the card: ``kind`` (``yes``, ``no``, ``uncertain``, ``none``: an
-    abstention or a question that is not yes/no), its ``label`` and one line of ``detail``."""
+    abstention or a question that is not yes/no), its ``label`` and one line of ``detail``;
+    ``tentative`` for a yes or no whose evidence is of low, very low or unrated certainty
+    (shown as "Probably yes (low certainty, 1 study)" in a neutral style, never as a bold
+    coloured "Yes")."""
 
     kind: str
     label: str
     detail: str
+    tentative: bool = False
+
+
+STRONG_LEVELS = (CertaintyLevel.HIGH, CertaintyLevel.MODERATE)
+"""Certainty levels under which a yes or no is shown plainly; below them it is "Probably"."""
+
+
+def _yes_no(kind: str, result: RunResult) -> Verdict:
+    """A yes or no as the card shows it: plain when its evidence's certainty is High or
+    Moderate, else "Probably yes (low certainty, 2 studies)" and tentative."""
+    md = result.report.metadata
+    certainty = md.certainty
+    word = "Yes" if kind == "yes" else "No"
+    if certainty is not None and certainty.level in STRONG_LEVELS:
+        return Verdict(kind, word, md.verdict_reason)
+    studies = (
+        len(certainty.evidence_ids) if certainty is not None else len(result.report.references)
+    )
+    level = f"{certainty.level.value.lower()} certainty" if certainty else "certainty not rated"
+    count = f"{studies} stud{'y' if studies == 1 else 'ies'}"
+    return Verdict(kind, f"Probably {word.lower()} ({level}, {count})", md.verdict_reason, True)
 
 
 def verdict_of_report(result: RunResult) -> Verdict:
@@ -94,10 +120,8 @@ def verdict_of_report(result: RunResult) -> Verdict:
             "No evidence found in the sources searched",
             "No record addresses the question directly; the report quotes the closest one.",
         )
-    if md.verdict == "yes":
-        return Verdict("yes", "Yes", md.verdict_reason)
-    if md.verdict == "no":
-        return Verdict("no", "No", md.verdict_reason)
+    if md.verdict in ("yes", "no"):
+        return _yes_no(md.verdict, result)
     if md.verdict == "uncertain":
         return Verdict("uncertain", "Uncertain", md.verdict_reason)
     return Verdict("none", "See the report", "Not a yes/no question: the summary answers it.")
@@ -162,6 +186,7 @@ def answer_card_html(result: RunResult) -> str:
     by_design = "; ".join(f"{d.value}: {n}" for d, n in designs.items())
     cited = f"{total}" + (f" ({by_design})" if by_design else "")
     e = html.escape
+    tentative = " dc-verdict-tentative" if verdict.tentative else ""
     detail = f'<p class="dc-verdict-reason">{e(verdict.detail)}</p>' if verdict.detail else ""
     method = report.metadata.verdict_method if verdict.kind in ("yes", "no", "uncertain") else ""
     if method:
@@ -170,7 +195,8 @@ def answer_card_html(result: RunResult) -> str:
         f'<section class="dc-card" id="dc-answer" data-verdict="{e(verdict.kind)}">'
         f'<p class="dc-card-question"><strong>Question:</strong> {e(report.research_question)}'
         "</p>"
-        f'<p class="dc-verdict dc-verdict-{e(verdict.kind)}">{e(verdict.label)}</p>{detail}'
+        f'<p class="dc-verdict dc-verdict-{e(verdict.kind)}{tentative}">{e(verdict.label)}</p>'
+        f"{detail}"
         "<dl>"
         f'<dt>Cited sources</dt><dd class="dc-card-cited">{e(cited)}</dd>'
         f'<dt>Certainty</dt><dd class="dc-card-certainty">{e(_certainty(result))}</dd>'
