@@ -304,4 +304,4 @@ async def test_a_judge_that_wants_more_keeps_the_run_going_though_every_item_is_
     judged = [e.message for e in events if e.type == "judge_assessment"]
     assert len(judged) == 3
     assert all("not sufficient" in m and m.endswith("→ continue") for m in judged)
-    assert "stopped: max_rounds" in events[-1].message
+    assert "stopped because all search rounds were used" in events[-1].message

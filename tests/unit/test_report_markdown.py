@@ -127,7 +127,7 @@ def test_footer_shows_run_metadata_and_citation_check_counts() -> None:
     md = _report().to_markdown()
     assert (
         "*Sources searched: PubMed, ClinicalTrials.gov · papers reviewed: 12 · iterations: 3"
-        " · confidence: 0.62 · checklist coverage: 75% · stopped: sufficient"
+        " · checklist coverage: 75% · stopped because the evidence was judged sufficient"
         " · model: openai:gpt-4o*"
     ) in md
     assert (

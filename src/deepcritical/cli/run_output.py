@@ -33,7 +33,7 @@ from deepcritical.formats.references import (
     ExportFormat,
     export_references,
 )
-from deepcritical.models import SOURCE_LABELS, RunResult
+from deepcritical.models import SOURCE_LABELS, RunResult, stop_reason_text
 
 __all__ = [
     "ExportOption",
@@ -368,7 +368,7 @@ def _print_summary(
     table.add_row("References", str(len(report.references)))
     table.add_row("Rounds", str(meta.iterations))
     table.add_row("Checklist coverage", f"{meta.checklist_coverage:.0%}")
-    table.add_row("Stopped because", str(meta.stop_reason))
+    table.add_row("Stopped", stop_reason_text(meta.stop_reason))
     cv = meta.citation_validation
     table.add_row(
         "Citation check",

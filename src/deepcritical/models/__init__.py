@@ -70,6 +70,7 @@ from deepcritical.models._report import (
     SupportingQuote,
     UsageReport,
 )
+from deepcritical.models._words import plural, stop_reason_text
 
 __all__ = [
     "CERTAINTY_LABEL",
@@ -128,7 +129,9 @@ __all__ = [
     "marker_ids",
     "numbered",
     "parse_number",
+    "plural",
     "render_markdown",
+    "stop_reason_text",
     "union_flags",
     "utc_now",
 ]

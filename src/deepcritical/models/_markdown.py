@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from deepcritical.models._evidence import SOURCE_LABELS
 from deepcritical.models._flow import flow_lines
 from deepcritical.models._markers import numbered
+from deepcritical.models._words import stop_reason_text
 
 if TYPE_CHECKING:  # the report module imports this one to render itself
     from deepcritical.models._report import (
@@ -178,8 +179,8 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
         "",
         f"*Sources searched: {searched}"
         f" · papers reviewed: {md.papers_reviewed} · iterations: {md.iterations}"
-        f" · confidence: {md.confidence:.2f} · checklist coverage: {md.checklist_coverage:.0%}"
-        f" · stopped: {md.stop_reason or 'n/a'} · model: {md.llm}*  ",
+        f" · checklist coverage: {md.checklist_coverage:.0%}"
+        f" · {stop_reason_text(md.stop_reason)} · model: {md.llm}*  ",
         f"*Citation check: {cv.references_checked} references and {cv.markers_checked}"
         f" inline citations checked against the evidence store; {cv.references_removed}"
         f" references, {cv.markers_removed} citations and {cv.sentences_removed} sentences"

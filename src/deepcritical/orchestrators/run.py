@@ -52,6 +52,8 @@ from deepcritical.models import (
     RunResult,
     Screening,
     UsageReport,
+    plural,
+    stop_reason_text,
 )
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.orchestrators.channel import EventChannel
@@ -840,9 +842,10 @@ class ResearchRun:
                 type="done",
                 round=state.rounds,
                 message=(
-                    f"Report ready: {len(report.references)} references, stopped: "
-                    f"{report.metadata.stop_reason}; citation check removed "
-                    f"{cv.references_removed} references, {cv.markers_removed} citations"
+                    f"Report ready: {plural(len(report.references), 'reference')}, "
+                    f"{stop_reason_text(report.metadata.stop_reason)}; the citation check "
+                    f"removed {plural(cv.references_removed, 'reference')} and "
+                    f"{plural(cv.markers_removed, 'citation')}"
                 ),
                 data={
                     "stop_reason": report.metadata.stop_reason,

@@ -395,8 +395,8 @@ def progress_html(view: ProgressView) -> str:
         parts.append(f"<details><summary>Checklist</summary><ul>{items}</ul></details>")
     if view.hypotheses:
         items = "".join(
-            f"<li>{e(h.statement)} <em>(confidence {h.confidence:.2f}; "
-            f"{h.supporting} supporting, {h.contradicting} contradicting)</em></li>"
+            f"<li>{e(h.statement)} <em>({h.supporting} supporting, "
+            f"{h.contradicting} contradicting)</em></li>"
             for h in view.hypotheses
         )
         parts.append(f'<p><strong>Hypotheses</strong></p><ul class="dc-hypotheses">{items}</ul>')
@@ -451,10 +451,11 @@ def hypotheses_html(result: RunResult) -> str:
     blocks: list[str] = []
     for h in hs:
         chain = " → ".join(p for p in [h.drug, h.target, h.pathway, h.effect] if p)
+        certainty = f"; certainty {h.certainty.summary()}" if h.certainty is not None else ""
         parts = [
-            f'<li class="dc-hypothesis"><strong>{e(h.statement)}</strong> '
-            f"<em>(confidence {h.confidence:.2f}; {len(h.supporting_evidence_ids)} supporting, "
-            f"{len(h.contradicting_evidence_ids)} contradicting)</em>"
+            f'<li class="dc-hypothesis"><p><strong>{e(h.statement)}</strong> '
+            f"<em>({len(h.supporting_evidence_ids)} supporting, "
+            f"{len(h.contradicting_evidence_ids)} contradicting{e(certainty)})</em></p>"
         ]
         if chain:
             parts.append(f'<p class="dc-chain">Chain: {e(chain)}</p>')
