@@ -43,7 +43,7 @@ def row(
 
 ROWS = [
     row("E1", 2019, "cohort", number=2, first_author="Zhu A", relevance=0.9),
-    row("E2", None, "rct", first_author="", relevance=0.4),
+    row("E2", None, "rct", first_author="", relevance=0.4, abstract="Incident dementia fell."),
     row("E3", 2021, "rct", number=1, first_author="Adams B", relevance=0.7),
     row("E10", 2015, "review", first_author="Moss C", relevance=0.2, screening="off_topic"),
 ]
@@ -88,6 +88,7 @@ def test_every_column_sorts() -> None:
         (EvidenceFilter(text="[2]"), ["E1"]),
         (EvidenceFilter(text="e10"), ["E10"]),
         (EvidenceFilter(text="rct", scope="cited"), ["E3"]),
+        (EvidenceFilter(text="dementia"), ["E2"]),  # the abstract's text is searched too
     ],
 )
 def test_filters(rule: EvidenceFilter, expected: list[str]) -> None:

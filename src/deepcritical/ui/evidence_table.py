@@ -129,7 +129,7 @@ class EvidenceFilter:
             fields += [r.design, r.screening, r.reason, r.stance, r.stance_reason, r.text]
             fields += r.flags
             fields += [r.effect, r.certainty]
-            hay = " ".join([*fields, r.source, *r.answers])
+            hay = " ".join([*fields, r.source, *r.answers, r.abstract])
             return needle in hay.casefold()
         return True
 

@@ -133,6 +133,8 @@ class EvidenceRow(BaseModel):
     """The primary effect estimate as written (``"OR 2.4 (95% CI 1.3 to 4.6)"``), ``""``."""
     effect_quote: str = ""
     """The verbatim text the estimate was read from (shown on hover)."""
+    abstract: str = ""
+    """The item's text (its abstract), searched by the table's filter, never shown in it."""
     certainty: str = ""
     """The automated GRADE-style certainty of the item alone (``"Low"``), ``""`` if not
     rated; ``certainty_reason`` is its summary."""
@@ -179,6 +181,7 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
             flags=flag_labels(e.citation.integrity_flags),
             retracted=e.citation.retracted,
             cited_by=e.citation.cited_by_count,
+            abstract=e.content,
             **_appraisal_cells(e),
         )
         for e in result.evidence
