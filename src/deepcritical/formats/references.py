@@ -15,9 +15,9 @@ What is written, per record:
   ``institution = {ClinicalTrials.gov}``, ``number`` = NCT ID, CSL ``report`` with
   ``publisher``, ``number`` and ``genre``); a web page (the web source, with no PMID, DOI or
   journal) as a web page (RIS ``ELEC``, BibTeX ``@misc``, CSL ``webpage``).
-* **title**: the record's own title; an untitled record gets its derived title
-  (``Citation.derived_title``, without the ``[derived title]`` mark) and a note saying it was
-  derived; a record with neither gets the stand-in of ``Citation.display_title()`` and a note.
+* **title**: the record's own title; an untitled record (every PubMedQA corpus record) is
+  exported without a title and with a note saying it has none: the title the web app derives
+  from its text is display data, cut to a sentence, never exported.
 * **authors**: PubMed's ``"Surname Initials"`` (``"van der Berg JA Jr"``) becomes family
   ``van der Berg``, given ``J. A.``, suffix ``Jr``; ``"Family, Given"`` is split at its comma;
   every other name, organisations included (and every author of a trial record, the trial's
@@ -110,10 +110,7 @@ EXPORT_SUFFIXES: dict[ExportFormat, str] = {
 RecordKind = Literal["article", "trial", "webpage"]
 
 TRIAL_REGISTRY = "ClinicalTrials.gov"
-DERIVED_TITLE_NOTE = (
-    "Title derived from the record's text by DeepCritical (the record has no title of its own)"
-)
-STAND_IN_TITLE_NOTE = "Title supplied by DeepCritical (the record has no title or text of its own)"
+NO_TITLE_NOTE = "The record has no title of its own (none is exported)"
 
 _RIS_TYPES: dict[RecordKind, str] = {"article": "JOUR", "trial": "RPRT", "webpage": "ELEC"}
 _BIB_TYPES: dict[RecordKind, str] = {"article": "article", "trial": "techreport", "webpage": "misc"}
@@ -319,14 +316,13 @@ def _date_parts(citation: Citation) -> tuple[int, ...]:
 
 
 def _title(citation: Citation) -> tuple[str, str | None]:
-    """The title to export and the note it needs (``None`` for the record's own title)."""
+    """The title to export and the note it needs (``None`` for the record's own title): a
+    record without a title of its own is exported without one, with a note, never with a
+    title made up or cut from its text."""
     own = clean_text(citation.title)
     if own:
         return own, None
-    derived = clean_text(citation.derived_title)
-    if derived:
-        return derived, DERIVED_TITLE_NOTE
-    return clean_text(citation.display_title()), STAND_IN_TITLE_NOTE
+    return "", NO_TITLE_NOTE
 
 
 _STOPWORDS = frozenset(
@@ -470,7 +466,8 @@ def _ris_name(name: Name) -> str:
 
 def _ris_entry(record: _Record) -> dict[str, Any]:
     entry: dict[str, Any] = {"type_of_reference": _RIS_TYPES[record.kind], "id": record.key}
-    entry["title"] = record.title
+    if record.title:
+        entry["title"] = record.title
     if record.names:
         entry["authors"] = [_ris_name(n) for n in record.names]
     if record.journal:
@@ -571,7 +568,8 @@ def _bib_entry(record: _Record) -> bib.Entry:
     fields: list[tuple[str, str]] = []
     if record.names:
         fields.append(("author", " and ".join(_bib_name(n) for n in record.names)))
-    fields.append(("title", escape_bibtex(record.title)))
+    if record.title:
+        fields.append(("title", escape_bibtex(record.title)))
     if record.kind == "article" and record.journal:
         fields.append(("journal", escape_bibtex(record.journal)))
     if record.kind == "trial":
@@ -638,7 +636,8 @@ def _csl_name(name: Name) -> dict[str, str]:
 
 def _csl_item(record: _Record) -> dict[str, Any]:
     item: dict[str, Any] = {"id": record.key, "type": _CSL_TYPES[record.kind]}
-    item["title"] = record.title
+    if record.title:
+        item["title"] = record.title
     if record.names:
         item["author"] = [_csl_name(n) for n in record.names]
     if record.journal and record.kind != "trial":
