@@ -453,7 +453,10 @@ def build_app(
                 hypotheses = gr.HTML(elem_id="dc-hypotheses")
             with gr.Tab("Downloads"):
                 files = gr.File(
-                    label="Report (.md, .json, .html)",
+                    label=(
+                        "Report (Markdown .md, JSON .json, HTML .html) and references (RIS .ris,"
+                        " BibTeX .bib, CSL-JSON .csl.json)"
+                    ),
                     file_count="multiple",
                     interactive=False,
                     elem_id="dc-downloads",
