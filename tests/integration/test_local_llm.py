@@ -36,15 +36,6 @@ from tests.integration.test_cli_research import user_env
 RECORDS = 12  # the gold abstract of the question plus others
 QUESTION_INDEX = 1  # "Should general practitioners call patients by their first names?"
 RUN_TIMEOUT = 900  # seconds per run: ~35 completion tokens/s on a loaded 2-core machine
-LOCAL_ENV = {
-    "DEEPCRITICAL_LLM_CONTEXT_TOKENS": "8192",
-    "DEEPCRITICAL_LLM_MAX_OUTPUT_TOKENS": "700",
-    "DEEPCRITICAL_LLM_TIMEOUT_SECONDS": "400",
-    "DEEPCRITICAL_MAX_QUESTIONS": "2",
-    "DEEPCRITICAL_QUERIES_PER_QUESTION": "1",
-    "DEEPCRITICAL_REPORT_MAX_EVIDENCE": "3",
-    "DEEPCRITICAL_TIME_BUDGET_SECONDS": "300",
-}
 
 
 @dataclass(frozen=True)
@@ -62,8 +53,8 @@ def _cli(
     timeout: float = RUN_TIMEOUT,
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``deepcritical --data-dir DIR ARGS`` with :data:`LOCAL_ENV` (and ``env``) set."""
-    env = {**user_env(), **LOCAL_ENV, **(env or {})}
+    """``deepcritical --data-dir DIR ARGS`` with no ``DEEPCRITICAL_*`` variable but ``env``."""
+    env = {**user_env(), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "deepcritical.cli", "--data-dir", str(setup.data_dir), *args],
         cwd=setup.root,
@@ -110,6 +101,33 @@ def local_setup(
         added = _cli(setup, "corpus", "add", str(subset), timeout=300)
         assert added.returncode == 0, added.stderr[-3000:]
         yield setup
+
+
+def test_doctor_reports_the_server_the_corpus_and_an_unreachable_source(
+    local_setup: LocalSetup,
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}"
+    proc = _cli(
+        local_setup,
+        "doctor",
+        "--llm",
+        local_setup.server.model_spec,
+        "--sources",
+        "local,pubmed",
+        timeout=300,
+        env={"DEEPCRITICAL_SOURCE_BASE_URLS": json.dumps({"pubmed": closed})},
+    )
+    text = " ".join(proc.stdout.replace("│", " ").split())  # the table's cells, in order
+    assert proc.returncode == 1, text  # one check failed: the closed port
+    assert "model endpoint OK" in text
+    assert "structured output OK json_object" in text  # the strategy that works
+    assert "smollm2" in text
+    assert "tokens/s" in text
+    assert "local corpus OK" in text
+    assert f"{local_setup.documents} documents" in text
+    assert "run database" in text
+    assert f"source pubmed FAIL unreachable: ConnectError for {closed}" in text
+    assert "run database OK" in text
 
 
 @pytest.mark.parametrize("orchestrator", ["iterative", "magentic"])
@@ -171,30 +189,3 @@ def test_research_through_a_real_model_server(local_setup: LocalSetup, orchestra
         f"{meta.grounding_check.sentences_supported}/{meta.grounding_check.sentences_checked}, "
         f"{meta.duration_seconds:.0f} s, {meta.usage.llm_total.requests} model requests"
     )
-
-
-def test_doctor_reports_the_server_the_corpus_and_an_unreachable_source(
-    local_setup: LocalSetup,
-) -> None:
-    closed = f"http://127.0.0.1:{free_port()}"
-    proc = _cli(
-        local_setup,
-        "doctor",
-        "--llm",
-        local_setup.server.model_spec,
-        "--sources",
-        "local,pubmed",
-        timeout=300,
-        env={"DEEPCRITICAL_SOURCE_BASE_URLS": json.dumps({"pubmed": closed})},
-    )
-    text = " ".join(proc.stdout.replace("│", " ").split())  # the table's cells, in order
-    assert proc.returncode == 1, text  # one check failed: the closed port
-    assert "model endpoint OK" in text
-    assert "structured output OK json_object" in text  # the strategy that works
-    assert "smollm2" in text
-    assert "tokens/s" in text
-    assert "local corpus OK" in text
-    assert f"{local_setup.documents} documents" in text
-    assert "run database" in text
-    assert f"source pubmed FAIL unreachable: ConnectError for {closed}" in text
-    assert "run database OK" in text

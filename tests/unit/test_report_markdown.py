@@ -132,7 +132,7 @@ def test_footer_shows_run_metadata_and_citation_check_counts() -> None:
     ) in md
     assert (
         "*Citation check: 5 references and 9 inline citations checked against the evidence"
-        " store; 1 references, 3 citations and 2 sentences removed.*"
+        " store; 1 reference, 3 citations and 2 sentences removed.*"
     ) in md
     assert "*Note: planner failed*" in md
 
@@ -148,7 +148,7 @@ def test_validated_report_renders_the_validation_it_did() -> None:
     md = report.to_markdown()
     assert "Real [1]. Half real [2]." in md
     assert "Fabricated" not in md
-    assert "1 sentences removed" in md
+    assert "1 sentence removed" in md
     assert "2 citations" in md
     assert re.search(r"\[E\d+", md) is None
 

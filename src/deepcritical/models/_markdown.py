@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from deepcritical.models._evidence import SOURCE_LABELS
 from deepcritical.models._flow import flow_lines
 from deepcritical.models._markers import numbered
-from deepcritical.models._words import stop_reason_text
+from deepcritical.models._words import plural, stop_reason_text
 
 if TYPE_CHECKING:  # the report module imports this one to render itself
     from deepcritical.models._report import (
@@ -181,10 +181,11 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
         f" · papers reviewed: {md.papers_reviewed} · iterations: {md.iterations}"
         f" · checklist coverage: {md.checklist_coverage:.0%}"
         f" · {stop_reason_text(md.stop_reason)} · model: {md.llm}*  ",
-        f"*Citation check: {cv.references_checked} references and {cv.markers_checked}"
-        f" inline citations checked against the evidence store; {cv.references_removed}"
-        f" references, {cv.markers_removed} citations and {cv.sentences_removed} sentences"
-        " removed.*  ",
+        f"*Citation check: {plural(cv.references_checked, 'reference')} and"
+        f" {plural(cv.markers_checked, 'inline citation')} checked against the evidence"
+        f" store; {plural(cv.references_removed, 'reference')},"
+        f" {plural(cv.markers_removed, 'citation')} and"
+        f" {plural(cv.sentences_removed, 'sentence')} removed.*  ",
     ]
     gc = md.grounding_check
     if gc is not None:
@@ -202,14 +203,11 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
         else:
             found = "no cited sentence to check"
 
-        def count(n: int, noun: str) -> str:
-            return f"{n} {noun}{'' if n == 1 else 's'}"
-
         out.append(
             f"*Grounding check: {found};"
-            f" {count(gc.sentences_removed, 'unsupported sentence')},"
-            f" {count(gc.citations_removed, 'unsupported citation')} and"
-            f" {count(gc.references_removed, 'reference')} removed"
+            f" {plural(gc.sentences_removed, 'unsupported sentence')},"
+            f" {plural(gc.citations_removed, 'unsupported citation')} and"
+            f" {plural(gc.references_removed, 'reference')} removed"
             + (f"; {gc.sentences_rewritten} rewritten" if gc.sentences_rewritten else "")
             + ".*  "
         )
