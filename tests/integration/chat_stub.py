@@ -576,11 +576,18 @@ class ChatCompletionsStub:
     """
 
     def __init__(
-        self, manager: ManagerScript, roles: RoleScript, *, reject_json_schema: bool = False
+        self,
+        manager: ManagerScript,
+        roles: RoleScript,
+        *,
+        reject_json_schema: bool = False,
+        ramble: frozenset[str] = frozenset(),
     ) -> None:
         self.manager = manager
         self.roles = roles
         self.reject_json_schema = reject_json_schema
+        self.ramble = set(ramble)
+        self.rambled: list[tuple[str, int | None]] = []
         self.requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
@@ -605,7 +612,7 @@ class ChatCompletionsStub:
                     if rejected:
                         self._send(500, {"error": {"message": rejected}})
                         return
-                    completion = stub.complete(body)
+                    completion = stub.rambling(body) or stub.complete(body)
                     if body.get("stream"):
                         self._send_sse(completion, body)
                     else:
@@ -727,6 +734,41 @@ class ChatCompletionsStub:
         if self.reject_json_schema and response_format.get("type") == "json_schema":
             return "Unknown response_format type: json_schema"
         return None
+
+    def rambling(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """A model that never stops, for the first request of each kind named in ``ramble``
+        (``"manager"``: its plain chat; ``"ledger"``: its JSON progress ledger; ``"role"``: a
+        pydantic-ai role): text generated up to the request's ``max_tokens`` (or
+        ``max_completion_tokens``) and cut there, ``finish_reason: "length"``; a request
+        without a bound never returns (the test then fails on its time). ``None`` for every
+        other request."""
+        properties = (_response_schema(body.get("response_format")) or {}).get("properties", {})
+        kind = request_kind(body)
+        if kind == "manager" and "is_request_satisfied" in properties:
+            kind = "ledger"
+        bound = body.get("max_tokens") or body.get("max_completion_tokens")
+        with self._lock:
+            if kind not in self.ramble:
+                return None
+            self.ramble.discard(kind)
+            self.rambled.append((kind, bound))
+        if bound is None:
+            time.sleep(3600)  # generating forever
+            return None
+        return {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model") or "stub"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "and so on " * (bound // 3)},
+                    "finish_reason": "length",
+                }
+            ],
+            "usage": {"prompt_tokens": 50, "completion_tokens": bound, "total_tokens": 50 + bound},
+        }
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """The Chat Completions response to ``body``."""

@@ -11,8 +11,11 @@ every structured call validates within its retries so that no role falls back to
 extractive implementation (the search agent screens by one bounded answer, not tool calls),
 the search finds evidence (a Magentic manager that declares the request satisfied before any
 search is overruled), and the run ends with a validated report whose cited sentences were
-grounded, exit status 0. ``deepcritical doctor`` reports the server, the corpus, the run
-database and an unreachable source.
+grounded, exit status 0. The server is started as docs/local-models.md says (``--n_ctx
+8192``); the Magentic run sets no ``DEEPCRITICAL_*`` variable (every default: the answers'
+bound comes from the 4,096-token context assumed, as this server does not say its own), and
+no completion in the server's log runs past that bound. ``deepcritical doctor`` reports the
+server, the corpus, the run database and an unreachable source.
 
 Skips when llama-cpp-python (with its server extra), the GGUF or the PubMedQA data is absent.
 """
@@ -20,6 +23,7 @@ Skips when llama-cpp-python (with its server extra), the GGUF or the PubMedQA da
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from deepcritical.config import Settings
 from deepcritical.models import RunResult
 from deepcritical.report.validation import citation_problems
 from tests.integration.local_llm_server import LlamaServer, free_port, local_model_gguf
@@ -35,7 +40,15 @@ from tests.integration.test_cli_research import user_env
 
 RECORDS = 12  # the gold abstract of the question plus others
 QUESTION_INDEX = 1  # "Should general practitioners call patients by their first names?"
-RUN_TIMEOUT = 900  # seconds per run: ~35 completion tokens/s on a loaded 2-core machine
+RUN_TIMEOUT = 560  # seconds per run: ~35 completion tokens/s and ~120 prompt tokens/s here
+TIME_BUDGET = "300"  # seconds: the run's --time-budget (its report is written after it)
+SMALL_RUN_ENV = {
+    "DEEPCRITICAL_MAX_QUESTIONS": "2",
+    "DEEPCRITICAL_QUERIES_PER_QUESTION": "1",
+    "DEEPCRITICAL_REPORT_MAX_EVIDENCE": "3",
+}
+"""The iterative run's smaller plan (fewer calls, so that both runs fit the test time); the
+Magentic run takes every default: no ``DEEPCRITICAL_*`` variable at all."""
 
 
 @dataclass(frozen=True)
@@ -130,9 +143,17 @@ def test_doctor_reports_the_server_the_corpus_and_an_unreachable_source(
     assert "run database OK" in text
 
 
-@pytest.mark.parametrize("orchestrator", ["iterative", "magentic"])
-def test_research_through_a_real_model_server(local_setup: LocalSetup, orchestrator: str) -> None:
+@pytest.mark.timeout(RUN_TIMEOUT + 40)
+@pytest.mark.parametrize(
+    ("orchestrator", "env"),
+    [("iterative", SMALL_RUN_ENV), ("magentic", {})],
+    ids=["iterative", "magentic"],
+)
+def test_research_through_a_real_model_server(
+    local_setup: LocalSetup, orchestrator: str, env: dict[str, str]
+) -> None:
     out = local_setup.root / orchestrator / "report.md"
+    log_start = local_setup.server.log_path.stat().st_size
     proc = _cli(
         local_setup,
         "--verbose",  # the log line naming the structured-output strategy chosen
@@ -148,8 +169,11 @@ def test_research_through_a_real_model_server(local_setup: LocalSetup, orchestra
         "1",
         "--max-sources",
         "4",
+        "--time-budget",
+        TIME_BUDGET,
         "--out",
         str(out),
+        env=env,
     )
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     # the endpoint was probed: json_schema rejected, llama-cpp-python's form chosen
@@ -183,6 +207,13 @@ def test_research_through_a_real_model_server(local_setup: LocalSetup, orchestra
     assert meta.grounding_check is not None
     assert meta.grounding_check.sentences_checked >= 1
     assert report.to_markdown().startswith("#")
+    if not env:  # every default: each completion stayed within the default bound
+        bound = Settings().output_token_bound()
+        with local_setup.server.log_path.open(encoding="utf-8", errors="replace") as log:
+            log.seek(log_start)
+            generated = [int(n) for n in re.findall(r"eval time = .* / +(\d+) runs", log.read())]
+        assert generated, "the server logged no completion"
+        assert max(generated) <= bound, generated
     print(
         f"{orchestrator}: stop {meta.stop_reason}, {len(result.evidence)} evidence, "
         f"{len(report.references)} reference(s), grounding "

@@ -322,3 +322,49 @@ def test_cli_magentic_run_through_the_stub_prints_usage(tmp_path: Path) -> None:
     meta = saved["report"]["metadata"]
     assert meta["orchestrator"] == "magentic"
     assert meta["usage"]["llm_total"]["requests"] == requests
+
+
+async def test_a_server_that_never_stops_costs_one_bounded_call_and_a_retry(
+    corpus_dir: Path, tmp_path: Path
+) -> None:
+    """The manager's first chat, its first progress ledger and the first role call meet a
+    model that generates until it is cut: with no ``llm_max_output_tokens`` and no context
+    window known, each carried the default bound (a quarter of the 4,096 tokens assumed),
+    was cut there and retried once, and the run ended within its time budget with a
+    validated report."""
+    ramble = frozenset({"manager", "ledger", "role"})
+    with ChatCompletionsStub(ManagerScript(), RoleScript(), ramble=ramble) as server:
+        s = Settings(
+            llm=f"openai-compatible:stub@{server.base_url}",
+            orchestrator="magentic",
+            sources=["local"],
+            data_dir=tmp_path,
+            corpus_dir=corpus_dir,
+            max_rounds=2,
+            results_per_query=4,
+            time_budget_seconds=120,
+        )
+        assert s.llm_max_output_tokens is None
+        assert s.llm_context_tokens is None
+        bound = s.output_token_bound()
+        assert bound == 1024
+        events = [e async for e in research(QUESTION, s, embedder=HashingEmbedder())]
+        assert not server.errors, server.errors
+    result = done_result(events)
+    meta = result.report.metadata
+    # each kind met the never-ending model once, and that call carried the bound
+    assert sorted(server.rambled) == [("ledger", bound), ("manager", bound), ("role", bound)]
+    # every call the run made carried a bound (the probe's included)
+    assert all(
+        (r.get("max_tokens") or r.get("max_completion_tokens") or 0) <= bound
+        and (r.get("max_tokens") or r.get("max_completion_tokens"))
+        for r in server.requests
+    )
+    # the cut answers were retried, and the retries answered: no role fell back
+    assert not [n for n in meta.notes if "extractive implementation" in n], meta.notes
+    assert meta.stop_reason == "manager_finished", meta.notes
+    assert meta.duration_seconds is not None
+    assert meta.duration_seconds < s.time_budget_seconds
+    by_id = {e.id: e for e in result.evidence}
+    assert citation_problems(result.report, by_id) == []
+    assert result.report.references

@@ -262,3 +262,59 @@ def test_judge_output_coerces_string_booleans_from_json() -> None:
     assert JudgeOutput.model_validate(
         {"sufficient": "Yes", "recommendation": "synthesise"}
     ).sufficient
+
+
+async def test_an_answer_cut_at_its_token_bound_is_retried_once_saying_so() -> None:
+    prompts: list[str] = []
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts.append(first_user_text(messages))
+        if len(prompts) == 1:  # a model that ran on until max_tokens: JSON cut short
+            return ModelResponse(
+                parts=[TextPart('{"answer": "and so on and')], finish_reason="length"
+            )
+        return ModelResponse(parts=[TextPart('{"answer": "ok", "n": 2}')])
+
+    usage = UsageTracker()
+    agent: StructuredAgent[None, Out] = StructuredAgent(
+        "planner",
+        FunctionModel(fn),
+        Out,
+        type(None),
+        usage=usage,
+        max_output_tokens=300,
+        output="json_schema",  # pydantic-ai raises at once on a cut native answer
+    )
+    assert await agent.run("i", "the question", None) == Out(answer="ok", n=2)
+    assert prompts[0] == "the question"
+    assert prompts[1].startswith("the question")
+    assert "limit of 300 tokens and was cut" in prompts[1]
+    assert usage.by_role()["planner"].requests == 2
+
+
+async def test_a_tool_call_cut_forever_costs_the_usual_retries_and_raises_our_error() -> None:
+    calls = 0
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        nonlocal calls
+        calls += 1
+        return ModelResponse(
+            parts=[ToolCallPart(info.output_tools[0].name, '{"answer": "on and on')],
+            finish_reason="length",
+        )
+
+    agent: StructuredAgent[None, Out] = StructuredAgent(
+        "planner", FunctionModel(fn), Out, type(None), retries=2, max_output_tokens=300
+    )
+    with pytest.raises(AgentOutputError):
+        await agent.run("i", "p", None)
+    assert calls == 3  # pydantic-ai's retries of the invalid arguments, and no more
+
+
+def first_user_text(messages: list[ModelMessage]) -> str:
+    """The user prompt of the first request of a pydantic-ai conversation."""
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    first = messages[0]
+    assert isinstance(first, ModelRequest)
+    return "".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))

@@ -138,7 +138,8 @@ class CachedModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        """The cached response to this request, or the wrapped model's (then cached)."""
+        """The cached response to this request, or the wrapped model's (then cached, unless
+        it was cut at its token bound: ``finish_reason == "length"``)."""
         key = self.key(messages, model_settings, model_request_parameters)
         payload = await asyncio.to_thread(self.cache.get, "llm", key)
         if payload is not None:
@@ -152,6 +153,8 @@ class CachedModel(WrapperModel):
         self.live_requests += 1
         self.input_tokens += response.usage.input_tokens
         self.output_tokens += response.usage.output_tokens
+        if response.finish_reason == "length":
+            return response  # cut at max_tokens: not an answer to replay (a retry asks live)
         data = ModelMessagesTypeAdapter.dump_json([response]).decode("utf-8")
         await asyncio.to_thread(self.cache.put, "llm", key, data, self.model_name)
         return response

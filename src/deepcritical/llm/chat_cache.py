@@ -111,7 +111,8 @@ class CachedChatClient:
     answers cached in ``cache`` under :func:`chat_request_key`; the ``ChatResponse`` is stored
     as its ``to_json()`` and replayed with ``ChatResponse.from_dict`` (with the request's
     ``response_format``, so ``.value`` parses as live). Streaming requests pass through
-    uncached. An entry that no longer deserialises is a miss (and is replaced).
+    uncached. An answer cut at its token bound (``finish_reason == "length"``) is never
+    stored. An entry that no longer deserialises is a miss (and is replaced).
 
     Usage: a replayed response carries the ``usage_details`` of the call that stored it, so
     the manager's usage accounting (``ManagerUsage`` in :mod:`deepcritical.orchestrators.
@@ -238,6 +239,10 @@ class CachedChatClient:
         usage = response.usage_details or {}
         self.input_tokens += int(usage.get("input_token_count") or 0)
         self.output_tokens += int(usage.get("output_token_count") or 0)
+        if str(response.finish_reason or "") == "length":
+            # cut at max_tokens: not an answer to replay (its retry must ask live)
+            log.info("chat answer cut at its token bound, not cached")
+            return response
         label = self.model_id or type(self.wrapped).__name__
         await asyncio.to_thread(self.cache.put, KIND, key, response.to_json(), label)
         return response

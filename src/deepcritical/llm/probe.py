@@ -55,6 +55,10 @@ PROBE_PROMPT = (
     "Is 7 greater than 3? Give the answer (yes or no) and the number of letters in 'cat'."
 )
 
+PROBE_MAX_TOKENS = 128
+"""The probe's ``max_tokens``: its answer is about 15 tokens; a model that runs on is cut
+here (and retried once), never left generating."""
+
 
 class ProbeOutput(BaseModel):
     """The probe's tiny structured answer (an enum and a bounded integer)."""
@@ -108,6 +112,7 @@ async def probe_structured_output(
             timeout_seconds=settings.llm_timeout_seconds,
             usage=usage,
             output=strategy,
+            max_output_tokens=min(PROBE_MAX_TOKENS, settings.output_token_bound()),
         )
         started = time.monotonic()
         async with model:

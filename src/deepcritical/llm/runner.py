@@ -13,7 +13,9 @@ import structlog
 from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.exceptions import (
     AgentRunError,
+    IncompleteToolCall,
     ModelAPIError,
+    OutputTokenLimitExceeded,
     RunCancelled,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
@@ -45,6 +47,12 @@ log = structlog.get_logger(__name__)
 TODAY_LINE = "Today's date is {date}."
 """The first line of every call's instructions (``{date}``: ISO date); the call cache
 normalises it (:func:`deepcritical.llm.cache.stable_prompt_text`)."""
+
+CUT_RETRY = (
+    "\n\n(Your previous answer ran past its limit of {bound} tokens and was cut before it"
+    " was complete. Answer again, briefly, with the structured answer only.)"
+)
+"""Added to the prompt of the one retry of an answer cut at its token bound."""
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
@@ -179,14 +187,30 @@ class StructuredAgent(Generic[DepsT, OutputT]):
                 agent = cached
             else:
                 agent = self._agents[strategy] = self._build(strategy, self.output_type)
-            result = await agent.run(
-                prompt,
-                instructions=dated,
-                deps=deps,
-                usage=usage,
-                timeout=self.timeout_seconds,
-                toolsets=toolsets,
-            )
+            try:
+                result = await agent.run(
+                    prompt,
+                    instructions=dated,
+                    deps=deps,
+                    usage=usage,
+                    timeout=self.timeout_seconds,
+                    toolsets=toolsets,
+                )
+            except OutputTokenLimitExceeded as exc:
+                # a model that ran on until it was cut: one retry, told so (a new request,
+                # never a cached one: cut answers are not cached). A cut tool call was already
+                # retried by pydantic-ai (its arguments were invalid JSON): no more.
+                if isinstance(exc, IncompleteToolCall):
+                    raise
+                log.warning("agent output cut at its token bound", role=self.role, error=str(exc))
+                result = await agent.run(
+                    prompt + CUT_RETRY.format(bound=self.max_output_tokens or "its"),
+                    instructions=dated,
+                    deps=deps,
+                    usage=usage,
+                    timeout=self.timeout_seconds,
+                    toolsets=toolsets,
+                )
         except UnexpectedModelBehavior as exc:
             self._record(usage, failed=True)
             problem = last_output_problem(exc)

@@ -305,8 +305,8 @@ class ResearchManager(StandardMagenticManager):
         self, magentic_context: MagenticContext
     ) -> MagenticProgressLedger:
         """Ask the model for the progress ledger (the standard prompt); retry on an
-        unparsable ledger or an unknown speaker, at most ``progress_ledger_retry_count``
-        times.
+        unparsable ledger or an unknown speaker (an answer cut at its token bound included),
+        at most ``progress_ledger_retry_count`` times, each retry naming what was wrong.
 
         Raises:
             RuntimeError: no usable ledger after the retries (the workflow then resets
@@ -321,10 +321,18 @@ class ResearchManager(StandardMagenticManager):
         prompt = self.progress_ledger_prompt.format(
             task=magentic_context.task, team=team, names=", ".join(names)
         )
-        request = Message(role="user", contents=[prompt])
         response_format = progress_ledger_format(self.structured_output, names)
         last_error: Exception | None = None
         for attempt in range(1, max(1, self.progress_ledger_retry_count) + 1):
+            # a retry says why the last answer was unusable (and is a new request, never the
+            # cached unusable answer again)
+            retry = (
+                f"\n\n(Attempt {attempt}: the previous answer was unusable: {last_error}. "
+                "Answer with the JSON object only.)"
+                if last_error is not None
+                else ""
+            )
+            request = Message(role="user", contents=[prompt + retry])
             messages = [*magentic_context.chat_history, request]
             raw = (
                 await self._complete_as(messages, response_format)
