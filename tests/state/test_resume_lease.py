@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 import deepcritical.state.lease as lease
 from deepcritical.api import research, resume
+from deepcritical.cli.run_output import error_line
 from deepcritical.config import Settings
 from deepcritical.corpus.index import CorpusNotFoundError
 from deepcritical.events import ResearchEvent
@@ -92,10 +93,15 @@ def test_a_live_run_is_refused_and_a_stale_one_taken_over(
         run_id = stored_run(runs, settings, status, 0.0)
         assert claim_run(runs, run_id) == 2
     done = stored_run(runs, settings, "completed", 0.0)
-    with pytest.raises(RunNotResumableError, match="already finished"):
+    with pytest.raises(RunNotResumableError, match="already finished") as finished:
         claim_run(runs, done)
-    with pytest.raises(RunNotFoundError):
+    with pytest.raises(RunNotFoundError) as missing:
         claim_run(runs, "0" * 32)
+    # the messages are for any reader (the web app, the API): a command appears only in the
+    # hint the command line adds
+    for error in (finished.value, missing.value):
+        assert "deepcritical" not in str(error)
+        assert "deepcritical runs" in error_line(error)
 
 
 def test_a_released_claim_fails_the_run_so_it_can_be_resumed_again(

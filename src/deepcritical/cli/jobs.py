@@ -39,6 +39,7 @@ from deepcritical.cli.run_output import (
     ExportOption,
     ReportPath,
     check_out_path,
+    error_line,
     parse_export_formats,
     run_to_report,
 )
@@ -135,7 +136,7 @@ def cancel(run_id: RunId, owner: Owner = None) -> None:
     try:
         status = cancel_run(run_id, settings, owner=owner)
     except RunNotFoundError as exc:
-        raise fail(f"{exc}", 2) from exc
+        raise fail(error_line(exc), 2) from exc
     console.print(f"Cancel requested for run {run_id} (status now: {status}).")
 
 

@@ -259,7 +259,7 @@ async def _consume(
                 elif event.type == "error":
                     return 1
     except bad_input as exc:
-        console.print(f"[red]Error:[/red] {exc}")
+        console.print(f"[red]Error:[/red] {error_line(exc)}")
         return 2
     if outcome.result is None:
         console.print("[red]Error:[/red] the run ended without a report")
@@ -384,3 +384,11 @@ def _print_summary(
     )
     table.add_row("Time", f"{meta.duration_seconds:.1f} s")
     console.print(table)
+
+
+def error_line(exc: BaseException) -> str:
+    """``exc``'s message, with the command that helps when it names one (its ``cli_hint``,
+    e.g. ``"see `deepcritical runs list` for the stored runs"``): hints about commands are
+    the command line's, never the web app's or the API's."""
+    hint = getattr(exc, "cli_hint", "")
+    return f"{exc} ({hint})" if hint else str(exc)

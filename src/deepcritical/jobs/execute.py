@@ -34,7 +34,7 @@ __all__ = ["CANCEL_POLL_SECONDS", "execute_run"]
 
 log = structlog.get_logger(__name__)
 
-CANCELLED_NOTE = "the run was cancelled (deepcritical runs cancel)"
+CANCELLED_NOTE = "the run was cancelled"
 CANCEL_POLL_SECONDS = 0.5
 """How often a running job checks whether it was cancelled."""
 

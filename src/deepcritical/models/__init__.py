@@ -70,7 +70,7 @@ from deepcritical.models._report import (
     SupportingQuote,
     UsageReport,
 )
-from deepcritical.models._words import plural, stop_reason_text
+from deepcritical.models._words import error_text, plural, stop_reason_text
 
 __all__ = [
     "CERTAINTY_LABEL",
@@ -122,6 +122,7 @@ __all__ = [
     "SupportingQuote",
     "TextSpan",
     "UsageReport",
+    "error_text",
     "flag_labels",
     "flags_from_publication_types",
     "flow_lines",

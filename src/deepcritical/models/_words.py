@@ -3,7 +3,7 @@ why a run stopped, and counts with their nouns. No internal identifier reaches a
 
 from __future__ import annotations
 
-__all__ = ["STOP_REASON_TEXT", "plural", "stop_reason_text"]
+__all__ = ["STOP_REASON_TEXT", "error_text", "plural", "stop_reason_text"]
 
 STOP_REASON_TEXT: dict[str, str] = {
     "sufficient": "the evidence was judged sufficient",
@@ -34,3 +34,11 @@ def stop_reason_text(reason: str | None) -> str:
 def plural(count: int, noun: str) -> str:
     """``"1 reference"``, ``"2 references"``."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def error_text(exc: BaseException) -> str:
+    """What went wrong, as a sentence for people: the error's own message (``"the question is
+    empty"``), never its class name; a message-less error reads ``"an unexpected error
+    (see the server log)"``."""
+    message = " ".join(str(exc).split())
+    return message if message else "an unexpected error (see the server log)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "RUNS_LIST_HINT",
     "RunInProgressError",
     "RunNotFoundError",
     "RunNotResumableError",
@@ -13,8 +14,18 @@ __all__ = [
 ]
 
 
+RUNS_LIST_HINT = "see `deepcritical runs list` for the stored runs"
+"""The command line's hint after a run that is not found."""
+
+
 class StateError(Exception):
-    """Base class: the run database could not do what was asked."""
+    """Base class: the run database could not do what was asked. Its message is for any
+    reader (the web app, the API); ``cli_hint`` names the command that helps, which only the
+    command line adds (:func:`deepcritical.cli.run_output.error_line`)."""
+
+    def __init__(self, message: str = "", *, cli_hint: str = "") -> None:
+        super().__init__(message)
+        self.cli_hint = cli_hint
 
 
 class RunNotFoundError(StateError, LookupError):

@@ -26,7 +26,12 @@ from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
 from deepcritical.models import utc_now
-from deepcritical.state.errors import RunInProgressError, RunNotFoundError, RunNotResumableError
+from deepcritical.state.errors import (
+    RUNS_LIST_HINT,
+    RunInProgressError,
+    RunNotFoundError,
+    RunNotResumableError,
+)
 from deepcritical.state.runs import FINISHED_STATUSES, STALE_AFTER_SECONDS, RunStore
 from deepcritical.state.schema import RunRow, aware
 
@@ -65,14 +70,12 @@ def claim_run(runs: RunStore, run_id: str, *, stale_after: float = STALE_AFTER_S
             select(RunRow.status, RunRow.attempts, RunRow.updated_at).where(RunRow.id == run_id)
         ).one_or_none()
         if seen is None:
-            raise RunNotFoundError(
-                f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
-            )
+            raise RunNotFoundError(f"no run with id {run_id!r}", cli_hint=RUNS_LIST_HINT)
         status, attempts, updated = seen
         if status in FINISHED_STATUSES:
             raise RunNotResumableError(
-                f"run {run_id} already finished ({status}); its report is stored: "
-                f"`deepcritical runs export {run_id}`"
+                f"run {run_id} already finished ({status}); its report is stored",
+                cli_hint=f"export it: `deepcritical runs export {run_id}`",
             )
         now = utc_now()
         conditions = [RunRow.id == run_id, RunRow.status == status, RunRow.attempts == attempts]

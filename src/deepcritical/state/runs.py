@@ -40,7 +40,7 @@ from deepcritical.state.db import (
     database_url,
     migrate,
 )
-from deepcritical.state.errors import RunNotFoundError
+from deepcritical.state.errors import RUNS_LIST_HINT, RunNotFoundError
 from deepcritical.state.event_log import LoggedEvent, append_event, read_events
 from deepcritical.state.saved import sources_by_question
 from deepcritical.state.schema import RunRow, SourceQuestionRow, SourceRow, aware
@@ -136,9 +136,7 @@ def _retrying(fn: Callable[[], T]) -> T:
 
 
 def _not_found(run_id: str) -> RunNotFoundError:
-    return RunNotFoundError(
-        f"no run with id {run_id!r} (see `deepcritical runs list` for the stored runs)"
-    )
+    return RunNotFoundError(f"no run with id {run_id!r}", cli_hint=RUNS_LIST_HINT)
 
 
 class RunStore:

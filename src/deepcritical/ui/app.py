@@ -50,7 +50,7 @@ from pydantic import SecretStr, ValidationError
 
 from deepcritical.config import Settings, redact_model_spec
 from deepcritical.events import ResearchEvent
-from deepcritical.models import RunResult
+from deepcritical.models import RunResult, error_text
 from deepcritical.state import RunNotFoundError, RunRecord, RunStore
 from deepcritical.ui import history as hist
 from deepcritical.ui.answer import (
@@ -186,7 +186,7 @@ async def stream_run(
                 yield out(view, report, evidence, hypotheses, None)
     except Exception as exc:  # noqa: BLE001 - shown to the user (keys redacted by out())
         log.warning("run failed: %s", type(exc).__name__)
-        view = fail(view, f"{type(exc).__name__}: {exc}")
+        view = fail(view, error_text(exc))
     if result is None:
         if not view.finished:
             view = fail(view, "the run ended without a report")

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from deepcritical.events import ResearchEvent
+from deepcritical.models import error_text
 from deepcritical.ui.progress import ProgressView, fail, fold, stop
 from deepcritical.ui.render import progress_html
 from deepcritical.ui.streams import closing
@@ -61,7 +62,7 @@ class RunWatch:
                     self.view = fold(self.view, event)
                     yield event
             except Exception as exc:
-                self.view = fail(self.view, f"{type(exc).__name__}: {exc}")
+                self.view = fail(self.view, error_text(exc))
                 raise
 
 
