@@ -326,12 +326,16 @@ def test_stop_shows_stopped_keeps_the_run_id_and_resume_finishes_it(
     model no more; Resume continues that run (same id) to its report in the same tab."""
     page = open_app(context, app_server)
     assert not page.locator("#dc-resume").is_visible()
+    stop = page.locator("#dc-stop")
+    expect(stop).to_be_disabled()  # nothing is running
     start_run(page, QUESTION)
     run_id_el = page.locator("#dc-progress .dc-run-id code")
     run_id_el.wait_for(state="visible", timeout=60_000)
     run_id = run_id_el.inner_text().strip()
-    page.locator("#dc-stop").click()
+    expect(stop).to_be_enabled()
+    stop.click()
     page.locator("#dc-progress .dc-stopped").wait_for(state="visible", timeout=30_000)
+    expect(stop).to_be_disabled()
     assert page.locator("#dc-progress .dc-stage").inner_text() == "Stopped"
     assert run_id_el.inner_text().strip() == run_id
     assert page.locator("#dc-progress .dc-error").count() == 0
@@ -351,6 +355,7 @@ def test_stop_shows_stopped_keeps_the_run_id_and_resume_finishes_it(
     assert QUESTION in page.locator("#dc-report").inner_text()
     assert run_id_el.inner_text().strip() == run_id  # the same run, continued
     page.locator("#dc-resume").wait_for(state="hidden", timeout=10_000)
+    expect(stop).to_be_disabled()  # the resumed run ended
     store = RunStore.open(Settings(data_dir=app_server.data_dir, _env_file=None))
     try:
         record = store.get_run(run_id)
@@ -406,6 +411,13 @@ def test_history_lists_opens_and_exports_the_run(
         row_cell.click()
         page.locator("#dc-history-report h1").wait_for(timeout=30_000)
         assert HISTORY_QUESTION in page.locator("#dc-history-report").inner_text()
+        # its citations read "[1]" as in the Report tab, not a padded "[ 1 ]"
+        cite = page.locator("#dc-history-report a.dc-cite").first
+        cite.wait_for(state="attached")
+        padding = cite.evaluate(
+            "a => [getComputedStyle(a).paddingLeft, getComputedStyle(a).paddingRight]"
+        )
+        assert padding == ["0px", "0px"], padding
         status = page.locator("#dc-history-status").inner_text()
         assert run_id in status
         assert "completed" in status or "max_iterations" in status

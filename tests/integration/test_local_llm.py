@@ -41,7 +41,7 @@ from tests.integration.test_cli_research import user_env
 RECORDS = 12  # the gold abstract of the question plus others
 QUESTION_INDEX = 1  # "Should general practitioners call patients by their first names?"
 RUN_TIMEOUT = 560  # seconds per run: ~35 completion tokens/s and ~120 prompt tokens/s here
-TIME_BUDGET = "300"  # seconds: the run's --time-budget (its report is written after it)
+TIME_BUDGET = "400"  # seconds: the run's --time-budget (its report is written after it)
 SMALL_RUN_ENV = {
     "DEEPCRITICAL_MAX_QUESTIONS": "2",
     "DEEPCRITICAL_QUERIES_PER_QUESTION": "1",

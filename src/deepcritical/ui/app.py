@@ -389,7 +389,7 @@ def build_app(
                 )
             with gr.Column(scale=1, min_width=160):
                 run_btn = gr.Button("Research", variant="primary", elem_id="dc-run")
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="dc-stop")
+                stop_btn = gr.Button("Stop", variant="stop", interactive=False, elem_id="dc-stop")
                 resume_btn = gr.Button(
                     "Resume", variant="secondary", visible=False, elem_id="dc-resume"
                 )
@@ -463,7 +463,7 @@ def build_app(
                 )
             outputs = [notice, progress, report, evidence, hypotheses, files, *answer.outputs()]
             run_outputs = [*outputs, watch_state, resume_btn]
-            hist_resume, hist_open = _history_tab(
+            hist_resume, hist_open, hist_resume_click = _history_tab(
                 store_opener,
                 settings,
                 root,
@@ -480,7 +480,7 @@ def build_app(
         resume_event = resume_btn.click(
             resume_stopped, [watch_state], run_outputs, api_visibility="private"
         )
-        stop_btn.click(
+        stop_event = stop_btn.click(
             stop,
             [watch_state],
             [progress, resume_btn, watch_state],
@@ -488,6 +488,16 @@ def build_app(
             cancels=[run_event, submit_event, resume_event, hist_resume]
             + (hist_open if backend is not None else []),
             api_visibility="private",
+        )
+        _stop_while_running(
+            stop_btn,
+            stop_event,
+            [
+                (run_btn.click, run_event),
+                (question.submit, submit_event),
+                (resume_btn.click, resume_event),
+                (hist_resume_click, hist_resume),
+            ],
         )
         demo.load(load_sources, None, [sources, sources_info], api_visibility="private")
         gr_api(deep_research, api_name="deep_research")
@@ -578,6 +588,29 @@ async def _follow_job(
         yield (*last, _line_html(ended), last[2])
 
 
+def _stop_button(*, running: bool) -> Any:
+    """A handler that enables *Stop* (``running``) or disables it (the run ended or was
+    stopped)."""
+
+    def update() -> Any:
+        return gr.update(interactive=running)
+
+    return update
+
+
+def _stop_while_running(
+    stop_btn: gr.Button, stop_event: Any, starts: list[tuple[Any, Any]]
+) -> None:
+    """*Stop* enabled only while a run started on this page runs: each ``(trigger, event)``
+    of ``starts`` (a button's ``click``, the run's event) enables it when triggered and
+    disables it when its run ends; ``stop_event`` (the Stop click) disables it."""
+    off, on = _stop_button(running=False), _stop_button(running=True)
+    stop_event.then(off, None, stop_btn, api_visibility="private")
+    for trigger, event in starts:
+        trigger(on, None, stop_btn, queue=False, api_visibility="private")
+        event.then(off, None, stop_btn, api_visibility="private")
+
+
 def _history_tab(
     opener: hist.StoreOpener,
     settings: Settings,
@@ -588,14 +621,14 @@ def _history_tab(
     resume_run: Any,
     watched: Callable[[AsyncIterator[ResearchEvent], Settings], AsyncIterator[RunOutputs]],
     backend: JobBackend | None,
-) -> tuple[Any, list[Any]]:
+) -> tuple[Any, list[Any], Any]:
     """The *History* tab: the caller's past runs from the durable store, listed when the tab
     opens; a row click opens the run (report, evidence, hypotheses, downloads in their tabs,
     and its report here); Resume and Export act on the selected run. Each handler asks
     ``access`` who the caller is before it opens the store. In jobs mode (``backend``) a
     queued or running run is followed live from its event log until it ends, as a run
-    started on this page (*Stop* cancels it). Returns the Resume event and the open events
-    (*Stop* cancels them)."""
+    started on this page (*Stop* cancels it). Returns the Resume event, the open events
+    (*Stop* cancels them) and the Resume button's ``click`` (which enables *Stop*)."""
 
     def with_store(action: Any) -> Any:
         store = opener(settings)
@@ -704,4 +737,4 @@ def _history_tab(
     typed = run_id.submit(open_run, run_id, open_outputs, api_visibility="private")
     export_btn.click(export, run_id, exported, api_visibility="private")
     resumed = resume_btn.click(resume_run, run_id, run_outputs, api_visibility="private")
-    return resumed, [opened, typed]
+    return resumed, [opened, typed], resume_btn.click

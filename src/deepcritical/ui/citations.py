@@ -53,11 +53,19 @@ MAX_LISTED_QUOTES = 5
 ALLOWED_CLASSES = {"a": {"dc-cite"}, "li": {"dc-ref"}, "ul": {"dc-ref-quotes"}}
 
 CITATION_CSS = """
-#dc-report a.dc-cite { text-decoration: none; font-weight: 600; padding: 0; margin: 0; }
-#dc-report li.dc-ref { scroll-margin-top: 4rem; border-radius: 4px; }
-#dc-report li.dc-ref:target { background: #fef3c7; outline: 2px solid #f59e0b; }
-#dc-report ul.dc-ref-quotes { font-size: 0.9em; color: #374151; margin: 2px 0 6px; }
+:is(#dc-report, #dc-history-report) a.dc-cite {
+  text-decoration: none; font-weight: 600; padding: 0; margin: 0;
+}
+:is(#dc-report, #dc-history-report) li.dc-ref { scroll-margin-top: 4rem; border-radius: 4px; }
+:is(#dc-report, #dc-history-report) li.dc-ref:target {
+  background: #fef3c7; outline: 2px solid #f59e0b;
+}
+:is(#dc-report, #dc-history-report) ul.dc-ref-quotes {
+  font-size: 0.9em; color: #374151; margin: 2px 0 6px;
+}
 """
+"""The citation links' style in the Report tab and in a report opened from History (the
+same report, so the same unpadded "[1]")."""
 
 
 @dataclass(frozen=True)
