@@ -127,3 +127,26 @@ def test_malformed_data_is_ignored_and_log_is_bounded() -> None:
     assert len(view.log) == MAX_LOG
     assert view.log[-1] == f"w{MAX_LOG + 4}"
     assert len(view.warnings) == MAX_LOG
+
+
+def test_the_counters_say_what_they_count() -> None:
+    """Records found by the searches → unique records → those screening kept; the final
+    count of the kept ones comes from the result's evidence."""
+    from deepcritical.ui.render import progress_html
+
+    views = fold_all(script(run_result()))
+    screened = views[4]
+    assert (sum(screened.hits_per_source.values()), screened.sources_found) == (2, 2)
+    assert screened.on_topic == 1
+    line = " ".join(progress_html(screened).replace("<", " <").split())
+    assert "Records:" in line
+    assert "found by the searches" in line
+    assert "unique" in line
+    assert "on topic" in line
+    assert "Sources found" not in line  # the old count that mixed excluded records in
+    done = views[-1]
+    result = run_result()
+    off_topic = sum(
+        e.screening is not None and e.screening.value == "off_topic" for e in result.evidence
+    )
+    assert done.on_topic == len(result.evidence) - off_topic

@@ -103,6 +103,7 @@ def script(result: RunResult | None, run_id: str | None = "run-42") -> list[Rese
             data={
                 "per_source": {"local": 2},
                 "total": 2,
+                "on_topic_total": 1,
                 "coverage": 0.5,
                 "checklist": {"incidence": "satisfied", "trials": "unsatisfied"},
             },

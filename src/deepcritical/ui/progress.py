@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from deepcritical.events import ResearchEvent
+from deepcritical.models import Screening
 
 STAGES: dict[str, str] = {
     "started": "Starting",
@@ -49,7 +50,8 @@ class ProgressView(BaseModel):
     ``queries_per_source``: search queries sent to each source so far (a query sent to 4
     sources counts once per source). ``hits_per_source``: results each source returned in
     the last round that reported them, summed over rounds. ``sources_found``: evidence items
-    in the run's store. ``coverage``: fraction (0..1) of checklist items satisfied.
+    in the run's store (the unique records, duplicates merged); ``on_topic``: those screening
+    kept. ``coverage``: fraction (0..1) of checklist items satisfied.
     ``checklist``: item key -> status (``unsatisfied``, ``partial``, ``satisfied``).
     ``hypotheses``: the current set (each round re-emits the whole set, which replaces the
     previous round's). ``stopped``: the user stopped the run (not a failure: no error; the
@@ -63,6 +65,7 @@ class ProgressView(BaseModel):
     queries_per_source: dict[str, int] = Field(default_factory=dict)
     hits_per_source: dict[str, int] = Field(default_factory=dict)
     sources_found: int = 0
+    on_topic: int = 0
     coverage: float = 0.0
     checklist: dict[str, str] = Field(default_factory=dict)
     hypotheses: list[HypothesisView] = Field(default_factory=list)
@@ -128,6 +131,8 @@ def fold(view: ProgressView, event: ResearchEvent) -> ProgressView:  # noqa: C90
                 v.hits_per_source[str(source)] = v.hits_per_source.get(str(source), 0) + hits
         if isinstance(data.get("total"), int):
             v.sources_found = data["total"]
+        if isinstance(data.get("on_topic_total"), int):
+            v.on_topic = data["on_topic_total"]
         checklist = _checklist(data.get("checklist"))
         if checklist:
             v.checklist = checklist
@@ -157,6 +162,7 @@ def fold(view: ProgressView, event: ResearchEvent) -> ProgressView:  # noqa: C90
         result = event.result
         if result is not None:
             v.sources_found = max(v.sources_found, len(result.evidence))
+            v.on_topic = sum(e.screening != Screening.OFF_TOPIC for e in result.evidence)
             if result.plan is not None:
                 v.checklist = {c.key: c.status.value for c in result.plan.checklist}
                 v.coverage = result.plan.coverage()

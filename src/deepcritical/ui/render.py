@@ -368,6 +368,18 @@ def quoted_passages_html(result: RunResult) -> str:
     )
 
 
+def _records_line(view: ProgressView) -> str:
+    """What the counters count: "Records: 80 found → 14 unique → 1 on topic" (results the
+    sources returned, the records kept once each, those screening kept)."""
+    found = sum(view.hits_per_source.values())
+    return (
+        '<p class="dc-records"><strong>Records:</strong> '
+        f'<span class="dc-found-raw">{found}</span> found by the searches → '
+        f'<span class="dc-found">{view.sources_found}</span> unique → '
+        f'<span class="dc-on-topic">{view.on_topic}</span> on topic</p>'
+    )
+
+
 def progress_html(view: ProgressView) -> str:
     """The progress panel: stage, round, coverage bar, per-source counts, hypotheses and the
     latest messages (all escaped)."""
@@ -379,8 +391,8 @@ def progress_html(view: ProgressView) -> str:
         f'data-events="{view.events}">',
         f'<p><strong>Stage:</strong> <span class="dc-stage">{e(view.stage)}</span>'
         f" · <strong>Round:</strong> {e(rounds)}"
-        f' · <strong>Sources found:</strong> <span class="dc-found">{view.sources_found}</span>'
         "</p>",
+        _records_line(view),
         f"<p><strong>Checklist coverage:</strong> {pct}%</p>"
         f'<div class="dc-bar" role="progressbar" aria-valuenow="{pct}" aria-valuemin="0" '
         f'aria-valuemax="100" style="background:#e5e7eb;border-radius:4px;height:10px">'
