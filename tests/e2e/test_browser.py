@@ -196,11 +196,18 @@ def test_research_run_in_the_browser(
     assert stages[-1] == "Report ready", stages
     assert {"Planning", "Searching"} & set(stages), stages
     assert len(stages) >= 3, stages
+    # the answer first: the card at the top of the view, how it was found folded up
+    expect(page.locator("#dc-answer")).to_be_in_viewport(timeout=10_000)
+    how = page.locator("#dc-progress details.dc-how")
+    assert how.get_attribute("open") is None
+    assert not page.locator("#dc-progress .dc-log").is_visible()
+    how.locator("summary").click()
     progress = page.locator("#dc-progress").inner_text()
     assert "Checklist coverage" in progress
     assert "Local corpus: " in progress  # queries per source
     assert page.locator("#dc-progress .dc-bar").count() == 1
     assert int(page.locator("#dc-progress .dc-found").inner_text()) >= 1
+    assert "found by the searches" in progress
 
     # the report, its question and its references
     report = page.locator("#dc-report")

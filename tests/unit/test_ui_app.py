@@ -72,12 +72,16 @@ async def test_stream_run_streams_progress_then_the_result(
     assert markdown.startswith("# Metformin review")
     assert all(o[5] is None for o in outs[:-1])
     # the answer card, the two charts and the flow diagram come with the report only
-    assert all(o[6:] == ("", None, None, "") for o in outs[:-1])
+    for o in outs[:-1]:
+        assert (o[6], o[9]) == ("", "")
+        # no empty chart box: the charts stay hidden until they have data
+        assert o[7] == o[8] == {"__type__": "update", "value": None, "visible": False}
     assert 'id="dc-answer"' in str(card)
     assert "Does metformin lower cancer risk?" in str(card)
     assert "<script" not in str(card)
-    assert list(years["year"]) == ["2020"]  # type: ignore[index]
-    assert list(designs["records"]) == [2]  # type: ignore[index]
+    assert years["visible"] is designs["visible"] is True  # type: ignore[index]
+    assert list(years["value"]["year"]) == ["2020"]  # type: ignore[index]
+    assert list(designs["value"]["records"]) == [2]  # type: ignore[index]
     assert "No flow of records was recorded" in str(flow)  # the fixture's report has none
     assert fake.closed == 1
 

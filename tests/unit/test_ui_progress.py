@@ -150,3 +150,23 @@ def test_the_counters_say_what_they_count() -> None:
         e.screening is not None and e.screening.value == "off_topic" for e in result.evidence
     )
     assert done.on_topic == len(result.evidence) - off_topic
+
+
+def test_a_finished_run_folds_how_it_was_found_under_its_answer() -> None:
+    """Running: the account of the run is open; report ready: it folds into a closed "How
+    this was found" panel (stage and run id stay visible); stopped or failed: it stays
+    open, next to what went wrong."""
+    from deepcritical.ui.progress import stop
+    from deepcritical.ui.render import progress_html
+
+    views = fold_all(script(run_result()))
+    running, done = views[4], views[-1]
+    assert 'class="dc-how"' not in progress_html(running)
+    assert "dc-log" in progress_html(running)
+    shown = progress_html(done)
+    closed = shown.index('<details class="dc-how"><summary>How this was found</summary>')
+    assert shown.index('class="dc-stage"') < closed
+    assert shown.index('class="dc-run-id"') < closed
+    assert shown.index('class="dc-log"') > closed  # the log is inside the closed panel
+    assert 'class="dc-how"' not in progress_html(stop(running))
+    assert 'class="dc-how"' not in progress_html(fail(running, "the source failed"))

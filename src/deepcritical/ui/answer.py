@@ -202,7 +202,13 @@ def answer_card_html(result: RunResult) -> str:
         f'<dt>Certainty</dt><dd class="dc-card-certainty">{e(_certainty(result))}</dd>'
         f'<dt>Grounding score</dt><dd class="dc-card-grounding">{e(_grounding(result))}</dd>'
         f'<dt>Searched</dt><dd class="dc-card-searched">{e(_searched(result))}</dd>'
-        "</dl></section>"
+        "</dl>"
+        + (
+            ""
+            if _included(result)
+            else '<p class="dc-no-charts">No charts: the run included no on-topic record.</p>'
+        )
+        + "</section>"
     )
 
 
@@ -262,6 +268,13 @@ def blank_answer() -> tuple[str, Any, Any, str]:
     return "", None, None, ""
 
 
+def chart_update(frame: pd.DataFrame | None) -> Any:
+    """A chart's output: shown with its data, hidden while it has none (no empty box on the
+    start page, nor after a run that included nothing; the card then says so)."""
+    shown = frame is not None and not frame.empty
+    return gr.update(value=frame if shown else None, visible=shown)
+
+
 @dataclass(frozen=True)
 class AnswerPanel:
     """The components above the report: card, year chart, design chart, flow diagram."""
@@ -290,6 +303,7 @@ def answer_panel() -> AnswerPanel:
             y_title="Records",
             sort="x",
             height=240,
+            visible=False,
             elem_id="dc-chart-years",
         )
         designs = gr.BarPlot(
@@ -302,6 +316,7 @@ def answer_panel() -> AnswerPanel:
             y_title="Records",
             x_label_angle=-30,
             height=240,
+            visible=False,
             elem_id="dc-chart-designs",
         )
     flow = gr.HTML(elem_id="dc-flow")

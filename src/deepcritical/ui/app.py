@@ -58,6 +58,7 @@ from deepcritical.ui.answer import (
     answer_card_html,
     answer_panel,
     blank_answer,
+    chart_update,
     design_frame,
     year_frame,
 )
@@ -164,8 +165,8 @@ async def stream_run(
             r(hypotheses),
             files,
             r(card),
-            years,
-            designs,
+            chart_update(years),
+            chart_update(designs),
             r(flow),
         )
 
@@ -236,7 +237,9 @@ def _corpus_exists(settings: Settings) -> bool:
 
 
 def _blank(view: ProgressView, settings: Settings) -> Outputs:
-    return _notice_md(settings), progress_html(view), "", "", "", None, *blank_answer()
+    card, _, _, flow = blank_answer()
+    hidden = chart_update(None)
+    return _notice_md(settings), progress_html(view), "", "", "", None, card, hidden, hidden, flow
 
 
 def build_app(
@@ -588,6 +591,16 @@ async def _follow_job(
         yield (*last, _line_html(ended), last[2])
 
 
+SHOW_ANSWER_JS = """() => {
+  setTimeout(() => {
+    const card = document.querySelector('#dc-answer');
+    if (card) card.scrollIntoView({block: 'start'});
+  }, 300);
+}"""
+"""Run in the browser when a run ends: the answer card, when there is one, comes to the top of
+the view (a stopped or failed run has none, and the page stays where it is)."""
+
+
 def _stop_button(*, running: bool) -> Any:
     """A handler that enables *Stop* (``running``) or disables it (the run ended or was
     stopped)."""
@@ -603,12 +616,13 @@ def _stop_while_running(
 ) -> None:
     """*Stop* enabled only while a run started on this page runs: each ``(trigger, event)``
     of ``starts`` (a button's ``click``, the run's event) enables it when triggered and
-    disables it when its run ends; ``stop_event`` (the Stop click) disables it."""
+    disables it when its run ends (and the page then shows the answer card at the top,
+    :data:`SHOW_ANSWER_JS`); ``stop_event`` (the Stop click) disables it."""
     off, on = _stop_button(running=False), _stop_button(running=True)
     stop_event.then(off, None, stop_btn, api_visibility="private")
     for trigger, event in starts:
         trigger(on, None, stop_btn, queue=False, api_visibility="private")
-        event.then(off, None, stop_btn, api_visibility="private")
+        event.then(off, None, stop_btn, js=SHOW_ANSWER_JS, api_visibility="private")
 
 
 def _history_tab(

@@ -381,17 +381,38 @@ def _records_line(view: ProgressView) -> str:
 
 
 def progress_html(view: ProgressView) -> str:
-    """The progress panel: stage, round, coverage bar, per-source counts, hypotheses and the
-    latest messages (all escaped)."""
+    """The progress panel: stage, round, run id, and what was done (record counts, coverage
+    bar, per-source counts, checklist, hypotheses, the latest messages); all escaped. Once
+    the report is ready, what was done folds into a closed "How this was found" panel, so
+    the answer below comes first."""
     e = html.escape
-    pct = round(view.coverage * 100)
     rounds = f"{view.round}" + (f" / {view.max_rounds}" if view.max_rounds else "")
-    parts = [
+    head = [
         f'<div class="dc-progress" data-stage="{e(view.stage, quote=True)}" '
         f'data-events="{view.events}">',
         f'<p><strong>Stage:</strong> <span class="dc-stage">{e(view.stage)}</span>'
         f" · <strong>Round:</strong> {e(rounds)}"
         "</p>",
+    ]
+    if view.run_id:
+        head.append(f'<p class="dc-run-id">Run id: <code>{e(view.run_id)}</code></p>')
+    if view.error:
+        head.append(f'<p class="dc-error"><strong>Error:</strong> {e(view.error)}</p>')
+    body = _progress_body(view)
+    if view.finished and not view.failed and not view.stopped:
+        body = [
+            '<details class="dc-how"><summary>How this was found</summary>',
+            *body,
+            "</details>",
+        ]
+    return "".join([*head, *body, "</div>"])
+
+
+def _progress_body(view: ProgressView) -> list[str]:
+    """The panel's account of the run so far (escaped HTML pieces)."""
+    e = html.escape
+    pct = round(view.coverage * 100)
+    parts = [
         _records_line(view),
         f"<p><strong>Checklist coverage:</strong> {pct}%</p>"
         f'<div class="dc-bar" role="progressbar" aria-valuenow="{pct}" aria-valuemin="0" '
@@ -415,15 +436,10 @@ def progress_html(view: ProgressView) -> str:
             for h in view.hypotheses
         )
         parts.append(f'<p><strong>Hypotheses</strong></p><ul class="dc-hypotheses">{items}</ul>')
-    if view.run_id:
-        parts.append(f'<p class="dc-run-id">Run id: <code>{e(view.run_id)}</code></p>')
-    if view.error:
-        parts.append(f'<p class="dc-error"><strong>Error:</strong> {e(view.error)}</p>')
     if view.log:
         lines = "".join(f"<li>{e(m)}</li>" for m in view.log[-6:])
         parts.append(f'<ul class="dc-log">{lines}</ul>')
-    parts.append("</div>")
-    return "".join(parts)
+    return parts
 
 
 def _source_item(
