@@ -470,6 +470,10 @@ def test_start_page_labels_keyboard_sources_and_dark_mode(
     ctx.add_init_script(WATCH_STAGES)
     try:
         page = open_app(ctx, app_server)
+        # the sources a run will search are named without opening Settings
+        sources_on = page.locator("#dc-sources-on")
+        expect(sources_on).to_contain_text("Local corpus")
+        assert "change them in Settings" in sources_on.inner_text()
         open_settings(page)
         note = page.locator("#dc-sources-note")
         note.wait_for(state="visible")
@@ -483,6 +487,11 @@ def test_start_page_labels_keyboard_sources_and_dark_mode(
         assert "local corpus is searched by default" in note_text
         assert "Unreachable from this server" in note_text or "Reachable" in note_text
         assert page.get_by_role("checkbox", name="local").is_checked()
+        # unticking a source changes the line; ticking it again restores it
+        page.get_by_role("checkbox", name="local").uncheck()
+        expect(sources_on).not_to_contain_text("Local corpus")
+        page.get_by_role("checkbox", name="local").check()
+        expect(sources_on).to_contain_text("Local corpus")
         example = page.get_by_text("Does hippocampal atrophy on MRI predict cognitive decline?")
         assert example.count() >= 1  # the corpus examples
         page.screenshot(path=str(artifacts / "start.png"))

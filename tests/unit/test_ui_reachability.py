@@ -162,3 +162,12 @@ def test_corpus_examples_are_pubmedqa_questions_with_their_gold_answer() -> None
         for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())
     }
     assert set(CORPUS_EXAMPLES) <= gold
+
+
+def test_the_start_page_names_the_sources_a_run_searches() -> None:
+    from deepcritical.ui.reachability import sources_on_md
+
+    assert sources_on_md(["local", "pubmed"]) == (
+        "**Searches:** Local corpus, PubMed (change them in Settings)"
+    )
+    assert "no source ticked" in sources_on_md([])

@@ -80,7 +80,12 @@ from deepcritical.ui.jobs_mode import (
 )
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
 from deepcritical.ui.progress import ProgressView, fail, fold
-from deepcritical.ui.reachability import SourceCheck, default_sources, sources_note
+from deepcritical.ui.reachability import (
+    SourceCheck,
+    default_sources,
+    sources_note,
+    sources_on_md,
+)
 from deepcritical.ui.render import (
     hypotheses_html,
     progress_html,
@@ -363,10 +368,14 @@ def build_app(
         _cancel_job(backend, view, settings, sign_in, request, profile)
         return stopped_html(view), gr.update(visible=resumable(view)), view
 
-    async def load_sources() -> tuple[Any, str]:
+    async def load_sources() -> tuple[Any, str, str]:
         reachable = await asyncio.to_thread(check.wait, SOURCE_WAIT)
         ticked = default_sources(settings.sources, reachable, corpus_exists)
-        return gr.update(value=ticked), sources_note(reachable, corpus_exists)
+        return (
+            gr.update(value=ticked),
+            sources_note(reachable, corpus_exists),
+            sources_on_md(ticked),
+        )
 
     demo = gr.Blocks(title="DeepCritical", analytics_enabled=False)
     with demo:
@@ -396,6 +405,10 @@ def build_app(
                 resume_btn = gr.Button(
                     "Resume", variant="secondary", visible=False, elem_id="dc-resume"
                 )
+        sources_on = gr.Markdown(
+            sources_on_md(default_sources(settings.sources, None, corpus_exists)),
+            elem_id="dc-sources-on",
+        )
         gr.Examples(
             examples=[[q] for q in choose_examples(corpus_exists)],
             inputs=[question],
@@ -502,7 +515,8 @@ def build_app(
                 (hist_resume_click, hist_resume),
             ],
         )
-        demo.load(load_sources, None, [sources, sources_info], api_visibility="private")
+        demo.load(load_sources, None, [sources, sources_info, sources_on], api_visibility="private")
+        sources.change(sources_on_md, sources, sources_on, queue=False, api_visibility="private")
         gr_api(deep_research, api_name="deep_research")
     # in jobs mode a handler only follows a run: the workers limit the runs themselves
     demo.queue(

@@ -183,3 +183,11 @@ def sources_note(reachable: Mapping[str, bool] | None, corpus_exists: bool) -> s
         "them finds nothing there."
     )
     return note + (f" Reachable: {_labels(up)}." if up else "")
+
+
+def sources_on_md(ticked: Sequence[str] | None) -> str:
+    """The start page's line naming the sources a run will search (ticked in *Settings*):
+    "**Searches:** Local corpus, PubMed (change them in Settings)"."""
+    names = [SOURCE_LABELS.get(s, s) for s in ticked or []]
+    shown = ", ".join(names) if names else "no source ticked: tick one in Settings"
+    return f"**Searches:** {shown} (change them in Settings)"
