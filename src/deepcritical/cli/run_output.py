@@ -33,7 +33,7 @@ from deepcritical.formats.references import (
     ExportFormat,
     export_references,
 )
-from deepcritical.models import SOURCE_LABELS, RunResult, stop_reason_text
+from deepcritical.models import SOURCE_LABELS, RunResult, plural, stop_reason_text
 
 __all__ = [
     "ExportOption",
@@ -345,7 +345,8 @@ def _print_event(event: ResearchEvent) -> None:
         return
     style = _STYLE.get(event.type, "cyan")
     prefix = f"[round {event.round}] " if event.round else ""
-    console.print(f"[{style}]{event.type:>16}[/{style}] {prefix}{event.message}")
+    label = event.type.replace("_", " ")  # "evidence added", never an identifier
+    console.print(f"[{style}]{label:>16}[/{style}] {prefix}{event.message}")
     if event.type == "searching":
         for q in event.data.get("queries", []):
             console.print(f"{'':>17} · {q}")
@@ -372,12 +373,14 @@ def _print_summary(
     cv = meta.citation_validation
     table.add_row(
         "Citation check",
-        f"{cv.references_checked} refs / {cv.markers_checked} citations checked; "
-        f"removed {cv.references_removed} refs, {cv.markers_removed} citations, "
-        f"{cv.sentences_removed} sentences"
+        f"{plural(cv.references_checked, 'reference')} and"
+        f" {plural(cv.markers_checked, 'citation')} checked; removed"
+        f" {plural(cv.references_removed, 'reference')},"
+        f" {plural(cv.markers_removed, 'citation')} and"
+        f" {plural(cv.sentences_removed, 'sentence')}"
         + (
-            f"; the writer itself dropped {cv.writer_markers_removed} citations of sources it "
-            f"was not shown and {cv.writer_sentences_removed} sentences"
+            f"; the writer itself dropped {plural(cv.writer_markers_removed, 'citation')} of"
+            f" sources it was not shown and {plural(cv.writer_sentences_removed, 'sentence')}"
             if cv.writer_markers_removed or cv.writer_sentences_removed
             else ""
         ),
