@@ -301,6 +301,28 @@ def test_two_sessions_each_see_only_their_run(
         assert any("statin" in t.lower() for t in b_titles), b_titles
         for page in (scripted, extractive):
             no_script_ran(page)
+
+        # private by default: each browser's History lists and opens its own run only, by
+        # row, by id or by an id's prefix
+        run_ids = [
+            p.locator("#dc-progress .dc-run-id code").inner_text().strip()
+            for p in (scripted, extractive)
+        ]
+        for page, own, other in (
+            (scripted, run_ids[0], run_ids[1]),
+            (extractive, run_ids[1], run_ids[0]),
+        ):
+            expect(page.locator("#dc-history-mode")).to_contain_text("this browser only")
+            table = history_listing(page, own)
+            assert other[:8] not in (table.text_content() or "")
+            box = page.locator("#dc-history-id input, #dc-history-id textarea").first
+            for typed in (other, other[:8]):
+                box.fill(typed)
+                box.press("Enter")
+                error = page.locator("#dc-history-status .dc-error")
+                expect(error).to_contain_text("no stored run", timeout=15_000)
+                assert STATIN_QUESTION not in page.locator("#dc-history-report").inner_text()
+                assert QUESTION not in page.locator("#dc-history-report").inner_text()
     finally:
         for ctx in contexts:
             ctx.close()

@@ -40,7 +40,8 @@ def serve(
     Settings come from the environment (DEEPCRITICAL_LLM, DEEPCRITICAL_SOURCES, API keys...)
     and --data-dir; each browser session may override model, key, sources and depth.
     Sign-in: DEEPCRITICAL_UI_AUTH / DEEPCRITICAL_UI_AUTH_FILE (user:password), or Sign in with
-    Hugging Face on a Space with OAuth; without sign-in, all visitors share one run history.
+    Hugging Face on a Space with OAuth; without sign-in, each browser sees only its own runs
+    (a signed cookie), or every visitor shares one history with DEEPCRITICAL_SHARED_HISTORY=1.
     With --jobs (or DEEPCRITICAL_JOBS=1) runs execute in workers, so they outlive the page
     and this server; start at least one `deepcritical worker` on the same run database.
     """
@@ -49,8 +50,9 @@ def serve(
     from deepcritical.ui.launch import concurrency_from_env, launch, server_settings
     from deepcritical.ui.reachability import SourceCheck
 
+    settings = server_settings(global_options.data_dir)
     try:
-        access = Access.from_env()
+        access = Access.from_env(settings.data_dir)
     except AuthConfigError as exc:
         raise fail(f"sign-in settings: {exc}", 2) from None
     # a server shows the app's warnings (the shared history's), which the CLI's errors-only
@@ -58,7 +60,6 @@ def serve(
     ui_log = logging.getLogger("deepcritical.ui")
     if ui_log.getEffectiveLevel() > logging.WARNING:
         ui_log.setLevel(logging.WARNING)
-    settings = server_settings(global_options.data_dir)
     if jobs is not None:
         settings = settings.model_copy(update={"jobs": jobs})
     if settings.jobs:

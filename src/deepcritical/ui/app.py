@@ -134,6 +134,21 @@ RunOutputs = tuple[Any, ...]
 update of the *Resume* button."""
 
 
+SHARED_HISTORY_NOTE = (
+    "History is shared: this server has no sign-in, so every visitor sees, opens and resumes "
+    "every run (a single-user install)."
+)
+PRIVATE_HISTORY_NOTE = "Your runs are kept for this browser only (no sign-in: a cookie)."
+
+
+def history_mode_md(access: Access) -> str:
+    """Whose runs History shows, in one line: the shared history of a single-user install,
+    this browser's own (no sign-in), or the signed-in user's (nothing to say then)."""
+    if access.required:
+        return ""
+    return PRIVATE_HISTORY_NOTE if access.private else SHARED_HISTORY_NOTE
+
+
 def _notice_md(settings: Settings) -> str:
     return mode_notice(settings) or f"Model: `{html.escape(redact_model_spec(settings.llm))}`"
 
@@ -387,6 +402,7 @@ def build_app(
         if sign_in.mode == "huggingface":
             gr.LoginButton(elem_id="dc-login")
         notice = gr.Markdown(_notice_md(settings), elem_id="dc-notice")
+        gr.Markdown(history_mode_md(sign_in), elem_id="dc-history-mode")
         watch_state = gr.State(None)
         with gr.Row():
             with gr.Column(scale=4):

@@ -15,8 +15,11 @@ Three modes, chosen by the operator in the environment (:class:`AuthSettings`, p
   (every visitor would be the machine's own Hugging Face user) and signs its session cookies
   with a fixed key (anyone could forge one). The page stays public; a caller's runs belong to
   ``hf:<username>`` and a caller who has not signed in gets nothing.
-- ``none``: no sign-in; every visitor is the local user (owner ``None``) and shares one run
-  history with the CLI (the start-up warning of :func:`deepcritical.ui.launch.launch`).
+- ``none``: no sign-in. Each browser is its own anonymous owner, ``anon:<id>``, the id in a
+  signed cookie (:mod:`deepcritical.ui.visitor`): a visitor sees only the runs it started.
+  ``DEEPCRITICAL_SHARED_HISTORY=1`` keeps the single-user mode instead: every visitor is the
+  local user (owner ``None``) and shares one run history with the CLI (the start page and
+  the start-up warning of :func:`deepcritical.ui.launch.launch` say so).
 
 The kind prefix keeps the names of the two kinds apart (``user:alice`` is not ``hf:alice``).
 Passwords are ``SecretStr`` and never logged; an error in the list names its entry or line
@@ -35,10 +38,12 @@ from pathlib import Path
 from typing import Literal
 
 import gradio as gr
-from pydantic import SecretStr
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from deepcritical.config import Settings
 from deepcritical.state.schema import MAX_OWNER_CHARS
+from deepcritical.ui.visitor import load_visitor_key, visitor_id
 
 __all__ = [
     "Access",
@@ -49,6 +54,8 @@ __all__ = [
 ]
 
 AuthMode = Literal["none", "password", "huggingface"]
+ANON_PREFIX = "anon:"
+"""The owner prefix of an anonymous browser's runs (``anon:<visitor id>``)."""
 USERNAME = re.compile(r"[A-Za-z0-9._@+-]{1,100}")
 """A password user's name: no blanks, no ``:`` or ``,`` (the list's separators)."""
 OAUTH_PACKAGES = ("authlib", "itsdangerous")
@@ -74,6 +81,8 @@ class AuthSettings(BaseSettings):
         hf_oauth: ``DEEPCRITICAL_UI_HF_OAUTH``: "Sign in with Hugging Face" required
             (``true``: start-up fails unless on a Space whose OAuth is enabled) or off
             (``false``); unset, it is on exactly when on such a Space.
+        shared_history: ``DEEPCRITICAL_SHARED_HISTORY``: without sign-in, every visitor shares
+            one run history (a single-user install); off by default (each browser its own).
     """
 
     model_config = SettingsConfigDict(
@@ -83,6 +92,7 @@ class AuthSettings(BaseSettings):
     auth: SecretStr | None = None
     auth_file: Path | None = None
     hf_oauth: bool | None = None
+    shared_history: bool = Field(default=False, validation_alias="DEEPCRITICAL_SHARED_HISTORY")
 
 
 @dataclass(frozen=True)
@@ -93,18 +103,42 @@ class Access:
 
     mode: AuthMode = "none"
     accounts: Mapping[str, SecretStr] = field(default_factory=dict, repr=False)
+    visitor_key: bytes | None = field(default=None, repr=False)
+    """Without sign-in: the key of the visitors' signed cookies (each browser its own runs);
+    ``None``: the shared history of a single-user install."""
 
     @classmethod
-    def from_env(cls) -> Access:
-        """The sign-in the environment configures (see :class:`AuthSettings`).
+    def from_env(cls, data_dir: Path | None = None) -> Access:
+        """The sign-in the environment configures (see :class:`AuthSettings`); without
+        sign-in, each browser its own runs (the visitor key from ``data_dir``, default the
+        settings' data directory: :func:`deepcritical.ui.visitor.load_visitor_key`) unless
+        ``DEEPCRITICAL_SHARED_HISTORY`` is set.
 
         Raises:
             AuthConfigError: malformed accounts, an unreadable file, both kinds of sign-in,
-                or Hugging Face sign-in without Gradio's OAuth packages.
+                Hugging Face sign-in without Gradio's OAuth packages, or a visitor key that
+                can be neither read nor created.
         """
         on_space = os.environ.get("SYSTEM") == "spaces" and bool(os.environ.get("SPACE_ID"))
         oauth = all(os.environ.get(k) for k in ("OAUTH_CLIENT_ID", "OAUTH_CLIENT_SECRET"))
-        return cls.from_settings(AuthSettings(), space_oauth=on_space and oauth)
+        settings = AuthSettings()
+        access = cls.from_settings(settings, space_oauth=on_space and oauth)
+        if access.required or settings.shared_history:
+            return access
+        directory = data_dir if data_dir is not None else Settings().data_dir
+        try:
+            key = load_visitor_key(directory)
+        except OSError as exc:
+            raise AuthConfigError(
+                f"cannot keep the visitors' key in {directory}: {exc.strerror or exc}"
+            ) from None
+        return cls(visitor_key=key)
+
+    @property
+    def private(self) -> bool:
+        """True when each anonymous browser sees only its own runs (no sign-in, no shared
+        history)."""
+        return self.mode == "none" and self.visitor_key is not None
 
     @classmethod
     def from_settings(cls, settings: AuthSettings, *, space_oauth: bool = False) -> Access:
@@ -176,13 +210,23 @@ class Access:
     def owner(self, request: gr.Request | None, profile: gr.OAuthProfile | None) -> str | None:
         """The owner of the caller's runs: ``user:<name>`` (the password login Gradio put on
         ``request.username``), ``hf:<username>`` (the Hugging Face ``profile`` Gradio
-        injects from the signed session), or ``None`` (the local user) without sign-in.
+        injects from the signed session), ``anon:<id>`` (the browser's signed visitor cookie)
+        without sign-in, or ``None`` (the local user) in a shared history.
 
         Raises:
-            SignInRequired: sign-in is on and the request carries no user of its kind.
+            SignInRequired: sign-in is on and the request carries no user of its kind, or
+                a private history's request carries no valid visitor cookie.
         """
         if self.mode == "none":
-            return None
+            if self.visitor_key is None:
+                return None  # the shared history of a single-user install
+            visitor = visitor_id(request, self.visitor_key)
+            if visitor is None:
+                raise SignInRequired(
+                    "this server keeps each browser's runs apart with a cookie, and this request "
+                    "carries none: allow cookies for this site"
+                )
+            return f"{ANON_PREFIX}{visitor}"
         if self.mode == "password":
             name = getattr(request, "username", None) if request is not None else None
             kind = "user"

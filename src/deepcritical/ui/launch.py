@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from deepcritical.config import Settings
 from deepcritical.ui.app import CSS, build_app
@@ -15,13 +16,14 @@ from deepcritical.ui.auth import Access
 from deepcritical.ui.headers import security_middleware
 from deepcritical.ui.reachability import SourceCheck
 from deepcritical.ui.theme import THEME
+from deepcritical.ui.visitor import VisitorMiddleware
 
 DEFAULT_CONCURRENCY = 2
 SHARED_HISTORY_WARNING = (
-    "the web app has no sign-in: every visitor shares one run history (History lists, opens, "
-    "exports and resumes every visitor's runs). Set DEEPCRITICAL_UI_AUTH (passwords) or, on a "
-    "Hugging Face Space, hf_oauth: true (Sign in with Hugging Face) to keep each user's runs "
-    "apart; see docs/security.md"
+    "DEEPCRITICAL_SHARED_HISTORY is set and the web app has no sign-in: every visitor shares "
+    "one run history (History lists, opens, exports and resumes every visitor's runs). Unset "
+    "it to keep each browser's runs apart, or set DEEPCRITICAL_UI_AUTH (passwords) or, on a "
+    "Hugging Face Space, hf_oauth: true (Sign in with Hugging Face); see docs/security.md"
 )
 AUTH_MESSAGE = "Sign in to DeepCritical: each user sees only their own runs."
 
@@ -64,7 +66,9 @@ def launch(
     The theme (:mod:`deepcritical.ui.theme`) follows the system's light or dark mode.
 
     ``access`` must be the sign-in ``demo`` was built with: with passwords, Gradio's login
-    page guards every route; without any sign-in, :data:`SHARED_HISTORY_WARNING` is logged.
+    page guards every route; without sign-in, each browser gets its signed visitor cookie
+    (:class:`~deepcritical.ui.visitor.VisitorMiddleware`), or, in a shared history,
+    :data:`SHARED_HISTORY_WARNING` is logged.
 
     Every response carries the security headers of :mod:`deepcritical.ui.headers` (frame
     ancestors from ``DEEPCRITICAL_UI_FRAME_ANCESTORS``); server-side rendering is off, so
@@ -73,11 +77,13 @@ def launch(
     Raises:
         ValueError: ``DEEPCRITICAL_UI_FRAME_ANCESTORS`` is malformed.
     """
-    middleware = security_middleware()
-    if not access.required:
+    middleware = [security_middleware()]
+    if access.visitor_key is not None:  # each browser its own runs: a signed visitor cookie
+        middleware.append(Middleware(VisitorMiddleware, key=access.visitor_key))
+    elif not access.required:
         log.warning(SHARED_HISTORY_WARNING)
     demo.launch(
-        app_kwargs={"middleware": [middleware]},
+        app_kwargs={"middleware": middleware},
         ssr_mode=False,
         server_name=host,
         server_port=port,
