@@ -7,10 +7,12 @@ from __future__ import annotations
 import logging
 import stat
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 import httpx
 import pytest
+from itsdangerous import Signer
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -104,7 +106,7 @@ def test_private_by_default_and_shared_on_request(
     assert history_mode_md(private) == PRIVATE_HISTORY_NOTE
     key = private.visitor_key
     assert key is not None
-    signed = __import__("itsdangerous").Signer(key, salt="deepcritical.visitor")
+    signed = Signer(key, salt="deepcritical.visitor")
     request = gr.Request(cookies={VISITOR_COOKIE: signed.sign("v1").decode()})
     assert private.owner(request, None) == "anon:v1"
     with pytest.raises(SignInRequired, match="allow cookies"):
@@ -130,7 +132,7 @@ class FakeBlocks:
     """Records the keyword arguments of ``launch``."""
 
     def __init__(self) -> None:
-        self.launched: list[dict[str, object]] = []
+        self.launched: list[dict[str, Any]] = []
 
-    def launch(self, **kwargs: object) -> None:
+    def launch(self, **kwargs: Any) -> None:
         self.launched.append(kwargs)
