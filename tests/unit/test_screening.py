@@ -209,5 +209,16 @@ async def test_the_evidence_table_shows_off_topic_records_greyed_out_with_their_
     assert [r.screening for r in rows][-len(OFF_TOPIC) :] == ["off_topic"] * len(OFF_TOPIC)
     table = evidence_table_html(rows)
     assert table.count("dc-off-topic") == len(OFF_TOPIC)
-    assert '<td title="off-topic: similarity' in table
+    assert '<td class="dc-screening" title="off-topic: similarity' in table
+    # the screening result and the search rank are two columns: an off-topic row shows its
+    # reason, never a score beside it that reads as relevance; a kept row its score
+    kept = rows[0]
+    assert kept.screening in {"relevant", "partial"}
+    assert kept.screening_score == kept.relevance
+    assert kept.search_rank is not None
+    assert f"{kept.screening} · {kept.relevance:.2f}</td>" in table
+    by_id = {e.id: e for e in result.evidence}
+    assert kept.search_rank == by_id[kept.id].search_rank  # the source's own rank, kept
+    for r in rows[-len(OFF_TOPIC) :]:
+        assert "off topic · " not in table.split(f'data-id="{r.id}"')[1].split("</tr>")[0]
     assert ">off-topic: similarity" in table

@@ -231,8 +231,9 @@ async def test_page_load_ticks_sources_that_can_work(tmp_path: Path) -> None:
     demo = build_app(
         settings, research_fn=FakeResearch([]), source_check=SourceCheck(settings, prober)
     )
-    ticked, note = await handler(demo, "load_sources")()
+    ticked, note, searches = await handler(demo, "load_sources")()
     assert ticked["value"] == ["pubmed"]  # no corpus here; Europe PMC did not answer
+    assert searches == "**Searches:** PubMed (change them in Settings)"
     assert "Unreachable from this server" in note
     assert "Europe PMC" in note
     assert "No local corpus" in note

@@ -60,7 +60,7 @@ def ids(rows: list[EvidenceRow]) -> list[str]:
         ("Year", True, ["E3", "E1", "E10", "E2"]),
         ("Cited", False, ["E3", "E1", "E2", "E10"]),  # [1], [2], then by id number
         ("First author", False, ["E3", "E10", "E1", "E2"]),
-        ("Relevance", True, ["E1", "E3", "E2", "E10"]),  # off-topic after the others
+        ("Screening", True, ["E1", "E3", "E2", "E10"]),  # off-topic after the others
         ("Study design", False, ["E1", "E2", "E3", "E10"]),
         ("unknown column", False, ["E1", "E2", "E3", "E10"]),
     ],

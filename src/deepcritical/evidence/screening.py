@@ -220,7 +220,8 @@ def screen_items(
     calibration: RelevanceCalibration,
 ) -> list[ScreeningResult]:
     """Screen the store's items ``ids`` against ``question`` and record the outcome on each
-    item (``relevance``, ``screening``, ``screening_reason``); the results, in ``ids`` order.
+    item (``relevance``, ``screening``, ``screening_reason``; the source's rank is kept in
+    ``search_rank``); the results, in ``ids`` order.
     A full-text item is scored on its abstract and on its best passages, and keeps the best
     (the reason then names the passage). Blocking (it embeds the question): call it in a
     worker thread from async code.
@@ -245,6 +246,8 @@ def screen_items(
         if body is not None and body[0] > relevance:
             relevance, features, where = body
         status = calibration.status(relevance)
+        if item.search_rank is None:  # the source's rank, before the score replaces it
+            item.search_rank = item.relevance
         item.relevance = round(relevance, 4)
         item.screening = status
         item.screening_reason = _reason(status, features, where)

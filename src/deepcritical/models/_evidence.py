@@ -231,6 +231,10 @@ class Evidence(BaseModel):
     publication_types: list[str] = Field(default_factory=list)
     is_preprint: bool = False
     checklist_keys: list[str] = Field(default_factory=list)
+    search_rank: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The source's own ranking of the record (0..1, normalised), kept when screening replaces
+    ``relevance`` with its calibrated score; ``None`` before screening (``relevance`` is the
+    rank then) and in records stored before."""
     screening: Screening | None = None
     """Whether the item addresses the question; ``None`` until it is screened."""
     screening_reason: str = ""

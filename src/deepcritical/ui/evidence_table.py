@@ -65,8 +65,8 @@ SORT_KEYS: dict[str, _SortKey] = {
     "Cited by": lambda r: r.cited_by,
     "Year": lambda r: r.year,
     "Study design": lambda r: r.design or None,
-    "Relevance": lambda r: (not r.off_topic, r.relevance),
-    "Screening": lambda r: r.screening or None,
+    "Screening": lambda r: (not r.off_topic, r.relevance),
+    "Search rank": lambda r: r.search_rank,
     "Answers": lambda r: "; ".join(r.answers).casefold() or None,
     "Text": lambda r: r.text,
     "Stance": lambda r: r.stance or None,
@@ -169,7 +169,7 @@ _DATA = re.compile(r'<div class="dc-evidence-data" hidden data-rows="([^"]*)"></
 
 def table_html(
     data: str | None,
-    sort: str | None = "Relevance",
+    sort: str | None = "Screening",
     descending: bool | None = True,
     text: str | None = "",
     design: str | None = ALL_DESIGNS,
@@ -257,7 +257,7 @@ def evidence_panel() -> EvidencePanel:
         scope = gr.Radio(list(SCOPES), value="all", label="Show", elem_id="dc-ev-scope")
     with gr.Row():
         sort = gr.Dropdown(
-            list(EVIDENCE_COLUMNS), value="Relevance", label="Sort by", elem_id="dc-ev-sort"
+            list(EVIDENCE_COLUMNS), value="Screening", label="Sort by", elem_id="dc-ev-sort"
         )
         descending = gr.Checkbox(value=True, label="Descending", elem_id="dc-ev-desc")
     table = gr.HTML(evidence_table_html([]), elem_id="dc-evidence")

@@ -112,6 +112,11 @@ class EvidenceRow(BaseModel):
     url: str | None
     answers: list[str]
     relevance: float
+    search_rank: float | None = None
+    """The source's own ranking (0..1), shown apart from the screening score."""
+    screening_score: float | None = None
+    """The calibrated 0..1 score screening kept or excluded the item with; ``None`` when it
+    was not scored (no calibration for the embedder, or not screened)."""
     screening: str = ""
     reason: str = ""
     stance: str = ""
@@ -168,6 +173,10 @@ def evidence_rows(result: RunResult) -> list[EvidenceRow]:
             url=safe_url(e.citation.url),
             answers=[described.get(k, k) for k in e.checklist_keys],
             relevance=e.relevance,
+            # once screening scored the item, relevance is that score and the source's rank
+            # is kept apart; before (or screened without a score), relevance is the rank
+            search_rank=e.search_rank if e.search_rank is not None else e.relevance,
+            screening_score=e.relevance if e.search_rank is not None else None,
             screening=e.screening.value if e.screening else "",
             reason=e.screening_reason,
             stance=e.stance.value if e.stance else "",
@@ -225,8 +234,8 @@ EVIDENCE_COLUMNS = (
     "Cited by",
     "Year",
     "Study design",
-    "Relevance",
     "Screening",
+    "Search rank",
     "Answers",
     "Text",
     "Stance",
@@ -254,6 +263,19 @@ def _flags_html(r: EvidenceRow) -> str:
     return f'<td class="dc-flags">{" ".join(badges)}</td>'
 
 
+def _screening_cell(r: EvidenceRow) -> str:
+    """The screening result in the row: "on topic · 0.81" (the score it was kept with, when
+    it was scored),
+    "off topic: …" with its reason (which names the similarity it was judged by), or
+    nothing before screening; the reason is on hover either way."""
+    if r.off_topic:
+        return r.reason or "off topic"
+    if not r.screening:
+        return ""
+    status = r.screening.replace("_", " ")
+    return status if r.screening_score is None else f"{status} · {r.screening_score:.2f}"
+
+
 def _evidence_row_html(r: EvidenceRow) -> str:
     e = html.escape
     link = (
@@ -264,7 +286,6 @@ def _evidence_row_html(r: EvidenceRow) -> str:
     )
     number = f"[{r.number}] " if r.number is not None and r.cited else ""
     cited = f'<td class="dc-cited">{number}<span class="dc-id">{e(r.id)}</span></td>'
-    screening = r.screening.replace("_", "-")
     classes = "dc-evidence-row" + (" dc-off-topic" if r.off_topic else "")
     classes += " dc-is-cited" if r.cited else ""
     classes += " dc-retracted" if r.retracted else ""
@@ -278,8 +299,8 @@ def _evidence_row_html(r: EvidenceRow) -> str:
         f'<td class="dc-cited-by">{r.cited_by if r.cited_by is not None else ""}</td>'
         f'<td class="dc-year">{r.year if r.year is not None else ""}</td>'
         f'<td class="dc-design">{e(r.design)}</td>'
-        f'<td class="dc-relevance">{r.relevance:.2f}</td>'
-        f'<td title="{e(r.reason, quote=True)}">{e(r.reason if r.off_topic else screening)}</td>'
+        f'<td class="dc-screening" title="{e(r.reason, quote=True)}">{e(_screening_cell(r))}</td>'
+        f'<td class="dc-search-rank">{"" if r.search_rank is None else f"{r.search_rank:.2f}"}</td>'
         f'<td class="dc-answers">{e("; ".join(r.answers))}</td>'
         f'<td class="dc-text">{e(r.text)}</td>'
         f'<td class="dc-stance" title="{e(r.stance_reason, quote=True)}">{e(r.stance)}</td>'
