@@ -8,8 +8,9 @@ client; the run database and ``deepcritical runs`` on the server's data director
 - alice's research run is hers: bob can neither list, open, export nor resume it, by id or
   by prefix, and bob's API run is not in alice's history;
 - the CLI is the local user: it sees neither, and its own runs still list, show and export;
-- without sign-in (the shared e2e server), the start-up warning is logged and every visitor
-  sees the shared history, as before.
+- without sign-in (the shared e2e server), each visitor (a client keeping its cookies) sees
+  only its own runs, and the CLI's are no visitor's; with ``DEEPCRITICAL_SHARED_HISTORY=1``
+  the start-up warning is logged and every visitor sees the shared history.
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ import pytest
 from gradio_client import Client
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from deepcritical.config import Settings
 from deepcritical.state import RunStore
+from deepcritical.state.schema import RunRow
 from deepcritical.ui.launch import SHARED_HISTORY_WARNING
 from deepcritical.ui.mcp_tool import parse_output
 from tests.e2e.conftest import AppServer, cli_command, running_server, server_env
@@ -265,14 +269,82 @@ def test_the_cli_is_the_local_user(auth_server: AppServer) -> None:
     assert json.loads(carol.stdout)["run"]["owner"] == "user:carol"
 
 
-def test_without_sign_in_the_history_is_shared_with_a_warning(app_server: AppServer) -> None:
-    assert SHARED_HISTORY_WARNING in app_server.log()
+@pytest.fixture(scope="module")
+def shared_server(app_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    """The app without sign-in whose history is shared on purpose
+    (``DEEPCRITICAL_SHARED_HISTORY=1``, a single-user install)."""
+    root = tmp_path_factory.mktemp("shared-app")
+    with running_server(app_data, root, concurrency=1, shared_history="1") as server:
+        yield server
+
+
+def test_without_sign_in_each_browser_sees_only_its_own_runs(app_server: AppServer) -> None:
+    """The default: no warning; two visitors (each an HTTP client keeping its cookies, as a
+    browser does) each see only their own run, by list, id or prefix, through every private
+    handler; the CLI's runs are no visitor's; a forged cookie is a new visitor."""
+    assert SHARED_HISTORY_WARNING not in app_server.log()
     store = RunStore.open(Settings(data_dir=app_server.data_dir, _env_file=None))
+    try:
+        local = store.create_run("A question of the command line", {"llm": "none"})
+    finally:
+        store.close()
+    with (
+        httpx.Client(base_url=app_server.url, timeout=30.0) as a,
+        httpx.Client(base_url=app_server.url, timeout=30.0) as b,
+    ):
+        outputs = research_as(a, QUESTION)
+        assert "Report ready" in str(outputs[1]), outputs[1]
+        ok, rows = call(a, "refresh")
+        assert ok
+        mine = short_ids(rows)
+        assert len(mine) == 1
+        store = RunStore.open(Settings(data_dir=app_server.data_dir, _env_file=None))
+        try:
+            with Session(store.engine) as session:
+                run_id, owner = session.execute(
+                    select(RunRow.id, RunRow.owner).where(RunRow.id.startswith(mine[0]))
+                ).one()
+        finally:
+            store.close()
+        assert owner is not None
+        assert owner.startswith("anon:")  # the visitor's, not the local user's
+        ok, opened = call(a, "open_run", run_id)
+        assert ok
+        assert "metformin" in opened[-1].lower()
+
+        ok, rows = call(b, "refresh")
+        assert ok
+        assert short_ids(rows) == []
+        for asked in (run_id, run_id[:8], local, local[:8]):
+            ok, opened = call(b, "open_run", asked)
+            assert ok
+            assert "no stored run" in opened[-2]
+            assert opened[-1] == ""
+            ok, error = call(b, "export", asked)
+            assert not ok
+            assert "no stored run" in str(error)
+            ok, outputs = call(b, "resume_run", asked)
+            assert ok
+            assert "no run with id" in str(outputs[1])
+            assert "metformin" not in json.dumps(outputs).lower()
+        ok, rows = call(a, "refresh")
+        assert local[:8] not in short_ids(rows)  # the command line's run is no visitor's
+    with httpx.Client(
+        base_url=app_server.url, timeout=30.0, cookies={"dc_visitor": f"{owner[5:]}.forged"}
+    ) as forged:
+        ok, rows = call(forged, "refresh")
+        assert ok
+        assert short_ids(rows) == []
+
+
+def test_a_shared_history_is_shared_with_a_warning(shared_server: AppServer) -> None:
+    assert SHARED_HISTORY_WARNING in shared_server.log()
+    store = RunStore.open(Settings(data_dir=shared_server.data_dir, _env_file=None))
     try:
         shared = store.create_run("A question every visitor sees", {"llm": "none"})
     finally:
         store.close()
-    with httpx.Client(base_url=app_server.url, timeout=30.0) as visitor:  # no login, no cookie
+    with httpx.Client(base_url=shared_server.url, timeout=30.0) as visitor:
         ok, rows = call(visitor, "refresh")
         assert ok
         assert shared[:8] in short_ids(rows)
