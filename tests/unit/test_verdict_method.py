@@ -55,3 +55,15 @@ def test_the_report_and_the_answer_card_say_how_the_verdict_was_reached() -> Non
     assert report.metadata.verdict_method.startswith("How this verdict was reached:")
     card = answer_card_html(result)
     assert '<p class="dc-verdict-method">How this verdict was reached:' in card
+
+
+def test_the_shipped_measurement_is_readable_and_consistent() -> None:
+    """The figure the answer card shows is the benchmark's own output (written by
+    ``bench_pubmedqa --write-accuracy`` on the test half) and holds together."""
+    vm.verdict_accuracy.cache_clear()
+    accuracy = vm.verdict_accuracy()
+    assert accuracy is not None, "verdict_accuracy.json is missing or malformed"
+    assert 0 < accuracy.right <= accuracy.stated <= accuracy.questions
+    assert accuracy.questions == len(half_of("test"))
+    assert "bench_pubmedqa" in accuracy.measured
+    assert "test half" in accuracy.measured
