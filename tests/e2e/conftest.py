@@ -263,3 +263,22 @@ def _wait_until_up(server: AppServer) -> None:
             pass
         time.sleep(0.3)
     pytest.fail(f"the app server did not answer within {SERVER_START_TIMEOUT:g} s:\n{server.log()}")
+
+
+def stored_run(data_dir: Path, run_id: str) -> Any:
+    """The stored run ``run_id`` of whichever owner (a browser's runs are ``anon:<id>``'s,
+    which the test does not know), read as the operator does; ``None`` when there is none."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from deepcritical.config import Settings
+    from deepcritical.state import RunStore
+    from deepcritical.state.schema import RunRow
+
+    store = RunStore.open(Settings(data_dir=data_dir, _env_file=None))
+    try:
+        with Session(store.engine) as session:
+            owner = session.scalar(select(RunRow.owner).where(RunRow.id == run_id))
+        return store.get_run(run_id, owner=owner)
+    finally:
+        store.close()

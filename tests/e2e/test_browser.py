@@ -36,9 +36,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from deepcritical.config import Settings
-from deepcritical.state import RunStore
-from tests.e2e.conftest import CHROMIUM_ARGS, AppServer
+from tests.e2e.conftest import CHROMIUM_ARGS, AppServer, stored_run
 from tests.e2e.corpus import XSS_IMG, XSS_SCRIPT
 
 pytestmark = pytest.mark.slow
@@ -201,7 +199,7 @@ def test_research_run_in_the_browser(
     how = page.locator("#dc-progress details.dc-how")
     assert how.get_attribute("open") is None
     assert not page.locator("#dc-progress .dc-log").is_visible()
-    how.locator("summary").click()
+    how.locator("summary").first.click()
     progress = page.locator("#dc-progress").inner_text()
     assert "Checklist coverage" in progress
     assert "Local corpus: " in progress  # queries per source
@@ -385,12 +383,9 @@ def test_stop_shows_stopped_keeps_the_run_id_and_resume_finishes_it(
     assert run_id_el.inner_text().strip() == run_id  # the same run, continued
     page.locator("#dc-resume").wait_for(state="hidden", timeout=10_000)
     expect(stop).to_be_disabled()  # the resumed run ended
-    store = RunStore.open(Settings(data_dir=app_server.data_dir, _env_file=None))
-    try:
-        record = store.get_run(run_id)
-    finally:
-        store.close()
+    record = stored_run(app_server.data_dir, run_id)
     assert record is not None
+    assert record.owner.startswith("anon:")  # this browser's, not every visitor's
     assert record.status in {"completed", "max_iterations"}
     assert record.attempts == 2  # the run, then its resume
 
@@ -768,14 +763,9 @@ def test_jobs_mode_closed_page_reopens_and_sees_the_same_run_finish(
     """Jobs mode (DEEPCRITICAL_JOBS=1, one worker): a run started in the page runs in the
     worker; the page is closed mid-run, a new page finds the run in History with its live
     status, opening it follows the same run live, and its report appears."""
-    settings = Settings(data_dir=jobs_server.data_dir, _env_file=None)
 
     def record(run_id: str) -> Any:
-        store = RunStore.open(settings)
-        try:
-            return store.get_run(run_id)
-        finally:
-            store.close()
+        return stored_run(jobs_server.data_dir, run_id)
 
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     ctx.add_init_script(WATCH_STAGES)

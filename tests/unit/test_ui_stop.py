@@ -103,18 +103,22 @@ async def test_run_handler_keeps_the_view_and_offers_resume_after_a_failure(
 ) -> None:
     demo = build_app(settings, research_fn=FakeResearch(script(run_result())))
     outs = [o async for o in handler(demo, "run")("Q?", "", "", "", [], 2, 10, "iterative")]
-    assert all(len(o) == 12 for o in outs)
+    assert all(len(o) == 13 for o in outs)
     view, button = outs[-1][10], outs[-1][11]
     assert isinstance(view, ProgressView)
     assert view.run_id == "run-42"
     assert view.finished
     assert button["visible"] is False  # the report came: nothing to resume
+    # Stop is enabled while the run runs, and disabled once it ended
+    assert all(o[12]["interactive"] is True for o in outs[:-1])
+    assert outs[-1][12]["interactive"] is False
 
     failing = build_app(settings, research_fn=FakeResearch(script(None)))
     outs = [o async for o in handler(failing, "run")("Q?", "", "", "", [], 2, 10, "iterative")]
     assert outs[-1][10].failed
     assert outs[-1][11]["visible"] is True
     assert all(o[11]["visible"] is False for o in outs[:-2])  # hidden while it runs
+    assert outs[-1][12]["interactive"] is False
 
 
 def test_stop_handler_shows_stopped_and_the_resume_button(settings: Settings) -> None:

@@ -130,8 +130,8 @@ year, evidence by study design, flow of records); ``evidence`` is the Evidence t
 carrying its rows for sorting and filtering
 (:func:`~deepcritical.ui.evidence_table.evidence_view`)."""
 RunOutputs = tuple[Any, ...]
-""":data:`Outputs`, then the run's :class:`ProgressView` (session state, for *Stop*) and the
-update of the *Resume* button."""
+""":data:`Outputs`, then the run's :class:`ProgressView` (session state, for *Stop*), the
+update of the *Resume* button and that of the *Stop* button (enabled while the run runs)."""
 
 
 SHARED_HISTORY_NOTE = (
@@ -318,7 +318,12 @@ def build_app(
         watch = RunWatch(run_settings.max_rounds, lambda text: redact(text, secrets))
         async for out in stream_run(watch.watch(events), run_settings, root):
             view = watch.shown
-            yield (*out, view, gr.update(visible=view.finished and resumable(view)))
+            yield (
+                *out,
+                view,
+                gr.update(visible=view.finished and resumable(view)),
+                gr.update(interactive=not view.finished),  # Stop, while the run runs
+            )
 
     async def run(
         question: str,
@@ -340,7 +345,7 @@ def build_app(
             del api_key, choice  # the key lives on only inside per_run, as a SecretStr
         except (SettingsError, SignInRequired) as exc:
             view = fail(ProgressView(), str(exc))
-            yield (*_blank(view, settings), None, gr.update(visible=False))
+            yield (*_blank(view, settings), None, gr.update(visible=False), _stop_off())
             return
         events = run_fn(question, per_run, context=context.strip() or None, owner=owner)
         async for out in watched(events, per_run):
@@ -355,11 +360,11 @@ def build_app(
             owner = sign_in.owner(request, profile)
         except SignInRequired as exc:
             view = fail(ProgressView(), str(exc))
-            yield (*_blank(view, settings), None, gr.update(visible=False))
+            yield (*_blank(view, settings), None, gr.update(visible=False), _stop_off())
             return
         if not run_id.strip():
             view = fail(ProgressView(), "No run to resume: choose a run in History first.")
-            yield (*_blank(view, settings), None, gr.update(visible=False))
+            yield (*_blank(view, settings), None, gr.update(visible=False), _stop_off())
             return
         async for out in watched(hist.resume_events(run_id, settings, owner), settings):
             yield out
@@ -494,8 +499,8 @@ def build_app(
                     elem_id="dc-downloads",
                 )
             outputs = [notice, progress, report, evidence, hypotheses, files, *answer.outputs()]
-            run_outputs = [*outputs, watch_state, resume_btn]
-            hist_resume, hist_open, hist_resume_click = _history_tab(
+            run_outputs = [*outputs, watch_state, resume_btn, stop_btn]
+            hist_resume, hist_open = _history_tab(
                 store_opener,
                 settings,
                 root,
@@ -521,16 +526,8 @@ def build_app(
             + (hist_open if backend is not None else []),
             api_visibility="private",
         )
-        _stop_while_running(
-            stop_btn,
-            stop_event,
-            [
-                (run_btn.click, run_event),
-                (question.submit, submit_event),
-                (resume_btn.click, resume_event),
-                (hist_resume_click, hist_resume),
-            ],
-        )
+        _show_the_answer_when_done([run_event, submit_event, resume_event, hist_resume])
+        stop_event.then(_stop_off, None, stop_btn, api_visibility="private")
         demo.load(load_sources, None, [sources, sources_info, sources_on], api_visibility="private")
         sources.change(sources_on_md, sources, sources_on, queue=False, api_visibility="private")
         gr_api(deep_research, api_name="deep_research")
@@ -631,28 +628,16 @@ SHOW_ANSWER_JS = """() => {
 the view (a stopped or failed run has none, and the page stays where it is)."""
 
 
-def _stop_button(*, running: bool) -> Any:
-    """A handler that enables *Stop* (``running``) or disables it (the run ended or was
-    stopped)."""
-
-    def update() -> Any:
-        return gr.update(interactive=running)
-
-    return update
+def _stop_off() -> Any:
+    """*Stop* disabled: nothing runs (after Stop, and for a run refused before it started)."""
+    return gr.update(interactive=False)
 
 
-def _stop_while_running(
-    stop_btn: gr.Button, stop_event: Any, starts: list[tuple[Any, Any]]
-) -> None:
-    """*Stop* enabled only while a run started on this page runs: each ``(trigger, event)``
-    of ``starts`` (a button's ``click``, the run's event) enables it when triggered and
-    disables it when its run ends (and the page then shows the answer card at the top,
-    :data:`SHOW_ANSWER_JS`); ``stop_event`` (the Stop click) disables it."""
-    off, on = _stop_button(running=False), _stop_button(running=True)
-    stop_event.then(off, None, stop_btn, api_visibility="private")
-    for trigger, event in starts:
-        trigger(on, None, stop_btn, queue=False, api_visibility="private")
-        event.then(off, None, stop_btn, js=SHOW_ANSWER_JS, api_visibility="private")
+def _show_the_answer_when_done(events: list[Any]) -> None:
+    """When each of ``events`` (a run started on this page) ends, the page shows its answer
+    card at the top (:data:`SHOW_ANSWER_JS`, in the browser)."""
+    for event in events:
+        event.then(None, None, None, js=SHOW_ANSWER_JS, api_visibility="private")
 
 
 def _history_tab(
@@ -665,14 +650,14 @@ def _history_tab(
     resume_run: Any,
     watched: Callable[[AsyncIterator[ResearchEvent], Settings], AsyncIterator[RunOutputs]],
     backend: JobBackend | None,
-) -> tuple[Any, list[Any], Any]:
+) -> tuple[Any, list[Any]]:
     """The *History* tab: the caller's past runs from the durable store, listed when the tab
     opens; a row click opens the run (report, evidence, hypotheses, downloads in their tabs,
     and its report here); Resume and Export act on the selected run. Each handler asks
     ``access`` who the caller is before it opens the store. In jobs mode (``backend``) a
     queued or running run is followed live from its event log until it ends, as a run
-    started on this page (*Stop* cancels it). Returns the Resume event, the open events
-    (*Stop* cancels them) and the Resume button's ``click`` (which enables *Stop*)."""
+    started on this page (*Stop* cancels it). Returns the Resume event and the open events
+    (*Stop* cancels them)."""
 
     def with_store(action: Any) -> Any:
         store = opener(settings)
@@ -733,7 +718,7 @@ def _history_tab(
         async for out in stream_run(hist.replay_events(record, result), settings, root):
             last = out
         opened = "Opened in the Report, Evidence, Hypotheses and Downloads tabs; report below."
-        yield (*last, gr.skip(), gr.skip(), line(opened), last[2])
+        yield (*last, gr.skip(), gr.skip(), gr.skip(), line(opened), last[2])
 
     def export(
         run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
@@ -781,4 +766,4 @@ def _history_tab(
     typed = run_id.submit(open_run, run_id, open_outputs, api_visibility="private")
     export_btn.click(export, run_id, exported, api_visibility="private")
     resumed = resume_btn.click(resume_run, run_id, run_outputs, api_visibility="private")
-    return resumed, [opened, typed], resume_btn.click
+    return resumed, [opened, typed]
