@@ -282,3 +282,13 @@ def stored_run(data_dir: Path, run_id: str) -> Any:
         return store.get_run(run_id, owner=owner)
     finally:
         store.close()
+
+
+@pytest.fixture(scope="module")
+def slow_server(app_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    """An app server (runs in process) whose scripted model answers each call after 0.5 s:
+    a run lasts long enough to be stopped in each of its stages."""
+    with running_server(
+        app_data, tmp_path_factory.mktemp("app-slow"), concurrency=2, stub=SlowChatStub(0.5)
+    ) as server:
+        yield server

@@ -810,3 +810,37 @@ def test_jobs_mode_closed_page_reopens_and_sees_the_same_run_finish(
         assert len(stages) > 2, stages
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize(
+    "stage",
+    ["Planning", "Searching", "Screening evidence", "Judging the evidence", "Writing the report"],
+)
+def test_stop_in_each_stage_shows_stopped_and_resume_finishes_the_run(
+    context: BrowserContext, slow_server: AppServer, stage: str
+) -> None:
+    """Stop while the run is in ``stage`` (a model answering in 0.5 s): the page says
+    "Stopped", offers Resume and shows no error badge anywhere; Stop is disabled; Resume
+    finishes the same run to its report."""
+    page = open_app(context, slow_server)
+    start_run(page, QUESTION)
+    page.wait_for_function("s => window.__stages.includes(s)", arg=stage, timeout=90_000)
+    stop = page.locator("#dc-stop")
+    stop.click()
+    page.locator("#dc-progress .dc-stopped").wait_for(state="visible", timeout=30_000)
+    page.wait_for_timeout(1_500)  # whatever the cancelled run had sent has landed
+    assert page.locator("#dc-progress .dc-stage").inner_text() == "Stopped"
+    assert page.locator("#dc-progress .dc-stopped").is_visible()
+    assert page.locator("#dc-progress .dc-error").count() == 0
+    badges = page.get_by_text("Error", exact=True).locator("visible=true")
+    assert badges.count() == 0, [badges.nth(i).inner_text() for i in range(badges.count())]
+    expect(stop).to_be_disabled()
+    run_id = page.locator("#dc-progress .dc-run-id code").inner_text().strip()
+    resume = page.locator("#dc-resume")
+    resume.wait_for(state="visible", timeout=10_000)
+    resume.click()
+    wait_for_report(page)
+    assert page.locator("#dc-progress .dc-run-id code").inner_text().strip() == run_id
+    record = stored_run(slow_server.data_dir, run_id)
+    assert record is not None
+    assert record.status in {"completed", "max_iterations"}

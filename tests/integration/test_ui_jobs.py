@@ -185,7 +185,7 @@ async def test_stop_cancels_the_job_in_the_worker(worker: Worker) -> None:
     assert view is not None
     assert view.run_id
     stopped = time.monotonic()
-    panel, _, _ = handler(demo, "stop")(view)
+    panel, _, _ = await handler(demo, "stop")(view)
     assert "Stopped" in panel
     deadline = stopped + 5
     while record_of(worker.settings, view.run_id).status not in FINAL:

@@ -55,8 +55,9 @@ def test_runs_are_created_listed_and_exported(runs: RunStore) -> None:
     exported = runs.export_run(first)
     json.dumps(exported)
     assert exported["run"]["question"] == "first question"
-    with pytest.raises(RunNotFoundError, match="runs list"):
+    with pytest.raises(RunNotFoundError, match="no run with id 'nope-nope'") as missing:
         runs.export_run("nope-nope")
+    assert "runs list" in missing.value.cli_hint  # the command line adds it, no one else
 
 
 def test_save_source_dedups_and_counts_per_question(runs: RunStore) -> None:

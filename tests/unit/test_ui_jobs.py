@@ -103,7 +103,7 @@ async def test_without_the_setting_research_runs_in_process(tmp_path: Path) -> N
     assert len(fake.calls) == 1
     assert jobs.submitted == []
     assert jobs.followed == []
-    handler(demo, "stop")(outs[1][10])
+    await handler(demo, "stop")(outs[1][10])
     assert jobs.cancelled == []
 
 
@@ -149,15 +149,15 @@ async def test_stop_cancels_the_job_in_its_worker(settings: Settings) -> None:
     jobs = FakeJobs(script(run_result()))
     demo = build_app(settings, jobs=jobs)
     view = fold(ProgressView(), script(run_result())[0])  # started, run-42
-    panel, button, kept = handler(demo, "stop")(view)
+    panel, button, kept = await handler(demo, "stop")(view)
     assert jobs.cancelled == [("run-42", None)]
     assert "Stopped" in panel
     assert "dc-error" not in panel
     assert button["visible"] is True
     assert kept is view
-    handler(demo, "stop")(None)  # nothing to cancel
+    await handler(demo, "stop")(None)  # nothing to cancel
     done = fold(view, ResearchEvent(type="done", message="x", result=run_result()))
-    handler(demo, "stop")(done)  # ended: nothing to cancel
+    await handler(demo, "stop")(done)  # ended: nothing to cancel
     assert jobs.cancelled == [("run-42", None)]
     # Stop also cancels History's live following
     names = {i: getattr(fn.fn, "__name__", "") for i, fn in demo.fns.items()}
@@ -172,13 +172,13 @@ async def test_stop_cancels_the_job_in_its_worker(settings: Settings) -> None:
     ]
 
 
-def test_a_failed_cancel_still_shows_stopped(settings: Settings) -> None:
+async def test_a_failed_cancel_still_shows_stopped(settings: Settings) -> None:
     class Broken(FakeJobs):
         def cancel(self, run_id: str, settings: Settings, *, owner: str | None) -> str:
             raise RuntimeError("job database down")
 
     demo = build_app(settings, jobs=Broken([]))
-    panel, _, _ = handler(demo, "stop")(fold(ProgressView(), script(run_result())[0]))
+    panel, _, _ = await handler(demo, "stop")(fold(ProgressView(), script(run_result())[0]))
     assert "Stopped" in panel
 
 

@@ -121,15 +121,15 @@ async def test_run_handler_keeps_the_view_and_offers_resume_after_a_failure(
     assert outs[-1][12]["interactive"] is False
 
 
-def test_stop_handler_shows_stopped_and_the_resume_button(settings: Settings) -> None:
+async def test_stop_handler_shows_stopped_and_the_resume_button(settings: Settings) -> None:
     demo = build_app(settings, research_fn=FakeResearch([]))
-    panel, button, kept = handler(demo, "stop")(running_view())
+    panel, button, kept = await handler(demo, "stop")(running_view())
     assert "Stopped" in panel
     assert "run-42" in panel
     assert "dc-error" not in panel
     assert button["visible"] is True
     assert kept.run_id == "run-42"
-    panel, button, _ = handler(demo, "stop")(None)
+    panel, button, _ = await handler(demo, "stop")(None)
     assert "Stopped" in panel
     assert button["visible"] is False
     # Stop cancels the runs: Research, Enter, Resume and History's Resume

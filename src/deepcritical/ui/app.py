@@ -378,14 +378,17 @@ def build_app(
         async for out in resume_run(run_id, request, profile):
             yield out
 
-    def stop(
+    async def stop(
         view: ProgressView | None,
         request: gr.Request | None = None,
         profile: gr.OAuthProfile | None = None,
     ) -> tuple[str, Any, ProgressView | None]:
         """*Stop*: the run's panel as it was, "Stopped" (its handler is cancelled); in jobs
-        mode the run's job is cancelled in its worker too."""
-        _cancel_job(backend, view, settings, sign_in, request, profile)
+        mode the run's job is cancelled in its worker too. It answers outside the queue (a
+        full queue cannot hold it back) and after :data:`STOP_SETTLE_SECONDS`, so that an
+        update the cancelled run had already sent cannot land after it and hide "Stopped"."""
+        await asyncio.to_thread(_cancel_job, backend, view, settings, sign_in, request, profile)
+        await asyncio.sleep(STOP_SETTLE_SECONDS)
         return stopped_html(view), gr.update(visible=resumable(view)), view
 
     async def load_sources() -> tuple[Any, str, str]:
@@ -524,6 +527,7 @@ def build_app(
             # in jobs mode History's open follows a running job: Stop cancels it too
             cancels=[run_event, submit_event, resume_event, hist_resume]
             + (hist_open if backend is not None else []),
+            queue=False,
             api_visibility="private",
         )
         _show_the_answer_when_done([run_event, submit_event, resume_event, hist_resume])
@@ -626,6 +630,11 @@ SHOW_ANSWER_JS = """() => {
 }"""
 """Run in the browser when a run ends: the answer card, when there is one, comes to the top of
 the view (a stopped or failed run has none, and the page stays where it is)."""
+
+
+STOP_SETTLE_SECONDS = 0.5
+"""How long *Stop* waits after cancelling before it shows "Stopped" (the cancelled run's
+last update, already on its way, lands first)."""
 
 
 def _stop_off() -> Any:
