@@ -208,3 +208,29 @@ async def test_resume_waits_for_a_run_just_stopped(monkeypatch: pytest.MonkeyPat
     with pytest.raises(RunInProgressError):
         _ = [e async for e in hist.resume_events("r1", settings, None, tries=2, pause=0.01)]
     assert len(tries) == 2
+
+
+async def test_resuming_a_run_that_finished_meanwhile_opens_its_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Stop that came as the report was being saved leaves a finished run behind a
+    Resume button: Resume opens that report instead of failing; a finished run without a
+    readable report still raises."""
+    from deepcritical import api
+    from deepcritical.state import RunNotResumableError
+    from tests.unit.ui_fixtures import run_result
+
+    async def finished(run_id: str, settings: Settings, owner: str | None) -> Any:
+        raise RunNotResumableError(f"run {run_id} already finished (completed)")
+        yield  # an async generator, as api.resume is
+
+    monkeypatch.setattr(api, "resume", finished)
+    result = run_result()
+    stored = (Record(id="r1", question="Q?", status="completed"), result)
+    monkeypatch.setattr(hist, "_finished_run", lambda run_id, settings, owner: stored)
+    events = [e async for e in hist.resume_events("r1", Settings(_env_file=None), None)]
+    assert [e.type for e in events] == ["started", "done"]
+    assert events[-1].result is result
+    monkeypatch.setattr(hist, "_finished_run", lambda run_id, settings, owner: None)
+    with pytest.raises(RunNotResumableError):
+        _ = [e async for e in hist.resume_events("r1", Settings(_env_file=None), None)]

@@ -121,6 +121,16 @@ CSS = """
 """  # noqa: E501
 CSS += CARD_CSS + CITATION_CSS
 CSS += THEME_CSS
+STOPPED_RUN_CSS = """
+:is(#dc-notice, #dc-progress, #dc-report, #dc-evidence, #dc-hypotheses, #dc-downloads,
+    #dc-answer-card, #dc-chart-years, #dc-chart-designs, #dc-flow)
+  [data-testid="status-tracker"]:has(.error) { display: none; }
+"""
+"""A run's handlers never raise: what goes wrong is shown in the progress panel (and a
+stopped run says "Stopped" there). Gradio still marks the outputs of an event that *Stop*
+cancelled with an "Error" overlay when the cancellation races the run's last update; on
+these outputs that overlay can only be such an artefact, so it is not shown."""
+CSS += STOPPED_RUN_CSS
 SOURCE_WAIT = 3.0
 """Seconds the page load waits for the source check started with the app."""
 

@@ -25,7 +25,12 @@ from typing import Any, Protocol
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.models import RunResult
-from deepcritical.state import RunInProgressError, RunNotFoundError, RunRecord
+from deepcritical.state import (
+    RunInProgressError,
+    RunNotFoundError,
+    RunNotResumableError,
+    RunRecord,
+)
 
 __all__ = [
     "HEADERS",
@@ -220,6 +225,22 @@ RESUME_PAUSE = 1.0
 """Seconds between those tries."""
 
 
+def _finished_run(
+    run_id: str, settings: Settings, owner: str | None
+) -> tuple[RunRecord, RunResult] | None:
+    """``owner``'s finished run ``run_id`` and its stored result; ``None`` without one."""
+    from deepcritical.state import RunStore
+
+    store = RunStore.open(settings)
+    try:
+        record, result = stored_run(store, run_id, owner)
+    except RunNotFoundError:
+        return None
+    finally:
+        store.close()
+    return (record, result) if result is not None else None
+
+
 async def resume_events(
     run_id: str,
     settings: Settings,
@@ -231,11 +252,13 @@ async def resume_events(
     """The event stream of ``deepcritical.api.resume(run_id, settings, owner=owner)``,
     ``run_id`` stripped of surrounding blanks; while the run is still marked running
     (:class:`~deepcritical.state.RunInProgressError` before the first event) it is tried
-    again, ``tries`` times in all, ``pause`` seconds apart.
+    again, ``tries`` times in all, ``pause`` seconds apart. A run that already finished (a
+    Stop that came as its report was being saved) is opened instead: its stored report
+    (:func:`replay_events`).
 
     Raises (on the first iteration):
         RunNotFoundError: unknown ``run_id``, or another owner's.
-        RunNotResumableError: the run already finished.
+        RunNotResumableError: the run already finished without a readable report.
         RunInProgressError: the run is still running after ``tries`` tries.
     """
     from deepcritical import api  # on first use: it loads the agents
@@ -250,6 +273,14 @@ async def resume_events(
                 raise
             await asyncio.sleep(pause)
             continue
+        except RunNotResumableError:
+            await _aclose(events)
+            finished = await asyncio.to_thread(_finished_run, run_id.strip(), settings, owner)
+            if finished is None:
+                raise
+            async for event in replay_events(*finished):
+                yield event
+            return
         except StopAsyncIteration:
             return
         try:
