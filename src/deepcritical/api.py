@@ -46,7 +46,7 @@ from deepcritical.sources.citation_graph import CitationLinker
 from deepcritical.sources.factory import build_citation_graph, build_full_text, build_sources
 from deepcritical.sources.fulltext import FullTextReader
 from deepcritical.sources.http import new_http_client
-from deepcritical.state.errors import RUNS_LIST_HINT, RunNotFoundError, RunNotResumableError
+from deepcritical.state.errors import run_not_found, run_not_resumable
 from deepcritical.state.syllabus import Syllabus
 
 if TYPE_CHECKING:
@@ -176,12 +176,9 @@ async def resume(
     finally:
         store.close()
     if record is None:
-        raise RunNotFoundError(f"no run with id {run_id!r}", cli_hint=RUNS_LIST_HINT)
+        raise run_not_found(run_id)
     if not record.resumable:
-        raise RunNotResumableError(
-            f"run {record.id} already finished ({record.status}); its report is stored",
-            cli_hint=f"export it: `deepcritical runs export {record.id}`",
-        )
+        raise run_not_resumable(record.id, record.status)
     stored = {k: v for k, v in record.settings.items() if k in Settings.model_fields}
     stored.update(data_dir=base.data_dir, database_url=base.database_url, persist_runs=True)
     if time_budget_seconds is not None:

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from deepcritical.config import Settings
-from deepcritical.state.errors import RUNS_LIST_HINT, RunNotFoundError
+from deepcritical.state.errors import run_not_found
 from deepcritical.state.event_log import LoggedEvent
 from deepcritical.state.lease import LIVE_STATUSES
 from deepcritical.state.runs import RunStore
@@ -43,7 +43,7 @@ async def follow_run(
     try:
         record = await asyncio.to_thread(lambda: store.get_run(run_id, owner=owner))
         if record is None:
-            raise RunNotFoundError(f"no run with id {run_id!r}", cli_hint=RUNS_LIST_HINT)
+            raise run_not_found(run_id)
         full_id, seen, quiet = record.id, after_seq, 0
         while True:
             # the status first: events logged before it changed are read below

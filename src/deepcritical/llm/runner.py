@@ -187,30 +187,29 @@ class StructuredAgent(Generic[DepsT, OutputT]):
                 agent = cached
             else:
                 agent = self._agents[strategy] = self._build(strategy, self.output_type)
-            try:
-                result = await agent.run(
-                    prompt,
-                    instructions=dated,
-                    deps=deps,
-                    usage=usage,
-                    timeout=self.timeout_seconds,
-                    toolsets=toolsets,
-                )
-            except OutputTokenLimitExceeded as exc:
-                # a model that ran on until it was cut: one retry, told so (a new request,
-                # never a cached one: cut answers are not cached). A cut tool call was already
-                # retried by pydantic-ai (its arguments were invalid JSON): no more.
-                if isinstance(exc, IncompleteToolCall):
-                    raise
-                log.warning("agent output cut at its token bound", role=self.role, error=str(exc))
-                result = await agent.run(
-                    prompt + CUT_RETRY.format(bound=self.max_output_tokens or "its"),
-                    instructions=dated,
-                    deps=deps,
-                    usage=usage,
-                    timeout=self.timeout_seconds,
-                    toolsets=toolsets,
-                )
+            asked = prompt
+            for retry in (False, True):
+                try:
+                    result = await agent.run(
+                        asked,
+                        instructions=dated,
+                        deps=deps,
+                        usage=usage,
+                        timeout=self.timeout_seconds,
+                        toolsets=toolsets,
+                    )
+                    break
+                except OutputTokenLimitExceeded as exc:
+                    # a model that ran on until it was cut: one retry, told so (a new
+                    # request, never a cached one: cut answers are not cached). A cut tool
+                    # call was already retried by pydantic-ai (its arguments were invalid
+                    # JSON): no more.
+                    if retry or isinstance(exc, IncompleteToolCall):
+                        raise
+                    log.warning(
+                        "agent output cut at its token bound", role=self.role, error=str(exc)
+                    )
+                    asked = prompt + CUT_RETRY.format(bound=self.max_output_tokens or "its")
         except UnexpectedModelBehavior as exc:
             self._record(usage, failed=True)
             problem = last_output_problem(exc)

@@ -11,6 +11,8 @@ __all__ = [
     "SyllabusError",
     "UnknownCitationError",
     "UnknownQuestionError",
+    "run_not_found",
+    "run_not_resumable",
 ]
 
 
@@ -67,3 +69,17 @@ class UnknownQuestionError(StateError, ValueError):
 class UnknownCitationError(StateError, ValueError):
     """``save_source`` got a ``citation_id`` that is neither registered nor in the run's
     evidence store."""
+
+
+def run_not_found(run_id: str) -> RunNotFoundError:
+    """ "no run with id 'x'", with the command line's hint to list the runs."""
+    return RunNotFoundError(f"no run with id {run_id!r}", cli_hint=RUNS_LIST_HINT)
+
+
+def run_not_resumable(run_id: str, status: str) -> RunNotResumableError:
+    """ "run x already finished (status); its report is stored", with the command line's hint
+    to export it."""
+    return RunNotResumableError(
+        f"run {run_id} already finished ({status}); its report is stored",
+        cli_hint=f"export it: `deepcritical runs export {run_id}`",
+    )

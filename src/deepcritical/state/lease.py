@@ -26,12 +26,7 @@ from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
 from deepcritical.models import utc_now
-from deepcritical.state.errors import (
-    RUNS_LIST_HINT,
-    RunInProgressError,
-    RunNotFoundError,
-    RunNotResumableError,
-)
+from deepcritical.state.errors import RunInProgressError, run_not_found, run_not_resumable
 from deepcritical.state.runs import FINISHED_STATUSES, STALE_AFTER_SECONDS, RunStore
 from deepcritical.state.schema import RunRow, aware
 
@@ -70,13 +65,10 @@ def claim_run(runs: RunStore, run_id: str, *, stale_after: float = STALE_AFTER_S
             select(RunRow.status, RunRow.attempts, RunRow.updated_at).where(RunRow.id == run_id)
         ).one_or_none()
         if seen is None:
-            raise RunNotFoundError(f"no run with id {run_id!r}", cli_hint=RUNS_LIST_HINT)
+            raise run_not_found(run_id)
         status, attempts, updated = seen
         if status in FINISHED_STATUSES:
-            raise RunNotResumableError(
-                f"run {run_id} already finished ({status}); its report is stored",
-                cli_hint=f"export it: `deepcritical runs export {run_id}`",
-            )
+            raise run_not_resumable(run_id, status)
         now = utc_now()
         conditions = [RunRow.id == run_id, RunRow.status == status, RunRow.attempts == attempts]
         if status in LIVE_STATUSES:

@@ -40,7 +40,7 @@ from deepcritical.state.db import (
     database_url,
     migrate,
 )
-from deepcritical.state.errors import RUNS_LIST_HINT, RunNotFoundError
+from deepcritical.state.errors import run_not_found
 from deepcritical.state.event_log import LoggedEvent, append_event, read_events
 from deepcritical.state.saved import sources_by_question
 from deepcritical.state.schema import RunRow, SourceQuestionRow, SourceRow, aware
@@ -133,10 +133,6 @@ def _retrying(fn: Callable[[], T]) -> T:
         reraise=True,
     )(fn)
     return call()
-
-
-def _not_found(run_id: str) -> RunNotFoundError:
-    return RunNotFoundError(f"no run with id {run_id!r}", cli_hint=RUNS_LIST_HINT)
 
 
 class RunStore:
@@ -252,7 +248,7 @@ class RunStore:
         """
         row = session.get(RunRow, run_id)
         if row is None:
-            raise _not_found(run_id)
+            raise run_not_found(run_id)
         return row
 
     def touch(self, run_id: str) -> None:
@@ -273,7 +269,7 @@ class RunStore:
         """
         record = self.get_run(run_id, owner=owner)
         if record is None:
-            raise _not_found(run_id)
+            raise run_not_found(run_id)
         return record
 
     def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord | None:

@@ -264,10 +264,9 @@ def _flags_html(r: EvidenceRow) -> str:
 
 
 def _screening_cell(r: EvidenceRow) -> str:
-    """The screening result in the row: "on topic · 0.81" (the score it was kept with, when
-    it was scored),
-    "off topic: …" with its reason (which names the similarity it was judged by), or
-    nothing before screening; the reason is on hover either way."""
+    """The screening result in the row: "relevant · 0.81" (the score it was kept with, when
+    it was scored), an off-topic record's reason (which names the similarity it was judged
+    by), or nothing before screening; the reason is on hover either way."""
     if r.off_topic:
         return r.reason or "off topic"
     if not r.screening:
