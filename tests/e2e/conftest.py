@@ -23,7 +23,12 @@ import httpx
 import pytest
 
 from tests.e2e.corpus import write_corpus
-from tests.integration.chat_stub import ChatCompletionsStub, ManagerScript, RoleScript
+from tests.integration.chat_stub import (
+    ChatCompletionsStub,
+    ManagerScript,
+    RoleScript,
+    request_role,
+)
 
 CHROMIUM = Path(os.environ.get("DEEPCRITICAL_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -100,15 +105,19 @@ class AppServer:
 
 
 class SlowChatStub(ChatCompletionsStub):
-    """The scripted stub answering each request after ``delay`` seconds (a run that lasts
-    long enough to close the page in the middle of it)."""
+    """The scripted stub answering each request after ``delay`` seconds, and the report
+    writer's after ``writer_delay`` (a run that lasts long enough to close the page, or press
+    Stop, in the middle of any stage: the writing stage is a few calls, and a loaded machine
+    shows it to the browser late)."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, writer_delay: float | None = None) -> None:
         super().__init__(ManagerScript(), RoleScript())
         self.delay = delay
+        self.writer_delay = delay if writer_delay is None else writer_delay
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        time.sleep(self.delay)
+        writer = request_role(self.roles, body).startswith("writer.")
+        time.sleep(self.writer_delay if writer else self.delay)
         return super().complete(body)
 
 
@@ -286,9 +295,13 @@ def stored_run(data_dir: Path, run_id: str) -> Any:
 
 @pytest.fixture(scope="module")
 def slow_server(app_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
-    """An app server (runs in process) whose scripted model answers each call after 0.5 s:
-    a run lasts long enough to be stopped in each of its stages."""
+    """An app server (runs in process) whose scripted model answers each call after 0.5 s,
+    and the report writer's after 2 s: a run lasts long enough to be stopped in each of its
+    stages, writing the report included."""
     with running_server(
-        app_data, tmp_path_factory.mktemp("app-slow"), concurrency=2, stub=SlowChatStub(0.5)
+        app_data,
+        tmp_path_factory.mktemp("app-slow"),
+        concurrency=2,
+        stub=SlowChatStub(0.5, writer_delay=2.0),
     ) as server:
         yield server

@@ -819,9 +819,9 @@ def test_jobs_mode_closed_page_reopens_and_sees_the_same_run_finish(
 def test_stop_in_each_stage_shows_stopped_and_resume_finishes_the_run(
     context: BrowserContext, slow_server: AppServer, stage: str
 ) -> None:
-    """Stop while the run is in ``stage`` (a model answering in 0.5 s): the page says
-    "Stopped", offers Resume and shows no error badge anywhere; Stop is disabled; Resume
-    finishes the same run to its report."""
+    """Stop while the run is in ``stage`` (a model answering in 0.5 s, 2 s when writing): the
+    page says "Stopped", offers Resume and shows no error badge anywhere; Stop is disabled;
+    Resume finishes the same run to its report."""
     page = open_app(context, slow_server)
     start_run(page, QUESTION)
     page.wait_for_function("s => window.__stages.includes(s)", arg=stage, timeout=90_000)

@@ -869,6 +869,23 @@ def request_kind(body: Mapping[str, Any]) -> str:
     return "role" if body.get("tools") or properties else "manager"
 
 
+def request_role(roles: RoleScript, body: Mapping[str, Any]) -> str:
+    """The LLM role a Chat Completions request ``body`` is for, from its output schema (the
+    ``response_format`` or the output tool's parameters): ``"writer.section"``, ``"judge"``,
+    ...; ``"unknown"`` for the Magentic manager's free-text calls and the probe."""
+    schema = _response_schema(body.get("response_format"))
+    if schema is not None:
+        return roles.role_of(schema.get("properties", {}))
+    tools = body.get("tools") or []
+    if not tools:
+        return "unknown"
+    function = next(
+        (t["function"] for t in tools if t["function"]["name"] == OUTPUT_TOOL),
+        tools[0]["function"],
+    )
+    return roles.role_of(function.get("parameters", {}).get("properties", {}))
+
+
 def _response_schema(response_format: Any) -> dict[str, Any] | None:
     """The JSON schema of a ``response_format`` (OpenAI's ``json_schema`` form or
     llama-cpp-python's ``json_object`` + ``schema``); ``None`` without one."""
