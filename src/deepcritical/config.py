@@ -162,8 +162,9 @@ class Settings(BaseSettings):
         default=None,
         ge=256,
         description="Context window of the model in tokens; unset: read from the "
-        "openai-compatible server when it says (llama.cpp), else no check. Prompts are sized "
-        "to fit (evidence trimmed first); one that cannot fit is refused with a clear error.",
+        "openai-compatible server when it says (llama.cpp), else 4,096 assumed for an "
+        "openai-compatible server and no check for OpenAI/Anthropic. Prompts are sized to fit "
+        "(evidence trimmed first); one that cannot fit is refused with a clear error.",
     )
 
     # --- run limits (stop rules are enforced in code) ---------------------------------------
@@ -356,6 +357,17 @@ class Settings(BaseSettings):
             return self.llm_max_output_tokens
         context = self.llm_context_tokens or ASSUMED_CONTEXT_TOKENS
         return max(MIN_OUTPUT_TOKENS, min(MAX_DEFAULT_OUTPUT_TOKENS, context // 4))
+
+    def prompt_context_tokens(self) -> int | None:
+        """The context window (tokens) prompts are sized to fit: ``llm_context_tokens`` when
+        set (or read from the server), else :data:`ASSUMED_CONTEXT_TOKENS` for an
+        ``openai-compatible`` server that does not say (a local model, often served with a
+        small window: a longer prompt is an HTTP 400), else ``None``, no check (OpenAI's and
+        Anthropic's models have windows of 128,000 tokens and more)."""
+        if self.llm_context_tokens:
+            return self.llm_context_tokens
+        provider = self.llm.partition(":")[0].strip().lower()
+        return ASSUMED_CONTEXT_TOKENS if provider == "openai-compatible" else None
 
     def public_dict(self) -> dict[str, Any]:
         """Settings safe to store or show: every secret field is dropped, credentials are

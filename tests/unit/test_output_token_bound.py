@@ -70,3 +70,28 @@ def test_the_prompt_keeps_room_for_the_bound() -> None:
     assert fit_prompt("Be brief.", prompt, 3200, answer_tokens=16)[1] == 0  # 768 kept at least
     with pytest.raises(ContextWindowError):
         fit_prompt("Be brief.", prompt, 2200, answer_tokens=2048)
+
+
+@pytest.mark.parametrize(
+    ("llm", "context", "fitted_to"),
+    [
+        ("openai-compatible:smollm2@http://127.0.0.1:8088/v1", None, 4096),
+        ("OpenAI-Compatible:m@http://127.0.0.1:8088/v1", None, 4096),
+        ("openai-compatible:smollm2@http://127.0.0.1:8088/v1", 8192, 8192),
+        ("openai:gpt-4o", None, None),
+        ("anthropic:claude-sonnet-4-5", None, None),
+        ("openai:gpt-4o", 16384, 16384),
+    ],
+)
+def test_prompts_of_a_server_that_does_not_say_its_window_fit_the_assumed_one(
+    llm: str, context: int | None, fitted_to: int | None
+) -> None:
+    """llama-cpp-python's server states no context window: its prompts were sent unfitted,
+    and a screening prompt of 29 records got HTTP 400 from a server run with --n_ctx 8192."""
+    settings = Settings(llm=llm, llm_context_tokens=context)
+    assert settings.prompt_context_tokens() == fitted_to
+    agents = build_agents(
+        settings, FunctionModel(lambda m, i: ModelResponse([])), HashingEmbedder()
+    )
+    runners = [getattr(role, "_agent", None) for role in (agents.planner, agents.judge)]
+    assert all(r is not None and r.context_tokens == fitted_to for r in runners)

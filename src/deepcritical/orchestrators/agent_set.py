@@ -95,7 +95,7 @@ def build_llm_agents(
         timeout_seconds=settings.llm_timeout_seconds,
         usage=usage or UsageTracker(),
         output=_output_strategy(settings),
-        context_tokens=settings.llm_context_tokens,
+        context_tokens=settings.prompt_context_tokens(),
         max_output_tokens=settings.output_token_bound(),
     )
     return AgentSet(
