@@ -19,10 +19,12 @@ except ImportError:  # a Space installs requirements.txt only: use the source tr
     sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 
 from deepcritical.ui.auth import Access
+from deepcritical.ui.downloads import DownloadShelf
 from deepcritical.ui.launch import build_from_env, launch
 
 access = Access.from_env()
-demo = build_from_env(access)
+downloads = DownloadShelf()
+demo = build_from_env(access, downloads)
 
 if __name__ == "__main__":
-    launch(demo, access=access)
+    launch(demo, access=access, downloads=downloads)

@@ -140,7 +140,7 @@ def download_links(page: Page) -> dict[str, str]:
     links.first.wait_for(state="attached", timeout=30_000)
     out: dict[str, str] = {}
     for i in range(links.count()):
-        href = links.nth(i).get_attribute("href") or ""
+        href = links.nth(i).evaluate("a => a.href")  # absolute: the page's URL resolves it
         suffix = "".join(Path(href.split("?")[0]).suffixes)  # .csl.json, not .json
         if suffix:
             out[suffix] = href
@@ -458,7 +458,7 @@ def test_history_lists_opens_and_exports_the_run(
         page.get_by_role("button", name="Export").click()
         link = page.locator("#dc-history-export a[href]").first
         link.wait_for(state="attached", timeout=30_000)
-        exported = json.loads(page.request.get(link.get_attribute("href") or "").text())
+        exported = json.loads(page.request.get(link.evaluate("a => a.href")).text())
         assert API_KEY not in json.dumps(exported)
         assert HISTORY_QUESTION in json.dumps(exported)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -102,6 +103,11 @@ def call(client: httpx.Client, api_name: str, *data: Any) -> tuple[bool, Any]:
                     return True, output.get("data")
                 return False, output.get("error")
     pytest.fail(f"{api_name} never completed")
+
+
+def download_urls(links: Any) -> list[str]:
+    """The app-relative URLs of the Downloads (or History export) links ``links`` (HTML)."""
+    return ["/" + href for href in re.findall(r'href="(dc/download/[^"]+)"', str(links))]
 
 
 def short_ids(outputs: list[Any]) -> list[str]:
@@ -199,7 +205,19 @@ def check_each_user_sees_their_own(
     assert "metformin" in report.lower()
     ok, exported = call(alice, "export", run_id[:8])
     assert ok
-    assert exported[0]["path"].endswith(f"run-{run_id}.json")
+    export_url = download_urls(exported[0])[0]
+    assert export_url.endswith(f"run-{run_id}.json")
+    assert alice.get(export_url).json()["run"]["id"] == run_id
+    # the run's download files and its export are alice's: her URLs are 404 to bob
+    urls = [*download_urls(outputs[5]), export_url]
+    assert len(urls) == 7
+    for url in urls:
+        assert alice.get(url).status_code == 200, url
+        refused = bob.get(url)
+        assert refused.status_code == 404, url
+        assert "metformin" not in refused.text.lower()
+    with httpx.Client(base_url=auth_server.url, timeout=30) as anonymous:
+        assert anonymous.get(export_url).status_code == 404
 
     ok, rows = call(bob, "refresh")
     assert ok
@@ -212,8 +230,9 @@ def check_each_user_sees_their_own(
         assert "no stored run" in status
         assert report == ""
         ok, error = call(bob, "export", asked)
-        assert not ok
+        assert ok
         assert "no stored run" in str(error)
+        assert download_urls(error[0]) == []
         ok, outputs = call(bob, "resume_run", asked)
         assert ok
         assert "no run with id" in str(outputs[1])
@@ -311,6 +330,16 @@ def test_without_sign_in_each_browser_sees_only_its_own_runs(app_server: AppServ
         ok, opened = call(a, "open_run", run_id)
         assert ok
         assert "metformin" in opened[-1].lower()
+        # the run's download files (as the run and as opened from History) and its export
+        # are a's: 404 to b
+        ok, exported = call(a, "export", run_id)
+        assert ok
+        urls = [*download_urls(outputs[5]), *download_urls(opened[5])]
+        urls += download_urls(exported[0])
+        assert len(urls) == 13
+        for url in urls:
+            assert a.get(url).status_code == 200, url
+            assert b.get(url).status_code == 404, url
 
         ok, rows = call(b, "refresh")
         assert ok
@@ -321,8 +350,9 @@ def test_without_sign_in_each_browser_sees_only_its_own_runs(app_server: AppServ
             assert "no stored run" in opened[-2]
             assert opened[-1] == ""
             ok, error = call(b, "export", asked)
-            assert not ok
+            assert ok
             assert "no stored run" in str(error)
+            assert download_urls(error[0]) == []
             ok, outputs = call(b, "resume_run", asked)
             assert ok
             assert "no run with id" in str(outputs[1])

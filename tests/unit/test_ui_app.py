@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 import rispy
@@ -15,7 +17,7 @@ import rispy
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.ui.app import build_app, stream_run
-from deepcritical.ui.downloads import write_downloads
+from deepcritical.ui.downloads import NO_DOWNLOADS_HTML, DownloadShelf, write_downloads
 from tests.unit.test_ui_history import FakeStore, Record
 from tests.unit.ui_fixtures import FakeResearch, run_result, script
 
@@ -39,11 +41,20 @@ async def collect(stream: AsyncIterator[tuple[object, ...]]) -> list[tuple[objec
     return [out async for out in stream]
 
 
+def shelved(shelf: DownloadShelf, links: object, owner: str | None = None) -> list[Path]:
+    """The files the Downloads links ``links`` (HTML) name, found on ``shelf`` for ``owner``."""
+    found = re.findall(r'href="dc/download/([^/"]+)/([^"]+)"', str(links))
+    paths = [shelf.find(token, unquote(name), owner) for token, name in found]
+    assert all(p is not None for p in paths), found
+    return [p for p in paths if p is not None]
+
+
 async def test_stream_run_streams_progress_then_the_result(
     settings: Settings, tmp_path: Path
 ) -> None:
     fake = FakeResearch(script(run_result()))
-    outs = await collect(stream_run(fake("Q?", settings), settings, tmp_path))
+    shelf = DownloadShelf(tmp_path / "dl")
+    outs = await collect(stream_run(fake("Q?", settings), settings, shelf, "anon:v1"))
     assert len(outs) == 1 + 4 + 1  # initial, one per event before done, final
     progresses = [str(o[1]) for o in outs]
     assert "Waiting" in progresses[0]
@@ -59,8 +70,8 @@ async def test_stream_run_streams_progress_then_the_result(
     assert "dc-evidence-data" in str(evidence)  # the rows, for sorting and filtering
     assert 'href="#dc-ref-1"' in str(report)  # citations link to their reference
     assert "supporting" in str(hypotheses)
-    assert isinstance(files, list)
-    assert ["".join(Path(f).suffixes) for f in files] == [
+    paths = shelved(shelf, files, "anon:v1")
+    assert ["".join(p.suffixes) for p in paths] == [
         ".md",
         ".json",
         ".html",
@@ -68,9 +79,16 @@ async def test_stream_run_streams_progress_then_the_result(
         ".bib",
         ".csl.json",
     ]
-    markdown = await asyncio.to_thread(Path(files[0]).read_text, encoding="utf-8")
+    for label in ("Markdown (.md)", "JSON (.json)", "HTML (.html)", "RIS (.ris)", "BibTeX (.bib)"):
+        assert f">{label}</a>" in str(files)
+    markdown = await asyncio.to_thread(paths[0].read_text, encoding="utf-8")
     assert markdown.startswith("# Metformin review")
-    assert all(o[5] is None for o in outs[:-1])
+    # the files are the run's owner's only: another visitor, or the shared history, finds none
+    token, name = paths[0].parent.name, paths[0].name
+    assert shelf.find(token, name, "anon:v2") is None
+    assert shelf.find(token, name, None) is None
+    assert shelf.find(token, "../" + name, "anon:v1") is None
+    assert all(o[5] == NO_DOWNLOADS_HTML for o in outs[:-1])
     # the answer card, the two charts and the flow diagram come with the report only
     for o in outs[:-1]:
         assert (o[6], o[9]) == ("", "")
@@ -87,11 +105,13 @@ async def test_stream_run_streams_progress_then_the_result(
 
 
 async def test_stream_run_shows_errors(settings: Settings, tmp_path: Path) -> None:
-    outs = await collect(stream_run(FakeResearch(script(None))("Q", settings), settings, tmp_path))
+    shelf = DownloadShelf(tmp_path)
+    events = FakeResearch(script(None))("Q", settings)
+    outs = await collect(stream_run(events, settings, shelf, None))
     assert "writing failed: boom" in str(outs[-1][1])
-    assert outs[-1][5] is None
+    assert outs[-1][5] == NO_DOWNLOADS_HTML
     boom = FakeResearch(script(run_result()), raise_at=1)
-    outs = await collect(stream_run(boom("Q", settings), settings, tmp_path))
+    outs = await collect(stream_run(boom("Q", settings), settings, shelf, None))
     assert "source exploded" in str(outs[-1][1])
     assert "RuntimeError" not in str(outs[-1][1])  # plain words, never an exception class
 
@@ -109,7 +129,7 @@ async def test_cancelling_the_consumer_closes_the_run(settings: Settings, tmp_pa
         finally:
             closed.set()
 
-    task = asyncio.create_task(collect(stream_run(slow(), settings, tmp_path)))
+    task = asyncio.create_task(collect(stream_run(slow(), settings, DownloadShelf(tmp_path), None)))
     await asyncio.wait_for(started.wait(), 5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -184,11 +204,9 @@ async def test_history_row_opens_the_whole_run(settings: Settings, tmp_path: Pat
         [Record("r1abcdef99", "Q1"), Record("r2", "Q2", status="cancelled", report_markdown=None)]
     )
     store.results["r1abcdef99"] = run_result()
+    shelf = DownloadShelf(tmp_path / "dl")
     demo = build_app(
-        settings,
-        research_fn=FakeResearch([]),
-        store_opener=lambda s: store,
-        downloads_dir=tmp_path / "dl",
+        settings, research_fn=FakeResearch([]), store_opener=lambda s: store, downloads=shelf
     )
     outs = [o async for o in handler(demo, "open_run")("r1abcdef99")]
     assert len(outs) == 1
@@ -200,8 +218,7 @@ async def test_history_row_opens_the_whole_run(settings: Settings, tmp_path: Pat
     assert str(evidence).count("dc-evidence-row") == 2
     assert "supporting" in str(hypotheses)
     assert 'id="dc-answer"' in str(card)
-    assert isinstance(files, list)
-    assert all(Path(f).is_relative_to(tmp_path / "dl") for f in files)
+    assert len(shelved(shelf, files)) == 6  # the shared history's (owner None) files
     assert "completed" in str(status)
     assert "r1abcdef99" in str(status)
     # a stopped run without a report: says so, leaves the run's panels alone
@@ -272,9 +289,8 @@ async def test_the_evidence_controls_re_render_the_run_table(
         assert f.inputs[0] is evidence
         assert list(f.outputs) == [evidence]
         assert f.api_visibility == "private"
-    outs = await collect(
-        stream_run(FakeResearch(script(run_result()))("Q?", settings), settings, tmp_path)
-    )
+    events = FakeResearch(script(run_result()))("Q?", settings)
+    outs = await collect(stream_run(events, settings, DownloadShelf(tmp_path), None))
     shown = str(outs[-1][3])
     cited_only = handler(demo, "rerender_table")(
         shown, "Year", False, "", "all designs", 0, 0, "cited"

@@ -154,20 +154,18 @@ def test_open_report_and_unknown_id(store: FakeStore) -> None:
 
 
 def test_export_writes_json(store: FakeStore, tmp_path: Path) -> None:
-    path = hist.export_to_file(store, "r1", None, tmp_path / "exports")
-    assert path.name == "run-r1.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["id"] == "r1"
-    assert data["events"] == [{"type": "done"}]
-    # each export has a directory of its own: one caller's path never names another's file
-    again = hist.export_to_file(store, "r1", None, tmp_path / "exports")
-    assert again.parent != path.parent
-    assert path.parent.parent == again.parent.parent == tmp_path / "exports"
+    rid, data = hist.export_of(store, " r1 ", None)
+    assert rid == "r1"
+    path = hist.write_export(rid, data, tmp_path / "exports")
+    assert path == tmp_path / "exports" / "run-r1.json"
+    exported = json.loads(path.read_text(encoding="utf-8"))
+    assert exported["id"] == "r1"
+    assert exported["events"] == [{"type": "done"}]
     with pytest.raises(RunNotFoundError):
-        hist.export_to_file(store, "../etc/passwd", None, tmp_path)
+        hist.export_of(store, "../etc/passwd", None)
     with pytest.raises(RunNotFoundError):
-        hist.export_to_file(store, "a1", "user:bob", tmp_path / "bob")
-    assert not (tmp_path / "bob").exists()  # nothing written for another owner's run
+        hist.export_of(store, "a1", "user:bob")  # another owner's run
+    assert hist.write_export("../../x", {}, tmp_path).name == "run-x.json"
 
 
 async def test_resume_events_resumes_the_stripped_id(

@@ -126,8 +126,7 @@ async def test_a_click_submits_a_job_and_renders_its_event_log(
     assert "Report ready" in str(last[1])
     assert "<h1>Metformin review</h1>" in str(last[2])
     assert 'id="dc-answer"' in str(last[6])
-    assert isinstance(last[5], list)
-    assert len(last[5]) >= 3
+    assert str(last[5]).count('href="dc/download/') == 6  # the downloads
     view = last[10]
     assert isinstance(view, ProgressView)
     assert view.finished

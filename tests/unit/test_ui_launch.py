@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from deepcritical.cli.app import app
 from deepcritical.ui.auth import Access
+from deepcritical.ui.downloads import DownloadShelf
 from deepcritical.ui.launch import AUTH_MESSAGE, SHARED_HISTORY_WARNING, launch
 
 
@@ -28,22 +29,22 @@ class FakeBlocks:
 
 
 def test_without_sign_in_a_warning_says_the_history_is_shared(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     demo = FakeBlocks()
     with caplog.at_level(logging.WARNING, logger="deepcritical.ui.launch"):
-        launch(demo, access=Access())  # type: ignore[arg-type]
+        launch(demo, access=Access(), downloads=DownloadShelf(tmp_path))  # type: ignore[arg-type]
     assert [r.getMessage() for r in caplog.records] == [SHARED_HISTORY_WARNING]
     assert "every visitor shares one run history" in SHARED_HISTORY_WARNING
     assert demo.launched[0]["auth"] is None
     assert demo.launched[0]["run_history"] is False
 
 
-def test_passwords_reach_gradios_login(caplog: pytest.LogCaptureFixture) -> None:
+def test_passwords_reach_gradios_login(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     demo = FakeBlocks()
     access = Access("password", {"alice": SecretStr("pw-alice")})
     with caplog.at_level(logging.DEBUG):
-        launch(demo, access=access)  # type: ignore[arg-type]
+        launch(demo, access=access, downloads=DownloadShelf(tmp_path))  # type: ignore[arg-type]
     assert SHARED_HISTORY_WARNING not in caplog.text
     assert "pw-alice" not in caplog.text
     kwargs = demo.launched[0]
@@ -52,10 +53,13 @@ def test_passwords_reach_gradios_login(caplog: pytest.LogCaptureFixture) -> None
     assert kwargs["auth_message"] == AUTH_MESSAGE
 
 
-def test_hugging_face_sign_in_has_no_password_login(caplog: pytest.LogCaptureFixture) -> None:
+def test_hugging_face_sign_in_has_no_password_login(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
     demo = FakeBlocks()
     with caplog.at_level(logging.WARNING):
-        launch(demo, access=Access("huggingface"))  # type: ignore[arg-type]
+        shelf = DownloadShelf(tmp_path)
+        launch(demo, access=Access("huggingface"), downloads=shelf)  # type: ignore[arg-type]
     assert SHARED_HISTORY_WARNING not in caplog.text
     assert demo.launched[0]["auth"] is None
 

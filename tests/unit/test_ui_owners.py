@@ -5,6 +5,7 @@ whether it comes from the page, the API or the MCP tool."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from pydantic import SecretStr
 from deepcritical.config import Settings
 from deepcritical.ui.app import build_app
 from deepcritical.ui.auth import Access
+from deepcritical.ui.downloads import DownloadShelf
 from deepcritical.ui.mcp_tool import parse_output
 from tests.unit.test_ui_app import handler
 from tests.unit.test_ui_history import FakeStore, Record
@@ -68,8 +70,13 @@ async def opened(open_run: Any, *args: Any) -> str:
 async def test_history_shows_each_user_only_their_runs(
     settings: Settings, store: FakeStore
 ) -> None:
+    shelf = DownloadShelf(settings.data_dir / "dl")
     demo = build_app(
-        settings, research_fn=FakeResearch([]), store_opener=lambda s: store, access=PASSWORDS
+        settings,
+        research_fn=FakeResearch([]),
+        store_opener=lambda s: store,
+        access=PASSWORDS,
+        downloads=shelf,
     )
     refresh, open_run, export = (handler(demo, n) for n in ("refresh", "open_run", "export"))
     assert ids(refresh(ALICE, None)) == ["a1"]
@@ -86,11 +93,14 @@ async def test_history_shows_each_user_only_their_runs(
     assert "sign in" in await opened(open_run, "a1", None, None)
     assert store.closed == opened_stores + 2  # no store opened without a user
 
-    with pytest.raises(gr.Error, match="no stored run"):
-        export("a1", BOB, None)
-    with pytest.raises(gr.Error, match="sign in"):
-        export("a1", None, None)
-    assert Path(export("a1", ALICE, None)).name == "run-a1.json"
+    assert "no stored run" in export("a1", BOB, None)
+    assert "dc/download" not in export("a1", BOB, None)
+    assert "sign in" in export("a1", None, None)
+    link = re.search(r'href="dc/download/([^/"]+)/([^"]+)"', export("a1", ALICE, None))
+    assert link is not None
+    assert link.group(2) == "run-a1.json"
+    assert shelf.find(link.group(1), link.group(2), "user:alice") is not None
+    assert shelf.find(link.group(1), link.group(2), "user:bob") is None  # the URL is Alice's
 
 
 async def test_without_sign_in_everyone_is_the_local_user(

@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from deepcritical.ui.app import PRIVATE_HISTORY_NOTE, SHARED_HISTORY_NOTE, history_mode_md
 from deepcritical.ui.auth import Access, SignInRequired
+from deepcritical.ui.downloads import DownloadShelf
 from deepcritical.ui.launch import SHARED_HISTORY_WARNING, launch
 from deepcritical.ui.visitor import (
     KEY_FILE,
@@ -116,7 +117,7 @@ def test_private_by_default_and_shared_on_request(
 
     demo = FakeBlocks()
     with caplog.at_level(logging.WARNING, logger="deepcritical.ui.launch"):
-        launch(demo, access=private)  # type: ignore[arg-type]
+        launch(demo, access=private, downloads=DownloadShelf(tmp_path))  # type: ignore[arg-type]
     assert SHARED_HISTORY_WARNING not in caplog.text
     middleware = demo.launched[0]["app_kwargs"]["middleware"]
     assert VisitorMiddleware in [m.cls for m in middleware]

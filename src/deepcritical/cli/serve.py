@@ -47,6 +47,7 @@ def serve(
     """
     from deepcritical.ui.app import build_app
     from deepcritical.ui.auth import Access, AuthConfigError
+    from deepcritical.ui.downloads import DownloadShelf
     from deepcritical.ui.launch import concurrency_from_env, launch, server_settings
     from deepcritical.ui.reachability import SourceCheck
 
@@ -64,10 +65,12 @@ def serve(
         settings = settings.model_copy(update={"jobs": jobs})
     if settings.jobs:
         ui_log.warning("jobs mode: research runs execute in `deepcritical worker` processes")
+    downloads = DownloadShelf()
     demo = build_app(
         settings,
         concurrency=concurrency or concurrency_from_env(),
         access=access,
+        downloads=downloads,
         source_check=SourceCheck(settings).start(),  # which live sources answer, at start
     )
-    launch(demo, host=host, port=port, mcp_server=mcp, access=access)
+    launch(demo, host=host, port=port, mcp_server=mcp, access=access, downloads=downloads)

@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
-import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -65,7 +64,13 @@ from deepcritical.ui.answer import (
 from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.citations import CITATION_CSS, report_html
 from deepcritical.ui.control import RunWatch, resumable, stopped_html
-from deepcritical.ui.downloads import write_downloads
+from deepcritical.ui.downloads import (
+    NO_DOWNLOADS_HTML,
+    DownloadShelf,
+    downloads_html,
+    export_html,
+    write_downloads,
+)
 from deepcritical.ui.evidence_table import evidence_panel, evidence_view
 from deepcritical.ui.examples import choose_examples
 from deepcritical.ui.flow_diagram import flow_html
@@ -134,8 +139,8 @@ CSS += STOPPED_RUN_CSS
 SOURCE_WAIT = 3.0
 """Seconds the page load waits for the source check started with the app."""
 
-Outputs = tuple[str, str, str, str, str, list[str] | None, str, Any, Any, str]
-"""(notice, progress, report, evidence, hypotheses, download paths, answer card, evidence by
+Outputs = tuple[str, str, str, str, str, str, str, Any, Any, str]
+"""(notice, progress, report, evidence, hypotheses, download links, answer card, evidence by
 year, evidence by study design, flow of records); ``evidence`` is the Evidence tab's table,
 carrying its rows for sorting and filtering
 (:func:`~deepcritical.ui.evidence_table.evidence_view`)."""
@@ -164,10 +169,14 @@ def _notice_md(settings: Settings) -> str:
 
 
 async def stream_run(
-    events: AsyncIterator[ResearchEvent], settings: Settings, downloads_root: Path
+    events: AsyncIterator[ResearchEvent],
+    settings: Settings,
+    shelf: DownloadShelf,
+    owner: str | None,
 ) -> AsyncIterator[Outputs]:
     """Fold ``events`` into UI outputs, one tuple per event (the generator behind *Run* and
-    *Resume*); the final tuple carries the report, evidence, hypotheses and download paths.
+    *Resume*); the final tuple carries the report, evidence, hypotheses and the links to its
+    download files, written to ``shelf`` for ``owner`` (the run's, who alone may fetch them).
 
     Exceptions of the run are shown in the progress panel, never raised: a failed run must
     not look like a hung page. Every API key of ``settings`` is redacted from what is shown
@@ -180,7 +189,7 @@ async def stream_run(
         report: str,
         evidence: str,
         hypotheses: str,
-        files: list[str] | None,
+        files: str,
         answer: tuple[str, Any, Any, str] | None = None,
     ) -> Outputs:
         def r(text: str) -> str:
@@ -205,7 +214,8 @@ async def stream_run(
     report = '<p class="dc-empty">The report appears here when the run ends.</p>'
     evidence = '<p class="dc-empty">No evidence yet.</p>'
     hypotheses = '<p class="dc-empty">No hypothesis yet.</p>'
-    yield out(view, report, evidence, hypotheses, None)
+    files = NO_DOWNLOADS_HTML
+    yield out(view, report, evidence, hypotheses, files)
     result: RunResult | None = None
     try:
         async with closing(events) as stream:
@@ -214,21 +224,22 @@ async def stream_run(
                 if event.type == "done" and event.result is not None:
                     result = event.result
                     break
-                yield out(view, report, evidence, hypotheses, None)
+                yield out(view, report, evidence, hypotheses, files)
     except Exception as exc:  # noqa: BLE001 - shown to the user (keys redacted by out())
         log.warning("run failed: %s", type(exc).__name__)
         view = fail(view, error_text(exc))
     if result is None:
         if not view.finished:
             view = fail(view, "the run ended without a report")
-        yield out(view, report, evidence, hypotheses, None)
+        yield out(view, report, evidence, hypotheses, files)
         return
     report = report_html(result)
     evidence = evidence_view(result)
     hypotheses = hypotheses_html(result)
-    directory = Path(tempfile.mkdtemp(prefix="run-", dir=downloads_root))
     paths = await asyncio.to_thread(
-        write_downloads, result, directory, lambda text: redact(text, secrets)
+        shelf.shelve,
+        owner,
+        lambda directory: write_downloads(result, directory, lambda text: redact(text, secrets)),
     )
     answer = (
         answer_card_html(result),
@@ -236,7 +247,7 @@ async def stream_run(
         design_frame(result),
         flow_html(result.report.metadata.flow),
     )
-    yield out(view, report, evidence, hypotheses, [str(p) for p in paths], answer)
+    yield out(view, report, evidence, hypotheses, downloads_html(shelf, paths), answer)
 
 
 def _choice(
@@ -269,7 +280,8 @@ def _corpus_exists(settings: Settings) -> bool:
 def _blank(view: ProgressView, settings: Settings) -> Outputs:
     card, _, _, flow = blank_answer()
     hidden = chart_update(None)
-    return _notice_md(settings), progress_html(view), "", "", "", None, card, hidden, hidden, flow
+    notice, progress, files = _notice_md(settings), progress_html(view), NO_DOWNLOADS_HTML
+    return notice, progress, "", "", "", files, card, hidden, hidden, flow
 
 
 def build_app(
@@ -279,6 +291,7 @@ def build_app(
     store_opener: hist.StoreOpener = RunStore.open,
     concurrency: int = 2,
     downloads_dir: Path | None = None,
+    downloads: DownloadShelf | None = None,
     access: Access | None = None,
     source_check: SourceCheck | None = None,
     jobs: JobBackend | None = None,
@@ -297,7 +310,10 @@ def build_app(
             see their position. In jobs mode the handlers only follow runs (the workers'
             concurrency limits the runs): at least ``FOLLOWERS`` (32) of them at once.
         downloads_dir: where each run's download files are written (default: a temporary
-            directory).
+            directory); ignored when ``downloads`` is given.
+        downloads: the shelf of download files (default: one over ``downloads_dir``);
+            :func:`deepcritical.ui.launch.launch` must be given the same one, which serves
+            each file to its run's owner only.
         access: the deployment's sign-in (default: none, every visitor is the local user);
             with Hugging Face sign-in the page gets a "Sign in with Hugging Face" button.
         source_check: the reachability check of the live sources (default: one over
@@ -312,21 +328,20 @@ def build_app(
     backend, research_fn = _run_mode(settings, jobs, research_fn)
     run_fn: ResearchFn = research_fn if research_fn is not None else default_research()
     sign_in = access or Access()
-    root = downloads_dir or Path(tempfile.mkdtemp(prefix="deepcritical-ui-"))
-    root.mkdir(parents=True, exist_ok=True)
+    shelf = downloads if downloads is not None else DownloadShelf(downloads_dir)
     deep_research = make_deep_research_tool(settings, research_fn, sign_in)
     check = source_check or SourceCheck(settings)
     corpus_exists = _corpus_exists(settings)
 
     async def watched(
-        events: AsyncIterator[ResearchEvent], run_settings: Settings
+        events: AsyncIterator[ResearchEvent], run_settings: Settings, owner: str | None
     ) -> AsyncIterator[RunOutputs]:
         """:func:`stream_run`, each tuple followed by the run's view (kept in the session's
         state for *Stop*) and the *Resume* button (shown when the run ended without its
         report)."""
         secrets = secret_values(run_settings)
         watch = RunWatch(run_settings.max_rounds, lambda text: redact(text, secrets))
-        async for out in stream_run(watch.watch(events), run_settings, root):
+        async for out in stream_run(watch.watch(events), run_settings, shelf, owner):
             view = watch.shown
             yield (
                 *out,
@@ -358,7 +373,7 @@ def build_app(
             yield (*_blank(view, settings), None, gr.update(visible=False), _stop_off())
             return
         events = run_fn(question, per_run, context=context.strip() or None, owner=owner)
-        async for out in watched(events, per_run):
+        async for out in watched(events, per_run, owner):
             yield out
 
     async def resume_run(
@@ -376,7 +391,8 @@ def build_app(
             view = fail(ProgressView(), "No run to resume: choose a run in History first.")
             yield (*_blank(view, settings), None, gr.update(visible=False), _stop_off())
             return
-        async for out in watched(hist.resume_events(run_id, settings, owner), settings):
+        events = hist.resume_events(run_id, settings, owner)
+        async for out in watched(events, settings, owner):
             yield out
 
     async def resume_stopped(
@@ -502,21 +518,13 @@ def build_app(
             with gr.Tab("Hypotheses"):
                 hypotheses = gr.HTML(elem_id="dc-hypotheses")
             with gr.Tab("Downloads"):
-                files = gr.File(
-                    label=(
-                        "Report (Markdown .md, JSON .json, HTML .html) and references (RIS .ris,"
-                        " BibTeX .bib, CSL-JSON .csl.json)"
-                    ),
-                    file_count="multiple",
-                    interactive=False,
-                    elem_id="dc-downloads",
-                )
+                files = gr.HTML(NO_DOWNLOADS_HTML, elem_id="dc-downloads")
             outputs = [notice, progress, report, evidence, hypotheses, files, *answer.outputs()]
             run_outputs = [*outputs, watch_state, resume_btn, stop_btn]
             hist_resume, hist_open = _history_tab(
                 store_opener,
                 settings,
-                root,
+                shelf,
                 outputs,
                 run_outputs,
                 sign_in,
@@ -603,7 +611,9 @@ async def _follow_job(
     record: RunRecord,
     owner: str | None,
     settings: Settings,
-    watched: Callable[[AsyncIterator[ResearchEvent], Settings], AsyncIterator[RunOutputs]],
+    watched: Callable[
+        [AsyncIterator[ResearchEvent], Settings, str | None], AsyncIterator[RunOutputs]
+    ],
     with_store: Callable[[Callable[[hist.RunHistory], Any]], Any],
 ) -> AsyncIterator[tuple[Any, ...]]:
     """History's re-attach to the job ``record``: its event log from the first event, live,
@@ -621,7 +631,7 @@ async def _follow_job(
     )
     last: tuple[Any, ...] = ()
     events = reattach_events(backend, record.id, str(record.status), settings, owner)
-    async for out in watched(events, settings):
+    async for out in watched(events, settings, owner):
         last = out
         yield (*out, _line_html(following), "")
     try:
@@ -662,12 +672,14 @@ def _show_the_answer_when_done(events: list[Any]) -> None:
 def _history_tab(
     opener: hist.StoreOpener,
     settings: Settings,
-    root: Path,
+    shelf: DownloadShelf,
     outputs: list[Any],
     run_outputs: list[Any],
     access: Access,
     resume_run: Any,
-    watched: Callable[[AsyncIterator[ResearchEvent], Settings], AsyncIterator[RunOutputs]],
+    watched: Callable[
+        [AsyncIterator[ResearchEvent], Settings, str | None], AsyncIterator[RunOutputs]
+    ],
     backend: JobBackend | None,
 ) -> tuple[Any, list[Any]]:
     """The *History* tab: the caller's past runs from the durable store, listed when the tab
@@ -734,22 +746,21 @@ def _history_tab(
             yield (*skip, line(more), "")
             return
         last: tuple[Any, ...] = ()
-        async for out in stream_run(hist.replay_events(record, result), settings, root):
+        async for out in stream_run(hist.replay_events(record, result), settings, shelf, owner):
             last = out
         opened = "Opened in the Report, Evidence, Hypotheses and Downloads tabs; report below."
         yield (*last, gr.skip(), gr.skip(), gr.skip(), line(opened), last[2])
 
     def export(
         run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
-    ) -> str | None:
+    ) -> str:
         try:
             owner = access.owner(request, profile)
-            path: Path = with_store(
-                lambda s: hist.export_to_file(s, run_id, owner, root / "exports")
-            )
+            rid, data = with_store(lambda s: hist.export_of(s, run_id, owner))
         except (SignInRequired, RunNotFoundError) as exc:
-            raise gr.Error(str(exc)) from None
-        return str(path)
+            return f'<p class="dc-error">{html.escape(str(exc))}</p>'
+        (path,) = shelf.shelve(owner, lambda folder: [hist.write_export(rid, data, folder)])
+        return export_html(shelf, path)
 
     with gr.Tab("History", elem_id="dc-history-tab") as tab:
         gr.Markdown(
@@ -775,7 +786,7 @@ def _history_tab(
             export_btn = gr.Button("Export", elem_id="dc-history-export-btn")
         status = gr.HTML(elem_id="dc-history-status")
         stored_report = gr.HTML(elem_id="dc-history-report")
-        exported = gr.File(label="Export (.json)", interactive=False, elem_id="dc-history-export")
+        exported = gr.HTML(elem_id="dc-history-export")
     tab.select(refresh, None, [table, ids], api_visibility="private")
     refresh_btn.click(refresh, None, [table, ids], api_visibility="private")
     open_outputs = [*run_outputs, status, stored_report]

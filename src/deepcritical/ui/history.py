@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,7 +36,7 @@ __all__ = [
     "SHORT_ID",
     "RunHistory",
     "StoreOpener",
-    "export_to_file",
+    "export_of",
     "history_rows",
     "history_table",
     "open_report",
@@ -46,6 +45,7 @@ __all__ = [
     "selected_run_id",
     "status_line",
     "stored_run",
+    "write_export",
 ]
 
 HEADERS = ["Status", "Updated (UTC)", "Run", "Question", "Stage", "Progress"]
@@ -198,10 +198,9 @@ def open_report(store: RunHistory, run_id: str, owner: str | None) -> tuple[str,
     return status, str(record.report_markdown or "")
 
 
-def export_to_file(store: RunHistory, run_id: str, owner: str | None, directory: Path) -> Path:
-    """Write the export of ``owner``'s run ``run_id`` to ``<directory>/<random>/run-<id>.json``
-    and return the path: a fresh directory per export, so two callers exporting the same
-    run never share, overwrite or read one file.
+def export_of(store: RunHistory, run_id: str, owner: str | None) -> tuple[str, dict[str, Any]]:
+    """``(full run id, export)`` of ``owner``'s run ``run_id`` (an id or its prefix; the
+    export is :meth:`RunHistory.export_run`'s: the record, its events and its result).
 
     Raises:
         RunNotFoundError: unknown ``run_id``, or another owner's.
@@ -210,10 +209,15 @@ def export_to_file(store: RunHistory, run_id: str, owner: str | None, directory:
     record = store.get_run(rid, owner=owner)
     if record is None:
         raise RunNotFoundError(f"no stored run {rid!r}")
-    data = store.export_run(record.id, owner=owner)
+    return record.id, store.export_run(record.id, owner=owner)
+
+
+def write_export(run_id: str, data: Mapping[str, Any], directory: Path) -> Path:
+    """Write the export ``data`` of the run ``run_id`` (:func:`export_of`) as indented JSON to
+    ``<directory>/run-<id>.json`` (``directory`` created if missing) and return the path."""
     directory.mkdir(parents=True, exist_ok=True)
-    safe = "".join(ch for ch in record.id if ch.isalnum() or ch in "-_")[:64] or "run"
-    path = Path(tempfile.mkdtemp(prefix="export-", dir=directory)) / f"run-{safe}.json"
+    safe = "".join(ch for ch in run_id if ch.isalnum() or ch in "-_")[:64] or "run"
+    path = directory / f"run-{safe}.json"
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
     return path
 

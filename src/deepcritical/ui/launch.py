@@ -13,6 +13,8 @@ from starlette.middleware import Middleware
 from deepcritical.config import Settings
 from deepcritical.ui.app import CSS, build_app
 from deepcritical.ui.auth import Access
+from deepcritical.ui.download_route import DownloadRoute
+from deepcritical.ui.downloads import DownloadShelf
 from deepcritical.ui.headers import security_middleware
 from deepcritical.ui.reachability import SourceCheck
 from deepcritical.ui.theme import THEME
@@ -59,6 +61,7 @@ def launch(
     port: int | None = None,
     mcp_server: bool = True,
     access: Access,
+    downloads: DownloadShelf,
 ) -> None:
     """Serve ``demo`` (blocking) with the MCP server at ``/gradio_api/mcp/``; ``host`` and
     ``port`` default to Gradio's (``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT`` or
@@ -68,7 +71,9 @@ def launch(
     ``access`` must be the sign-in ``demo`` was built with: with passwords, Gradio's login
     page guards every route; without sign-in, each browser gets its signed visitor cookie
     (:class:`~deepcritical.ui.visitor.VisitorMiddleware`), or, in a shared history,
-    :data:`SHARED_HISTORY_WARNING` is logged.
+    :data:`SHARED_HISTORY_WARNING` is logged. ``downloads`` must be the shelf ``demo`` writes
+    its download files to: :class:`~deepcritical.ui.download_route.DownloadRoute` serves
+    each file to its run's owner only.
 
     Every response carries the security headers of :mod:`deepcritical.ui.headers` (frame
     ancestors from ``DEEPCRITICAL_UI_FRAME_ANCESTORS``); server-side rendering is off, so
@@ -82,6 +87,8 @@ def launch(
         middleware.append(Middleware(VisitorMiddleware, key=access.visitor_key))
     elif not access.required:
         log.warning(SHARED_HISTORY_WARNING)
+    # inside the visitor cookie's middleware: a first request's new visitor is already set
+    middleware.append(Middleware(DownloadRoute, shelf=downloads, access=access))
     demo.launch(
         app_kwargs={"middleware": middleware},
         ssr_mode=False,
@@ -100,14 +107,18 @@ def launch(
     )
 
 
-def build_from_env(access: Access, data_dir: Path | None = None) -> gr.Blocks:
-    """The app with :func:`server_settings`, :func:`concurrency_from_env` and the sign-in
-    ``access`` (:meth:`Access.from_env`; give :func:`launch` the same); the reachability check
-    of the live sources starts now, in the background."""
+def build_from_env(
+    access: Access, downloads: DownloadShelf, data_dir: Path | None = None
+) -> gr.Blocks:
+    """The app with :func:`server_settings`, :func:`concurrency_from_env`, the sign-in
+    ``access`` (:meth:`Access.from_env`) and the download shelf ``downloads`` (give
+    :func:`launch` the same two); the reachability check of the live sources starts now, in
+    the background."""
     settings = server_settings(data_dir)
     return build_app(
         settings,
         concurrency=concurrency_from_env(),
         access=access,
+        downloads=downloads,
         source_check=SourceCheck(settings).start(),
     )
