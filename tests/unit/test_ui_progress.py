@@ -170,3 +170,36 @@ def test_a_finished_run_folds_how_it_was_found_under_its_answer() -> None:
     assert shown.index('class="dc-log"') > closed  # the log is inside the closed panel
     assert 'class="dc-how"' not in progress_html(stop(running))
     assert 'class="dc-how"' not in progress_html(fail(running, "the source failed"))
+
+
+def judged(coverage: float, sufficient: bool, reason: str) -> ProgressView:
+    """The view after a judge's verdict, the checklist at ``coverage``."""
+    data = {"coverage": coverage, "sufficient": sufficient, "reason": reason}
+    event = ResearchEvent(type="judge_assessment", round=1, message="Judge", data=data)
+    return fold(ProgressView(), event)
+
+
+def test_the_judge_and_the_coverage_agree_or_the_panel_says_why_not() -> None:
+    """Issue 30: "Checklist coverage 100%" beside "Judge: not sufficient" with no word on
+    why. The judge's verdict and reason are shown under the coverage, and when the two point
+    different ways the panel says what each measures."""
+    from html import escape
+
+    from deepcritical.ui.render import COVERAGE_VS_JUDGE, progress_html
+
+    why = escape(COVERAGE_VS_JUDGE)
+
+    assert "Judge:" not in progress_html(ProgressView())  # no verdict yet: nothing claimed
+    reason = "only 0 of the items assessed mention the question's key terms"
+    full_but_weak = progress_html(judged(1.0, False, reason))
+    assert "Checklist coverage:</strong> 100%" in full_but_weak
+    assert "not enough evidence yet: only 0 of the items assessed mention" in full_but_weak
+    assert why in full_but_weak
+    sparse_but_enough = progress_html(judged(0.25, True, "two large trials agree"))
+    assert "the evidence is enough: two large trials agree." in sparse_but_enough
+    assert why in sparse_but_enough
+    for coverage, sufficient in ((1.0, True), (0.25, False)):  # they agree: no explanation
+        agreeing = progress_html(judged(coverage, sufficient, ""))
+        assert "Judge:" in agreeing
+        assert why not in agreeing
+    assert "&lt;b&gt;" in progress_html(judged(0.5, False, "<b>x</b>"))  # escaped

@@ -51,7 +51,9 @@ class ProgressView(BaseModel):
     sources counts once per source). ``hits_per_source``: results each source returned in
     the last round that reported them, summed over rounds. ``sources_found``: evidence items
     in the run's store (the unique records, duplicates merged); ``on_topic``: those screening
-    kept. ``coverage``: fraction (0..1) of checklist items satisfied.
+    kept. ``coverage``: fraction (0..1) of checklist items satisfied. ``judge_sufficient``
+    and ``judge_reason``: the judge's last verdict on the evidence and its one-line reason
+    (``None`` before the first).
     ``checklist``: item key -> status (``unsatisfied``, ``partial``, ``satisfied``).
     ``hypotheses``: the current set (each round re-emits the whole set, which replaces the
     previous round's). ``stopped``: the user stopped the run (not a failure: no error; the
@@ -67,6 +69,8 @@ class ProgressView(BaseModel):
     sources_found: int = 0
     on_topic: int = 0
     coverage: float = 0.0
+    judge_sufficient: bool | None = None
+    judge_reason: str = ""
     checklist: dict[str, str] = Field(default_factory=dict)
     hypotheses: list[HypothesisView] = Field(default_factory=list)
     hypotheses_round: int = -1
@@ -155,6 +159,8 @@ def fold(view: ProgressView, event: ResearchEvent) -> ProgressView:  # noqa: C90
         coverage = data.get("coverage")
         if isinstance(coverage, int | float) and not v.checklist:
             v.coverage = float(coverage)
+        v.judge_sufficient = bool(data.get("sufficient"))
+        v.judge_reason = str(data.get("reason") or "")
     elif event.type == "warning":
         v.warnings = [*v.warnings, event.message][-MAX_LOG:]
     elif event.type == "done":

@@ -439,6 +439,9 @@ def _progress_body(view: ProgressView) -> list[str]:
         f'aria-valuemax="100" style="background:#e5e7eb;border-radius:4px;height:10px">'
         f'<div style="width:{pct}%;background:#2563eb;height:10px;border-radius:4px"></div></div>',
     ]
+    judge = _judge_line(view)
+    if judge:
+        parts.append(judge)
     if view.queries_per_source:
         cells = "".join(
             f"<li>{e(SOURCE_LABELS.get(s, s))}: {n} queries, "
@@ -460,6 +463,31 @@ def _progress_body(view: ProgressView) -> list[str]:
         lines = "".join(f"<li>{e(m)}</li>" for m in view.log[-6:])
         parts.append(f'<ul class="dc-log">{lines}</ul>')
     return parts
+
+
+COVERAGE_VS_JUDGE = (
+    "Why the two differ: checklist coverage counts the plan's questions that some evidence "
+    "addresses; the judge also weighs how strong, direct and on-topic that evidence is."
+)
+"""Said under the judge's verdict when it and the checklist coverage point different ways."""
+
+
+def _judge_line(view: ProgressView) -> str:
+    """The judge's last verdict in words, with its reason; when it disagrees with the
+    checklist coverage (most items covered but "not enough", or few covered but "enough"),
+    :data:`COVERAGE_VS_JUDGE` says why. Empty before the judge's first verdict."""
+    if view.judge_sufficient is None:
+        return ""
+    e = html.escape
+    verdict = "the evidence is enough" if view.judge_sufficient else "not enough evidence yet"
+    reason = view.judge_reason.strip().rstrip(".")
+    text = f"<strong>Judge:</strong> {verdict}" + (f": {e(reason)}." if reason else ".")
+    disagree = (view.coverage >= 0.75 and not view.judge_sufficient) or (
+        view.coverage < 0.5 and view.judge_sufficient
+    )
+    if disagree:
+        text += f' <span class="dc-judge-why">{e(COVERAGE_VS_JUDGE)}</span>'
+    return f'<p class="dc-judge">{text}</p>'
 
 
 def _source_item(
