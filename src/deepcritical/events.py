@@ -21,6 +21,7 @@ EventType = Literal[
     "hypothesis",
     "judge_assessment",
     "reflection",
+    "writing",
     "report_section",
     "manager",
     "warning",
@@ -35,6 +36,10 @@ class ResearchEvent(BaseModel):
     ``message`` is a short human-readable line; ``data`` holds the structured details of the
     type (e.g. ``searching``: ``{"queries": [...], "per_source": {"pubmed": 10}}``). ``round``
     is the 1-based search round, 0 before the first. ``result`` is set on ``done`` only.
+
+    ``writing`` marks the start of the report's writing (``{"evidence": n}``: the items
+    chosen for it); ``report_section`` events follow, one per finding section, once the report
+    is checked.
 
     ``manager`` events come from the ``magentic`` orchestrator only: its manager's plan and
     each of its decisions (``{"next_speaker": ..., "instruction": ..., "satisfied": ...}``).

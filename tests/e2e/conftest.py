@@ -297,11 +297,13 @@ def stored_run(data_dir: Path, run_id: str) -> Any:
 def slow_server(app_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     """An app server (runs in process) whose scripted model answers each call after 0.5 s,
     and the report writer's after 2 s: a run lasts long enough to be stopped in each of its
-    stages, writing the report included."""
+    stages, writing the report included. Its call cache is off (a TTL of 0 s): a run of a
+    question asked before would replay the model's answers at once, and finish before Stop."""
     with running_server(
         app_data,
         tmp_path_factory.mktemp("app-slow"),
         concurrency=2,
         stub=SlowChatStub(0.5, writer_delay=2.0),
+        cache_ttl_seconds="0",
     ) as server:
         yield server

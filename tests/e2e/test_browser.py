@@ -35,6 +35,9 @@ from playwright.sync_api import (
     expect,
     sync_playwright,
 )
+from playwright.sync_api import (
+    TimeoutError as PlaywrightTimeoutError,
+)
 
 from tests.e2e.conftest import CHROMIUM_ARGS, AppServer, stored_run
 from tests.e2e.corpus import XSS_IMG, XSS_SCRIPT
@@ -58,7 +61,10 @@ window.__stages = [];
 new MutationObserver(() => {
   const el = document.querySelector('#dc-progress .dc-stage');
   const text = el ? el.textContent : null;
-  if (text && window.__stages[window.__stages.length - 1] !== text) window.__stages.push(text);
+  if (text && window.__stages[window.__stages.length - 1] !== text) {
+    window.__stages.push(text);
+    (window.__stageTimes = window.__stageTimes || []).push([text, Date.now()]);
+  }
 }).observe(document, {subtree: true, childList: true, characterData: true});
 """
 
@@ -799,7 +805,7 @@ def test_jobs_mode_closed_page_reopens_and_sees_the_same_run_finish(
         wait_for_report(page)
         assert JOBS_QUESTION in page.locator("#dc-report").inner_text()
         assert run_id in page.locator("#dc-progress .dc-run-id code").inner_text()
-        stages = page.evaluate("window.__stages")
+        stages = page.evaluate("[window.__stageTimes, window.__clickAt, window.__clickedAt]")
         finished = record(run_id)
         assert finished is not None
         assert finished.status in {"completed", "max_iterations"}, finished.error
@@ -817,7 +823,7 @@ def test_jobs_mode_closed_page_reopens_and_sees_the_same_run_finish(
     ["Planning", "Searching", "Screening evidence", "Judging the evidence", "Writing the report"],
 )
 def test_stop_in_each_stage_shows_stopped_and_resume_finishes_the_run(
-    context: BrowserContext, slow_server: AppServer, stage: str
+    context: BrowserContext, slow_server: AppServer, stage: str, artifacts: Path
 ) -> None:
     """Stop while the run is in ``stage`` (a model answering in 0.5 s, 2 s when writing): the
     page says "Stopped", offers Resume and shows no error badge anywhere; Stop is disabled;
@@ -826,11 +832,20 @@ def test_stop_in_each_stage_shows_stopped_and_resume_finishes_the_run(
     start_run(page, QUESTION)
     page.wait_for_function("s => window.__stages.includes(s)", arg=stage, timeout=90_000)
     stop = page.locator("#dc-stop")
+    page.evaluate("window.__clickAt = Date.now()")
     stop.click()
-    page.locator("#dc-progress .dc-stopped").wait_for(state="visible", timeout=30_000)
+    page.evaluate("window.__clickedAt = Date.now()")
+    try:
+        page.locator("#dc-progress .dc-stopped").wait_for(state="visible", timeout=30_000)
+    except PlaywrightTimeoutError:
+        shown = page.locator("#dc-progress").inner_text()
+        stages = page.evaluate("[window.__stageTimes, window.__clickAt, window.__clickedAt]")
+        raise AssertionError(f"no 'Stopped' after Stop in {stage}: {stages}\n{shown}") from None
     page.wait_for_timeout(1_500)  # whatever the cancelled run had sent has landed
     assert page.locator("#dc-progress .dc-stage").inner_text() == "Stopped"
     assert page.locator("#dc-progress .dc-stopped").is_visible()
+    # the stage it stopped at (the page's last one: Stop may land as the next one begins)
+    assert page.locator("#dc-progress .dc-stopped strong").inner_text().startswith("Stopped at ")
     assert page.locator("#dc-progress .dc-error").count() == 0
     # no error overlay on any component (Gradio's screen-reader announcer, one live region
     # for the page, may still have said "Error" as the cancelled event ended)
@@ -840,6 +855,10 @@ def test_stop_in_each_stage_shows_stopped_and_resume_finishes_the_run(
     run_id = page.locator("#dc-progress .dc-run-id code").inner_text().strip()
     resume = page.locator("#dc-resume")
     resume.wait_for(state="visible", timeout=10_000)
+    if stage == "Screening evidence":
+        page.locator("#dc-progress").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / "stopped-run.png"))
+        print(f"screenshot: {artifacts / 'stopped-run.png'}")
     resume.click()
     wait_for_report(page)
     assert page.locator("#dc-progress .dc-run-id code").inner_text().strip() == run_id

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import gradio as gr
 import pytest
 
 from deepcritical import api
@@ -51,6 +52,7 @@ def test_stopped_panel_shows_stopped_with_the_run_id_and_no_error() -> None:
     assert 'class="dc-stage">Stopped<' in panel
     assert "<code>run-42</code>" in panel
     assert 'class="dc-stopped"' in panel
+    assert f"<strong>Stopped at {running_view().stage.lower()}.</strong>" in panel
     assert "Resume continues it" in panel
     assert "dc-error" not in panel
     assert "Failed" not in panel
@@ -159,3 +161,37 @@ async def test_resume_continues_the_stopped_run_to_its_report(
     outs = [o async for o in handler(demo, "resume_stopped")(None)]
     assert "No run to resume" in outs[-1][1]
     assert len(resumed) == 1
+
+
+async def test_after_stop_the_run_shows_nothing_but_stopped_and_is_closed(
+    settings: Settings,
+) -> None:
+    """Gradio's cancellation of a run's handler can land after the run's next update (a
+    browser test saw "Searching" replace "Stopped" 40 ms after it). Once Stop is pressed in
+    a session, its run's next update is "Stopped" and the run is closed; a run of another
+    session streams on."""
+    fake = FakeResearch(script(run_result()))
+    demo = build_app(settings, research_fn=fake)
+    run, stop_fn = handler(demo, "run"), handler(demo, "stop")
+    mine, theirs = gr.Request(session_hash="s1"), gr.Request(session_hash="s2")
+    args: tuple[Any, ...] = ("Q?", "", "", "", [], 2, 10, "iterative")
+    stream = run(*args, mine)
+    other = run(*args, theirs)
+    first = [await anext(stream), await anext(stream)]
+    await anext(other)
+    assert "Starting" in first[-1][1]
+    panel, _, _ = await stop_fn(first[-1][10], mine)
+    assert "Stopped" in panel
+    rest = [o async for o in stream]
+    assert len(rest) == 1  # one last update, then the stream ends
+    assert "<strong>Stopped at " in rest[0][1]
+    assert "Report ready" not in rest[0][1]
+    assert rest[0][11]["visible"] is True  # Resume
+    assert rest[0][12]["interactive"] is False  # Stop
+    assert all(isinstance(o, type(gr.skip())) for o in (rest[0][0], *rest[0][2:10]))
+    assert fake.closed == 1  # the stopped run was closed
+    others = [o async for o in other]
+    assert "Report ready" in others[-1][1]  # the other session's run was not stopped
+    # a new run in the stopped session streams to its report
+    again = [o async for o in run(*args, mine)]
+    assert "Report ready" in again[-1][1]

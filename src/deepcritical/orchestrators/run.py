@@ -765,8 +765,9 @@ class ResearchRun:
 
     @step
     async def write_draft(self) -> ResearchReport | None:
-        """A draft report from a diverse (MMR) selection of the store; ``None`` when every
-        writer failed. Citations are validated by :meth:`finish`, not here."""
+        """A draft report from a diverse (MMR) selection of the store, announced by a
+        ``writing`` event; ``None`` when every writer failed. Citations are validated by
+        :meth:`finish`, not here."""
         s, state = self.settings, self.state
         selected = self.store.select_diverse(
             self.plan.refined_question,
@@ -775,6 +776,14 @@ class ResearchRun:
             candidate_ids=self.on_topic_ids(),
         )
         assessment = state.assessments[-1] if state.assessments else None
+        self.emit(
+            ResearchEvent(
+                type="writing",
+                round=state.rounds,
+                message=f"Writing the report from {plural(len(selected), 'evidence item')}",
+                data={"evidence": len(selected)},
+            )
+        )
 
         async def write(a: AgentSet) -> ResearchReport:
             return await a.writer.write(self.plan, selected, state.hypotheses, assessment)

@@ -45,6 +45,7 @@ STAGES = {
     "hypothesis": "hypothesising",
     "judge_assessment": "judging",
     "manager": "managing",
+    "writing": "writing",
     "report_section": "writing",
     "done": "done",
     "error": "failed",
@@ -249,6 +250,7 @@ class RunRecorder:
             "evidence_added": 0.1 + span * (r - 0.5),
             "hypothesis": 0.1 + span * (r - 0.25),
             "judge_assessment": 0.1 + span * r,
+            "writing": 0.87,
             "report_section": 0.9,
             "done": 1.0,
         }

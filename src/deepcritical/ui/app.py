@@ -147,6 +147,12 @@ carrying its rows for sorting and filtering
 RunOutputs = tuple[Any, ...]
 """:data:`Outputs`, then the run's :class:`ProgressView` (session state, for *Stop*), the
 update of the *Resume* button and that of the *Stop* button (enabled while the run runs)."""
+Watcher = Callable[
+    [AsyncIterator[ResearchEvent], Settings, str | None, gr.Request | None],
+    AsyncIterator[RunOutputs],
+]
+"""A run's events, its settings, owner and request -> its outputs, as the app's ``watched``
+streams them (*Stop* in the request's session ends them)."""
 
 
 SHARED_HISTORY_NOTE = (
@@ -284,6 +290,60 @@ def _blank(view: ProgressView, settings: Settings) -> Outputs:
     return notice, progress, "", "", "", files, card, hidden, hidden, flow
 
 
+class RunStreams:
+    """The app's run streams: :meth:`watched` renders a run's events for its session, and
+    :meth:`ask_stop` ends the stream of a session whose *Stop* was pressed.
+
+    Args:
+        shelf: where finished runs' download files go.
+    """
+
+    def __init__(self, shelf: DownloadShelf) -> None:
+        self.shelf = shelf
+        self._stop_requests: set[str] = set()
+
+    def ask_stop(self, request: gr.Request | None) -> None:
+        """*Stop* was pressed in ``request``'s session: its run shows nothing more but
+        "Stopped" (Gradio's cancellation of the run's handler may come after the run's next
+        update, which would otherwise replace "Stopped")."""
+        session = getattr(request, "session_hash", None)
+        if session:
+            self._stop_requests.add(session)
+
+    async def watched(
+        self,
+        events: AsyncIterator[ResearchEvent],
+        run_settings: Settings,
+        owner: str | None,
+        request: gr.Request | None,
+    ) -> AsyncIterator[RunOutputs]:
+        """:func:`stream_run` of ``owner``'s run, each tuple followed by the run's view (kept
+        in the session's state for *Stop*), the *Resume* button (shown when the run ended
+        without its report) and the *Stop* button (enabled while it runs). After
+        :meth:`ask_stop` for the request's session, one last tuple shows "Stopped" and the
+        run is closed."""
+        session = getattr(request, "session_hash", None) or ""
+        self._stop_requests.discard(session)  # a new run of the session
+        secrets = secret_values(run_settings)
+        watch = RunWatch(run_settings.max_rounds, lambda text: redact(text, secrets))
+        outputs = stream_run(watch.watch(events), run_settings, self.shelf, owner)
+        async with closing(outputs) as stream:
+            async for out in stream:
+                view = watch.shown
+                if session and session in self._stop_requests:
+                    self._stop_requests.discard(session)
+                    skipped = [gr.skip() for _ in out]
+                    skipped[1] = stopped_html(view)
+                    yield (*skipped, view, gr.update(visible=resumable(view)), _stop_off())
+                    return  # closes stream_run, which closes the run
+                yield (
+                    *out,
+                    view,
+                    gr.update(visible=view.finished and resumable(view)),
+                    gr.update(interactive=not view.finished),  # Stop, while the run runs
+                )
+
+
 def build_app(
     settings: Settings,
     *,
@@ -333,22 +393,8 @@ def build_app(
     check = source_check or SourceCheck(settings)
     corpus_exists = _corpus_exists(settings)
 
-    async def watched(
-        events: AsyncIterator[ResearchEvent], run_settings: Settings, owner: str | None
-    ) -> AsyncIterator[RunOutputs]:
-        """:func:`stream_run`, each tuple followed by the run's view (kept in the session's
-        state for *Stop*) and the *Resume* button (shown when the run ended without its
-        report)."""
-        secrets = secret_values(run_settings)
-        watch = RunWatch(run_settings.max_rounds, lambda text: redact(text, secrets))
-        async for out in stream_run(watch.watch(events), run_settings, shelf, owner):
-            view = watch.shown
-            yield (
-                *out,
-                view,
-                gr.update(visible=view.finished and resumable(view)),
-                gr.update(interactive=not view.finished),  # Stop, while the run runs
-            )
+    streams = RunStreams(shelf)
+    watched = streams.watched
 
     async def run(
         question: str,
@@ -373,7 +419,7 @@ def build_app(
             yield (*_blank(view, settings), None, gr.update(visible=False), _stop_off())
             return
         events = run_fn(question, per_run, context=context.strip() or None, owner=owner)
-        async for out in watched(events, per_run, owner):
+        async for out in watched(events, per_run, owner, request):
             yield out
 
     async def resume_run(
@@ -392,7 +438,7 @@ def build_app(
             yield (*_blank(view, settings), None, gr.update(visible=False), _stop_off())
             return
         events = hist.resume_events(run_id, settings, owner)
-        async for out in watched(events, settings, owner):
+        async for out in watched(events, settings, owner, request):
             yield out
 
     async def resume_stopped(
@@ -413,6 +459,7 @@ def build_app(
         mode the run's job is cancelled in its worker too. It answers outside the queue (a
         full queue cannot hold it back) and after :data:`STOP_SETTLE_SECONDS`, so that an
         update the cancelled run had already sent cannot land after it and hide "Stopped"."""
+        streams.ask_stop(request)
         await asyncio.to_thread(_cancel_job, backend, view, settings, sign_in, request, profile)
         await asyncio.sleep(STOP_SETTLE_SECONDS)
         return stopped_html(view), gr.update(visible=resumable(view)), view
@@ -611,9 +658,8 @@ async def _follow_job(
     record: RunRecord,
     owner: str | None,
     settings: Settings,
-    watched: Callable[
-        [AsyncIterator[ResearchEvent], Settings, str | None], AsyncIterator[RunOutputs]
-    ],
+    watched: Watcher,
+    request: gr.Request | None,
     with_store: Callable[[Callable[[hist.RunHistory], Any]], Any],
 ) -> AsyncIterator[tuple[Any, ...]]:
     """History's re-attach to the job ``record``: its event log from the first event, live,
@@ -631,7 +677,7 @@ async def _follow_job(
     )
     last: tuple[Any, ...] = ()
     events = reattach_events(backend, record.id, str(record.status), settings, owner)
-    async for out in watched(events, settings, owner):
+    async for out in watched(events, settings, owner, request):
         last = out
         yield (*out, _line_html(following), "")
     try:
@@ -677,9 +723,7 @@ def _history_tab(
     run_outputs: list[Any],
     access: Access,
     resume_run: Any,
-    watched: Callable[
-        [AsyncIterator[ResearchEvent], Settings, str | None], AsyncIterator[RunOutputs]
-    ],
+    watched: Watcher,
     backend: JobBackend | None,
 ) -> tuple[Any, list[Any]]:
     """The *History* tab: the caller's past runs from the durable store, listed when the tab
@@ -738,7 +782,8 @@ def _history_tab(
             return f'<p class="dc-history-line" role="status">{html.escape(text)}</p>'
 
         if backend is not None and result is None and record.status in FOLLOWED_STATUSES:
-            async for out in _follow_job(backend, record, owner, settings, watched, with_store):
+            follow = _follow_job(backend, record, owner, settings, watched, request, with_store)
+            async for out in follow:
                 yield out
             return
         if result is None:

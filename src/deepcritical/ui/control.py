@@ -76,13 +76,19 @@ def resumable(view: ProgressView | None) -> bool:
 
 def stopped_html(view: ProgressView | None) -> str:
     """The progress panel of ``view`` stopped: stage "Stopped", the counts and the run id as
-    they were, and a note (a status, not an error) saying how to go on. A run that already
-    ended (report, failure) keeps its panel."""
+    they were, and a note (a status, not an error) saying at which stage it stopped ("Stopped
+    at screening evidence.") and how to go on. A run that already ended (report, failure)
+    keeps its panel."""
     if view is not None and view.finished:
         return progress_html(view)
     stopped = stop(view or ProgressView())
     note = STOPPED_NOTE if stopped.run_id else STOPPED_EARLY
     panel = progress_html(stopped)
     head, sep, tail = panel.rpartition("</div>")
-    extra = f'<p class="dc-stopped" role="status"><strong>Stopped.</strong> {html.escape(note)}</p>'
+    at = view.stage if view is not None and view.stage not in {"Waiting", "Stopped"} else ""
+    said = f"Stopped at {at.lower()}." if at else "Stopped."
+    extra = (
+        f'<p class="dc-stopped" role="status"><strong>{html.escape(said)}</strong> '
+        f"{html.escape(note)}</p>"
+    )
     return f"{head}{extra}{sep}{tail}" if sep else panel + extra

@@ -22,6 +22,7 @@ STAGES: dict[str, str] = {
     "evidence_added": "Screening evidence",
     "hypothesis": "Forming hypotheses",
     "judge_assessment": "Judging the evidence",
+    "writing": "Writing the report",
     "report_section": "Writing the report",
     "done": "Report ready",
     "error": "Failed",
