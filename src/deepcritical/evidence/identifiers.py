@@ -26,7 +26,15 @@ import re
 from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
 
-from deepcritical.models import Citation, Evidence, SourceName, union_flags
+from deepcritical.models import (
+    DOI_PREFIX,
+    DOI_WHOLE,
+    Citation,
+    Evidence,
+    SourceName,
+    clean_doi,
+    union_flags,
+)
 
 __all__ = [
     "KEY_KINDS",
@@ -50,10 +58,8 @@ _STRONG_KINDS: tuple[str, ...] = ("pmid", "doi", "pmcid", "nct")
 _PMID_RE = re.compile(r"^(?:(?:pmid|pubmed|med)\s*[:/#]?\s*)?(\d{1,10})$", re.IGNORECASE)
 _PMCID_RE = re.compile(r"^(?:pmcid\s*:?\s*)?pmc\s*(\d{1,10})(?:\.\d+)?$", re.IGNORECASE)
 _NCT_RE = re.compile(r"^(?:nct\s*(?:id)?\s*:\s*)?nct\s*(\d{8})$", re.IGNORECASE)
-_DOI_RE = re.compile(r"^10\.\d+(?:\.\d+)*/\S+$")
-_DOI_PREFIX_RE = re.compile(
-    r"^(?:doi\s*:\s*|doi\s+|(?:https?://)?(?:www\.|dx\.)?doi\.org/)", re.IGNORECASE
-)
+_DOI_RE = re.compile(rf"^{DOI_WHOLE}$")
+_DOI_PREFIX_RE = re.compile(rf"^{DOI_PREFIX}", re.IGNORECASE)
 _NCT_IN_PATH_RE = re.compile(r"(?<![A-Za-z0-9])NCT(\d{8})(?![0-9])", re.IGNORECASE)
 _SCHEME_RE = re.compile(r"^https?://", re.IGNORECASE)
 _BARE_HOST_RE = re.compile(r"^(?:[a-z0-9-]+\.)+[a-z]{2,}/", re.IGNORECASE)
@@ -74,19 +80,6 @@ def _as_url(s: str) -> str | None:
     if _BARE_HOST_RE.match(s):
         return "https://" + s
     return None
-
-
-def _strip_trailing_punctuation(doi: str) -> str:
-    """Drop sentence punctuation and unbalanced closing brackets from the end of a DOI."""
-    pairs = {")": "(", "]": "[", "}": "{", ">": "<"}
-    while doi:
-        last = doi[-1]
-        unbalanced = last in pairs and doi.count(last) > doi.count(pairs[last])
-        if last in ".,;:'\"" or unbalanced:
-            doi = doi[:-1]
-        else:
-            break
-    return doi
 
 
 # Complexity: one branch per publisher URL pattern.
@@ -186,7 +179,7 @@ def _doi_value(s: str) -> str | None:
         if stripped == doi:
             break
         doi = stripped
-    doi = _strip_trailing_punctuation(doi).lower()
+    doi = clean_doi(doi)
     return doi if _DOI_RE.match(doi) else None
 
 

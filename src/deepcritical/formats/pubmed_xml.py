@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 from deepcritical.formats.mathml import local_name, math_text
 from deepcritical.formats.safe_xml import safe_iterparse, safe_parser
 from deepcritical.models import (
+    DOI_PREFIX,
     Citation,
     Evidence,
     IntegrityFlag,
@@ -76,7 +77,7 @@ _MONTHS: dict[str, int] = {
     for name in names
 }
 
-_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
+_DOI_PREFIX = re.compile(rf"^{DOI_PREFIX}", re.IGNORECASE)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 
 

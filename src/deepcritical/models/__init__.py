@@ -38,7 +38,20 @@ from deepcritical.models._integrity import (
     union_flags,
 )
 from deepcritical.models._markdown import grounding_appendix, render_markdown
-from deepcritical.models._markers import CITATION_MARKER, marker_ids, numbered
+from deepcritical.models._markers import (
+    CITATION_MARKER,
+    DOI_BODY,
+    DOI_PREFIX,
+    DOI_TOKEN,
+    DOI_WHOLE,
+    E_ID,
+    NCT_ID,
+    PMCID_TOKEN,
+    PMID_TOKEN,
+    clean_doi,
+    marker_ids,
+    numbered,
+)
 from deepcritical.models._passages import SECTION_SEPARATOR, Passage, PassageKind
 from deepcritical.models._plan import (
     PICO,
@@ -76,9 +89,17 @@ __all__ = [
     "CERTAINTY_LABEL",
     "CITATION_MARKER",
     "DERIVED_TITLE_MARK",
+    "DOI_BODY",
+    "DOI_PREFIX",
+    "DOI_TOKEN",
+    "DOI_WHOLE",
+    "E_ID",
     "INTEGRITY_HEADING",
     "INTEGRITY_LABELS",
+    "NCT_ID",
     "PICO",
+    "PMCID_TOKEN",
+    "PMID_TOKEN",
     "SECTION_SEPARATOR",
     "SOURCE_LABELS",
     "Certainty",
@@ -122,6 +143,7 @@ __all__ = [
     "SupportingQuote",
     "TextSpan",
     "UsageReport",
+    "clean_doi",
     "error_text",
     "flag_labels",
     "flags_from_publication_types",

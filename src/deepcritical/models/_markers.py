@@ -1,13 +1,82 @@
-"""Inline citation markers: ``[E3]`` or ``[E3, E7]`` in report text."""
+"""Inline citation markers and the identifiers a citation may name: the one home of their
+grammar.
+
+- :data:`CITATION_MARKER`: the canonical marker, ``[E3]`` or ``[E3, E7]``, in report text;
+  :func:`marker_ids` and :func:`numbered` read and renumber it.
+- The pieces of every other citation grammar (the writer's variants parsed by
+  :mod:`deepcritical.text.sentences`, validated by :mod:`deepcritical.report.validation`,
+  rewritten by :mod:`deepcritical.report.citations`): :data:`E_ID`, :data:`PMID_TOKEN`,
+  :data:`PMCID_TOKEN`, :data:`NCT_ID`, :data:`DOI_PREFIX`, :data:`DOI_BODY` and
+  :data:`DOI_TOKEN` (and :data:`DOI_WHOLE` for identifier fields), as regular-expression
+  source strings.
+- :func:`clean_doi`: a DOI as it is compared everywhere (prefix and trailing punctuation
+  dropped, lower case).
+
+Where a DOI ends in text (:data:`DOI_BODY`): at white space, ``[``, ``]``, ``,`` or ``;``
+(the separators of a citation marker), and then before trailing sentence punctuation and an
+unbalanced closing bracket (:func:`clean_doi`). Parentheses inside a DOI are kept
+(``10.1016/S0140-6736(20)30183-5``), a closing one that ends a parenthesis of the prose is
+not (``(doi:10.1/x)``). An identifier field holds one whole DOI (:data:`DOI_WHOLE`): an old
+SICI DOI with a ``;`` (``...3.0.CO;2-A``) is read whole there, and cut at its ``;`` in text.
+"""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["CITATION_MARKER", "marker_ids", "numbered"]
+__all__ = [
+    "CITATION_MARKER",
+    "DOI_BODY",
+    "DOI_PREFIX",
+    "DOI_TOKEN",
+    "DOI_WHOLE",
+    "E_ID",
+    "NCT_ID",
+    "PMCID_TOKEN",
+    "PMID_TOKEN",
+    "clean_doi",
+    "marker_ids",
+    "numbered",
+]
 
 CITATION_MARKER = re.compile(r"\[(E\d+(?:\s*,\s*E\d+)*)\]")
 """Inline citation marker: ``[E3]`` or ``[E3, E7]``; group 1 holds the comma-separated ids."""
+
+E_ID = r"E\d+(?:\s*[-–]\s*E\d+)?"
+"""An evidence id, or a range of them: ``E3``, ``E3-E5``."""
+PMID_TOKEN = r"PMID\s*:?\s*\d+"
+"""A PMID as cited: ``PMID: 123``, ``PMID 123`` (match case-insensitively)."""
+PMCID_TOKEN = r"(?:PMCID\s*:?\s*)?PMC\d+"
+"""A PMCID as cited: ``PMC123``, ``PMCID: PMC123`` (match case-insensitively)."""
+NCT_ID = r"NCT\d{8}"
+"""A ClinicalTrials.gov NCT ID: ``NCT`` and eight digits."""
+DOI_PREFIX = r"(?:doi\s*:?\s*|(?:https?://)?(?:www\.|dx\.)?doi\.org/)"
+"""What may stand before a DOI: ``doi:``, ``doi ``, ``https://doi.org/``, ``dx.doi.org/``."""
+DOI_BODY = r"10\.\d+(?:\.\d+)*/[^\s\[\],;]+"
+"""A DOI itself, up to white space, a square bracket, a comma or a semicolon; its trailing
+punctuation is dropped by :func:`clean_doi`."""
+DOI_WHOLE = r"10\.\d+(?:\.\d+)*/\S+"
+"""A whole DOI, as an identifier field holds it (any non-space after the ``/``)."""
+DOI_TOKEN = rf"{DOI_PREFIX}{DOI_BODY}"
+"""A DOI as cited in a marker: with its prefix (``[doi:10.1/x]``)."""
+
+_DOI_PREFIX = re.compile(rf"^{DOI_PREFIX}", re.IGNORECASE)
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+def clean_doi(doi: str) -> str:
+    """``doi`` as DOIs are compared: without its prefix (``doi:``, ``https://doi.org/``...),
+    without trailing sentence punctuation (``.``, ``,``, ``;``, ``:``, quotes) or an
+    unbalanced closing bracket, lower case (DOIs are case-insensitive). ``""`` stays ``""``."""
+    value = _DOI_PREFIX.sub("", doi.strip())
+    while value:
+        last = value[-1]
+        unbalanced = last in _CLOSERS and value.count(last) > value.count(_CLOSERS[last])
+        if last in ".,;:'\"" or unbalanced:
+            value = value[:-1]
+        else:
+            break
+    return value.lower()
 
 
 def marker_ids(text: str) -> list[str]:

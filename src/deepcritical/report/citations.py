@@ -11,7 +11,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from deepcritical.models import CITATION_MARKER, Evidence, Reference, marker_ids
+from deepcritical.models import (
+    CITATION_MARKER,
+    DOI_BODY,
+    NCT_ID,
+    Evidence,
+    Reference,
+    clean_doi,
+    marker_ids,
+)
 from deepcritical.text.sentences import sentence_tiles
 
 __all__ = [
@@ -33,7 +41,7 @@ _FOREIGN_MARKER = re.compile(
     re.IGNORECASE,
 )
 _FOREIGN_TOKEN = re.compile(
-    r"(?P<pmc>PMC\d+)|(?P<nct>NCT\d{8})|(?P<doi>10\.\d+/[^\s,;\]]+)|(?P<num>\d+)",
+    rf"(?P<pmc>PMC\d+)|(?P<nct>{NCT_ID})|(?P<doi>{DOI_BODY})|(?P<num>\d+)",
     re.IGNORECASE,
 )
 _ADJACENT = re.compile(r"\[(E\d+(?:, E\d+)*)\]\s*[,;]?\s*\[(E\d+(?:, E\d+)*)\]")
@@ -75,7 +83,7 @@ class PaperIds:
                 if value and value.strip():
                     found.setdefault(value.strip().upper(), e.id)
             if c.doi and c.doi.strip():
-                found.setdefault(c.doi.strip().lower(), e.id)
+                found.setdefault(clean_doi(c.doi), e.id)
         return cls(found)
 
     def resolve(self, marker: str) -> list[str]:
@@ -83,7 +91,7 @@ class PaperIds:
         out: list[str] = []
         for m in _FOREIGN_TOKEN.finditer(marker):
             doi = m.group("doi")
-            key = doi.rstrip(".").lower() if doi else m.group(0).upper()
+            key = clean_doi(doi) if doi else m.group(0).upper()
             out.append(self.by_id.get(key, _UNRESOLVED))
         return out or [_UNRESOLVED]
 

@@ -57,11 +57,19 @@ from dataclasses import dataclass, field
 
 from deepcritical.models import (
     CITATION_MARKER,
+    DOI_BODY,
+    DOI_PREFIX,
+    DOI_TOKEN,
+    E_ID,
+    NCT_ID,
+    PMCID_TOKEN,
+    PMID_TOKEN,
     CitationValidation,
     Evidence,
     Hypothesis,
     Reference,
     ResearchReport,
+    clean_doi,
 )
 from deepcritical.text.sentences import (
     CITATION_GROUP,
@@ -81,13 +89,12 @@ _TOKEN = re.compile(
     r"|(?P<e>E(?P<en>\d+))"
     r"|(?:PMID\s*:?\s*(?P<pmid>\d+))"
     r"|(?:(?:PMCID\s*:?\s*)?PMC(?P<pmc>\d+))"
-    r"|(?P<nct>NCT\d{8})"
-    r"|(?:(?:doi\s*:?\s*|https?://(?:dx\.)?doi\.org/)(?P<doi>10\.\d+/\S+))"
+    rf"|(?P<nct>{NCT_ID})"
+    rf"|(?:{DOI_PREFIX}(?P<doi>{DOI_BODY}))"
     r"|(?P<num>\d+(?:\s*[-–]\s*\d+)?)",
     re.IGNORECASE,
 )
-_DOI_PREFIX = re.compile(r"^(?:doi\s*:?\s*|https?://(?:dx\.)?doi\.org/)", re.IGNORECASE)
-_NCT_ID = re.compile(r"NCT\d{8}", re.IGNORECASE)
+_NCT_ID = re.compile(NCT_ID, re.IGNORECASE)
 _PMC_ID = re.compile(r"PMC\d+", re.IGNORECASE)
 
 
@@ -100,7 +107,7 @@ class _Cite:
 
 
 def _norm_doi(doi: str) -> str:
-    return _DOI_PREFIX.sub("", doi.strip()).rstrip(".").lower()
+    return clean_doi(doi)
 
 
 class _Resolver:
@@ -199,9 +206,8 @@ class _Tally:
 
 
 _LOOSE_TOKEN = re.compile(
-    r"\bE\d+(?:\s*[-–]\s*E\d+)?\b"
-    r"|(?i:\bPMID\s*:?\s*\d+|(?:\bPMCID\s*:?\s*)?\bPMC\d+|\bNCT\d{8}\b"
-    r"|\bdoi\s*:?\s*10\.\d+/[^\s\[\],;]+)"
+    rf"\b{E_ID}\b"
+    rf"|(?i:\b{PMID_TOKEN}|\b{PMCID_TOKEN}|\b{NCT_ID}\b|\b{DOI_TOKEN})"
 )
 _JOINER = re.compile(r"[ \t]*[,;–-]?[ \t]*")
 

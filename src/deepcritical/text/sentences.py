@@ -38,6 +38,8 @@ from typing import Literal
 
 import pysbd  # type: ignore[import-untyped]
 
+from deepcritical.models import DOI_TOKEN, E_ID, NCT_ID, PMCID_TOKEN, PMID_TOKEN
+
 __all__ = [
     "CITATION_GROUP",
     "CITATION_RUN",
@@ -57,12 +59,12 @@ __all__ = [
 
 # --- citation-marker grammar (shared with report.validation) ---------------------------------
 
-_E_ID = r"E\d+(?:\s*[-–]\s*E\d+)?"  # E3, or a range E3-E5
-_PMID = r"PMID\s*:?\s*\d+"
-_PMCID = r"(?:PMCID\s*:?\s*)?PMC\d+"
-_NCT = r"NCT\d{8}"
-# DOIs may contain parentheses (10.1016/S0140-6736(20)30183-5) but not brackets, spaces, , ;
-_DOI = r"(?:doi\s*:?\s*|https?://(?:dx\.)?doi\.org/)10\.\d+/[^\s\[\],;]+"
+# the identifiers' grammar has one home (models._markers); where a DOI ends is said there
+_E_ID = E_ID  # E3, or a range E3-E5
+_PMID = PMID_TOKEN
+_PMCID = PMCID_TOKEN
+_NCT = NCT_ID
+_DOI = DOI_TOKEN
 _NUM = r"\d+(?:\s*[-–]\s*\d+)?"  # 3, or a range 1-3
 _ANY_TOKEN = rf"(?:{_E_ID}|{_PMID}|{_PMCID}|{_NCT}|{_DOI}|{_NUM})"
 _SEP = r"\s*[,;]\s*"
