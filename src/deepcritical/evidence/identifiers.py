@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 from deepcritical.models import (
     DOI_PREFIX,
     DOI_WHOLE,
+    NCT_ID,
     Citation,
     Evidence,
     SourceName,
@@ -60,7 +61,7 @@ _PMCID_RE = re.compile(r"^(?:pmcid\s*:?\s*)?pmc\s*(\d{1,10})(?:\.\d+)?$", re.IGN
 _NCT_RE = re.compile(r"^(?:nct\s*(?:id)?\s*:\s*)?nct\s*(\d{8})$", re.IGNORECASE)
 _DOI_RE = re.compile(rf"^{DOI_WHOLE}$")
 _DOI_PREFIX_RE = re.compile(rf"^{DOI_PREFIX}", re.IGNORECASE)
-_NCT_IN_PATH_RE = re.compile(r"(?<![A-Za-z0-9])NCT(\d{8})(?![0-9])", re.IGNORECASE)
+_NCT_IN_PATH_RE = re.compile(rf"(?<![A-Za-z0-9])({NCT_ID})(?![0-9])", re.IGNORECASE)
 _SCHEME_RE = re.compile(r"^https?://", re.IGNORECASE)
 _BARE_HOST_RE = re.compile(r"^(?:[a-z0-9-]+\.)+[a-z]{2,}/", re.IGNORECASE)
 _TRACKING_PARAMS = frozenset({"fbclid", "gclid", "dclid", "msclkid", "mc_cid", "mc_eid"})
@@ -119,7 +120,7 @@ def _ids_from_url(url: str) -> dict[str, str]:  # noqa: C901
         return _found("doi", _doi_value(unquote(parts.path.lstrip("/"))))
     if host.endswith("clinicaltrials.gov"):
         m = _NCT_IN_PATH_RE.search(parts.path)
-        return {"nct": "NCT" + m.group(1)} if m else {}
+        return {"nct": m.group(1).upper()} if m else {}
     path = unquote(parts.path)
     idx = path.lower().find("/doi/")
     if idx >= 0:

@@ -40,6 +40,7 @@ from deepcritical.formats.mathml import local_name, math_text
 from deepcritical.formats.safe_xml import safe_iterparse, safe_parser
 from deepcritical.models import (
     DOI_PREFIX,
+    PMCID,
     Citation,
     Evidence,
     IntegrityFlag,
@@ -214,7 +215,7 @@ def normalize_pmcid(value: str | None) -> str | None:
     v = value.strip().upper()
     if v.isdigit():
         v = "PMC" + v
-    return v if re.fullmatch(r"PMC\d+", v) else None
+    return v if re.fullmatch(PMCID, v) else None
 
 
 def _month_number(value: str | None) -> int | None:

@@ -32,6 +32,7 @@ __all__ = [
     "DOI_WHOLE",
     "E_ID",
     "NCT_ID",
+    "PMCID",
     "PMCID_TOKEN",
     "PMID_TOKEN",
     "clean_doi",
@@ -46,8 +47,10 @@ E_ID = r"E\d+(?:\s*[-–]\s*E\d+)?"
 """An evidence id, or a range of them: ``E3``, ``E3-E5``."""
 PMID_TOKEN = r"PMID\s*:?\s*\d+"
 """A PMID as cited: ``PMID: 123``, ``PMID 123`` (match case-insensitively)."""
-PMCID_TOKEN = r"(?:PMCID\s*:?\s*)?PMC\d+"
+PMCID_TOKEN = r"(?:PMCID\s*:?\s*)?PMC\d+"  # PMCID, with its optional label
 """A PMCID as cited: ``PMC123``, ``PMCID: PMC123`` (match case-insensitively)."""
+PMCID = r"PMC\d+"
+"""A PMCID itself: ``PMC`` and its digits."""
 NCT_ID = r"NCT\d{8}"
 """A ClinicalTrials.gov NCT ID: ``NCT`` and eight digits."""
 DOI_PREFIX = r"(?:doi\s*:?\s*|(?:https?://)?(?:www\.|dx\.)?doi\.org/)"

@@ -15,6 +15,7 @@ from deepcritical.models import (
     CITATION_MARKER,
     DOI_BODY,
     NCT_ID,
+    PMCID,
     Evidence,
     Reference,
     clean_doi,
@@ -41,7 +42,7 @@ _FOREIGN_MARKER = re.compile(
     re.IGNORECASE,
 )
 _FOREIGN_TOKEN = re.compile(
-    rf"(?P<pmc>PMC\d+)|(?P<nct>{NCT_ID})|(?P<doi>{DOI_BODY})|(?P<num>\d+)",
+    rf"(?P<pmc>{PMCID})|(?P<nct>{NCT_ID})|(?P<doi>{DOI_BODY})|(?P<num>\d+)",
     re.IGNORECASE,
 )
 _ADJACENT = re.compile(r"\[(E\d+(?:, E\d+)*)\]\s*[,;]?\s*\[(E\d+(?:, E\d+)*)\]")

@@ -62,6 +62,7 @@ from deepcritical.models import (
     DOI_TOKEN,
     E_ID,
     NCT_ID,
+    PMCID,
     PMCID_TOKEN,
     PMID_TOKEN,
     CitationValidation,
@@ -95,7 +96,7 @@ _TOKEN = re.compile(
     re.IGNORECASE,
 )
 _NCT_ID = re.compile(NCT_ID, re.IGNORECASE)
-_PMC_ID = re.compile(r"PMC\d+", re.IGNORECASE)
+_PMC_ID = re.compile(PMCID, re.IGNORECASE)
 
 
 @dataclass(frozen=True)
