@@ -805,7 +805,7 @@ def test_jobs_mode_closed_page_reopens_and_sees_the_same_run_finish(
         wait_for_report(page)
         assert JOBS_QUESTION in page.locator("#dc-report").inner_text()
         assert run_id in page.locator("#dc-progress .dc-run-id code").inner_text()
-        stages = page.evaluate("[window.__stageTimes, window.__clickAt, window.__clickedAt]")
+        stages = page.evaluate("window.__stages")
         finished = record(run_id)
         assert finished is not None
         assert finished.status in {"completed", "max_iterations"}, finished.error
