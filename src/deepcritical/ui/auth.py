@@ -218,24 +218,36 @@ class Access:
                 a private history's request carries no valid visitor cookie.
         """
         if self.mode == "none":
-            if self.visitor_key is None:
-                return None  # the shared history of a single-user install
-            visitor = visitor_id(request, self.visitor_key)
-            if visitor is None:
+            key = self.visitor_key
+            return self.owner_of(visitor_id(request, key) if key is not None else None)
+        if self.mode == "password":
+            name = getattr(request, "username", None) if request is not None else None
+        else:
+            name = profile.username if profile is not None else None
+        return self.owner_of(name)
+
+    def owner_of(self, name: object) -> str | None:
+        """The owner a caller's credential ``name`` makes under this sign-in: the visitor id
+        of the browser's cookie without sign-in (``anon:<id>``), the password login's user
+        (``user:<name>``), the Hugging Face username (``hf:<username>``); ``None`` (the local
+        user) in a shared history, whatever ``name``. :meth:`owner` reads ``name`` off an
+        event's request, :func:`deepcritical.ui.download_route.http_owner` off an HTTP one.
+
+        Raises:
+            SignInRequired: ``name`` is missing or blank (no valid cookie, not signed in), or
+                the owner would be longer than the run store keeps.
+        """
+        if self.mode == "none" and self.visitor_key is None:
+            return None  # the shared history of a single-user install
+        if not isinstance(name, str) or not name.strip():
+            if self.mode == "none":
                 raise SignInRequired(
                     "this server keeps each browser's runs apart with a cookie, and this request "
                     "carries none: allow cookies for this site"
                 )
-            return f"{ANON_PREFIX}{visitor}"
-        if self.mode == "password":
-            name = getattr(request, "username", None) if request is not None else None
-            kind = "user"
-        else:
-            name = profile.username if profile is not None else None
-            kind = "hf"
-        if not isinstance(name, str) or not name.strip():
             raise SignInRequired("sign in first: this deployment keeps each user's runs apart")
-        owner = f"{kind}:{name.strip()}"
+        kind = {"none": ANON_PREFIX, "password": "user:", "huggingface": "hf:"}[self.mode]
+        owner = f"{kind}{name.strip()}"
         if len(owner) > MAX_OWNER_CHARS:
             raise SignInRequired("the signed-in user name is too long")
         return owner

@@ -31,8 +31,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from deepcritical.ui.auth import ANON_PREFIX, Access
-from deepcritical.ui.downloads import DOWNLOAD_PATH, DownloadShelf
+from deepcritical.ui.auth import Access, SignInRequired
+from deepcritical.ui.downloads import DOWNLOAD_PATH, DownloadShelf, download_suffix
 from deepcritical.ui.visitor import visitor_id
 
 __all__ = ["DownloadRoute", "http_owner"]
@@ -44,6 +44,7 @@ _NOT_YOURS = object()
 MEDIA_TYPES = {
     ".md": "text/markdown; charset=utf-8",
     ".json": "application/json",
+    ".csl.json": "application/json",
     ".html": "text/html; charset=utf-8",
     ".ris": "application/x-research-info-systems",
     ".bib": "application/x-bibtex",
@@ -51,37 +52,44 @@ MEDIA_TYPES = {
 
 
 def http_owner(access: Access, scope: Scope) -> Any:
-    """The owner of the caller of the HTTP request ``scope`` (as
-    :meth:`~deepcritical.ui.auth.Access.owner` names owners: ``anon:<id>``, ``user:<name>``,
-    ``hf:<username>`` or ``None`` for a shared history), or :data:`_NOT_YOURS` when it
-    carries none the deployment accepts (no cookie, signed out, a forged cookie)."""
+    """The owner of the caller of the HTTP request ``scope``, named by
+    :meth:`~deepcritical.ui.auth.Access.owner_of` from the credential the sign-in uses (module
+    docstring), or :data:`_NOT_YOURS` when it carries none the deployment accepts (no cookie,
+    signed out, a forged cookie, an expired session)."""
+    try:
+        return access.owner_of(_credential(access, scope))
+    except SignInRequired:
+        return _NOT_YOURS
+
+
+def _credential(access: Access, scope: Scope) -> str | None:
+    """The visitor id, password user or Hugging Face username the request ``scope``
+    carries under ``access``'s sign-in; ``None`` without one."""
     cookies = Request(scope).cookies
     if access.mode == "none":
-        if access.visitor_key is None:
-            return None
-        visitor = visitor_id(SimpleNamespace(cookies=cookies), access.visitor_key)
-        return f"{ANON_PREFIX}{visitor}" if visitor else _NOT_YOURS
+        key = access.visitor_key
+        return visitor_id(SimpleNamespace(cookies=cookies), key) if key is not None else None
     if access.mode == "password":
         app = scope.get("app")
         cookie_id = getattr(app, "cookie_id", None)
         tokens = getattr(app, "tokens", None)
         if cookie_id is None or not isinstance(tokens, dict):
-            return _NOT_YOURS
+            return None
         token = cookies.get(f"access-token-{cookie_id}") or cookies.get(
             f"access-token-unsecure-{cookie_id}"
         )
         name = tokens.get(token) if token else None
-        return f"user:{name.strip()}" if isinstance(name, str) and name.strip() else _NOT_YOURS
+        return name if isinstance(name, str) else None
     session = scope.get("session")
     info = session.get("oauth_info") if isinstance(session, dict) else None
     if not isinstance(info, dict):
-        return _NOT_YOURS
+        return None
     expires_at = info.get("expires_at")
     if isinstance(expires_at, int | float) and expires_at < time.time():
-        return _NOT_YOURS
+        return None
     userinfo = info.get("userinfo")
     name = userinfo.get("preferred_username") if isinstance(userinfo, dict) else None
-    return f"hf:{name.strip()}" if isinstance(name, str) and name.strip() else _NOT_YOURS
+    return name if isinstance(name, str) else None
 
 
 class DownloadRoute:
@@ -113,10 +121,9 @@ class DownloadRoute:
         if path is None:
             await PlainTextResponse("Not found", 404)(scope, receive, send)
             return
-        suffix = ".json" if name.endswith(".csl.json") else path.suffix
         response = FileResponse(
             path,
-            media_type=MEDIA_TYPES.get(suffix, "text/plain; charset=utf-8"),
+            media_type=MEDIA_TYPES.get(download_suffix(path), "text/plain; charset=utf-8"),
             filename=path.name,
             headers={
                 "Cache-Control": "private, no-store",

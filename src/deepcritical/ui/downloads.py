@@ -129,9 +129,15 @@ class DownloadShelf:
         return path if path.is_file() else None
 
 
+def download_suffix(path: Path) -> str:
+    """The suffix that names a download's format: ``.csl.json`` (CSL-JSON is JSON under a
+    two-part suffix), else the last one (``.md``, ``.json``, ``.ris``...)."""
+    return ".csl.json" if path.name.endswith(".csl.json") else path.suffix
+
+
 def _link(shelf: DownloadShelf, path: Path) -> str:
     """One list item: the file's link, labelled by its format, and its name."""
-    suffix = ".csl.json" if path.name.endswith(".csl.json") else path.suffix
+    suffix = download_suffix(path)
     label = f"{FORMAT_NAMES.get(suffix, suffix.lstrip('.').upper())} ({suffix})"
     return (
         f'<li><a href="{html.escape(shelf.url(path))}" download="{html.escape(path.name)}">'
