@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 from deepcritical.evidence.certainty import OPTIMAL_INFORMATION_SIZE, rate_certainty
+from deepcritical.evidence.sample_size import find_sample_size
+from deepcritical.evidence.study_extraction import extract_study
 from deepcritical.models import (
     CERTAINTY_LABEL,
     CertaintyLevel,
@@ -173,7 +175,9 @@ def test_no_size_based_downgrade_without_a_stated_total_n() -> None:
         "depressed subjects with HCA and seven without HCA, and 12 subjects with clinically "
         "diagnosed probable AD with HCA and 12 without HCA were studied."
     )
-    c = rate_certainty([ev(1, groups, COHORT)])
+    grouped = ev(1, groups, COHORT)
+    grouped.study = extract_study(grouped, read_size=find_sample_size)  # the rules' sum
+    c = rate_certainty([grouped])
     assert c is not None
     assert c.total_n == 48
     assert "small n = 48 in PMID 1" in c.summary()  # never "small n = 5"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from deepcritical.evidence.sample_size import find_sample_size
+from deepcritical.evidence.study_extraction import extract_study
 from deepcritical.models import (
     CERTAINTY_LABEL,
     Citation,
@@ -165,6 +167,7 @@ def test_study_table_shows_group_sums_not_stated_and_every_estimate() -> None:
         "95% CI 0.40-0.90).",
         ["Observational Study"],
     )
+    groups.study = extract_study(groups, read_size=find_sample_size)  # the rules' sum
     section = study_table([groups, unstated])
     assert section is not None
     rows = [line for line in section.content.splitlines() if line.startswith("| [E")]

@@ -47,9 +47,13 @@ from deepcritical.text.numbers import NUMBER
 __all__ = [
     "CountSpan",
     "SampleSizeReading",
+    "count_cues",
     "find_analysed",
     "find_sample_size",
     "names_other_count",
+    "number_spans",
+    "reading_value",
+    "states_exclusion",
 ]
 
 
@@ -804,6 +808,61 @@ def find_sample_size(text: str) -> SampleSizeReading | None:
 
 def _value(text: str, reading: SampleSizeReading) -> float:
     return sum(parse_number(text[s.start : s.end]) or 0.0 for s in reading.spans)
+
+
+def reading_value(text: str, reading: SampleSizeReading) -> float:
+    """The sample size ``reading`` states in ``text``: its total, or the sum of its parts."""
+    return _value(text, reading)
+
+
+def number_spans(text: str, start: int, end: int) -> list[CountSpan]:
+    """Every whole number of ``text[start:end]`` that could count a sample (2 to 10^8, not a
+    year, not followed by "%"), inside brackets or not, each with the phrase of people or
+    units it counts when one follows ("1,024 patients"; ``clause_end == end`` otherwise)."""
+    out = []
+    for m in _COUNT.finditer(text, start, end):
+        s, e = m.start("n"), m.end("n")
+        if _plausible(text[s:e]):
+            noun = _COUNT_PHRASE.match(text, e, end)
+            out.append(CountSpan(s, e, noun.end() if noun else e))
+    return out
+
+
+def count_cues(text: str, sentence: tuple[int, int], count: CountSpan) -> dict[str, float]:
+    """What the rules see around ``count`` in the sentence ``text[sentence[0]:sentence[1]]``,
+    as named cues (1.0 present, 0.0 absent, except ``verb``: 0 to 3 and ``depth``: 0 to 2):
+    ``counted`` (a count of people or units, not an age, year, dose or category number),
+    ``noun`` (a phrase of people or units follows), ``depth`` (brackets open before it),
+    ``subgroup`` ("61 (9%)"), ``numerator`` ("16 of 198"), ``denominator`` ("of 198"),
+    ``subject`` (the subject of its clause), ``total_before`` ("a total of", "we included"),
+    ``verb`` (the strength of the verb of the clause after it: 3 included/enrolled/randomised,
+    2 studied, analysed...), ``reject`` (that clause says excluded, refused, lost,
+    screened...)."""
+    s, e = sentence
+    a, b = count.start, count.end
+    counted = next((c for c in _counts(text, s, e) if c.span.start == a), None)
+    before = text[_clause_start(text, s, a) : a]
+    clause = _clause_after(text, count, e)
+    return {
+        "counted": float(counted is not None),
+        "noun": float(counted is not None and counted.has_noun),
+        "depth": float(min(_depth(text, s, a), 2)),
+        "subgroup": float(
+            _SUBGROUP_AFTER.match(text, b, e) is not None
+            or _SUBGROUP_AFTER.match(text, count.clause_end, e) is not None
+        ),
+        "numerator": float(_NUMERATOR_AFTER.match(text, b, e) is not None),
+        "denominator": float(_DENOMINATOR_BEFORE.search(text[max(s, a - 30) : a]) is not None),
+        "subject": float(_INTRO.match(before) is not None),
+        "total_before": float(_TOTAL_BEFORE.search(before) is not None),
+        "verb": float(_verb_strength(clause)),
+        "reject": float(_REJECT_VERBS.search(clause) is not None),
+    }
+
+
+def states_exclusion(text: str, start: int) -> bool:
+    """Whether ``text[start:]`` says some of a pool were excluded, lost or declined."""
+    return _EXCLUSION.search(text, start) is not None
 
 
 _ANALYSED_AFTER = re.compile(
