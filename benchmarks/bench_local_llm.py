@@ -44,7 +44,7 @@ from deepcritical.agents.planner import ExtractivePlanner
 from deepcritical.config import Settings
 from deepcritical.corpus.readers import read_jsonl
 from deepcritical.formats.pubmed_xml import PubmedArticle, article_to_evidence
-from deepcritical.llm.errors import AgentError
+from deepcritical.llm.llm_errors import AgentError
 from deepcritical.llm.probe import (
     PROBE_INSTRUCTIONS,
     PROBE_PROMPT,
@@ -57,7 +57,7 @@ from deepcritical.llm.structured import OutputStrategy
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import Evidence, Hypothesis, ResearchPlan
 from deepcritical.orchestrators.agent_set import AgentSet, build_llm_agents
-from deepcritical.state.runs import RunStore
+from deepcritical.state.run_store import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
 from tests.integration.local_llm_server import MODEL_ALIAS, LlamaServer, local_model_gguf

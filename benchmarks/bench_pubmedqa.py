@@ -832,9 +832,9 @@ def calibrate(data: Path) -> None:
     """Print the similarity distributions behind the default grounding threshold."""
     from deepcritical.evidence.onnx_embeddings import run_embedder
     from deepcritical.evidence.store import embedding_text
-    from deepcritical.report.citations import add_marker
+    from deepcritical.report.citation_markers import add_marker
     from deepcritical.report.grounding import DEFAULT_THRESHOLD, claim_text, source_passages
-    from deepcritical.text.claims import question_to_claim
+    from deepcritical.text.question_claim import question_to_claim
     from deepcritical.text.sentences import split_sentences
 
     start = time.perf_counter()

@@ -25,9 +25,9 @@ from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.onnx_embeddings import run_embedder
 from deepcritical.evidence.screening import default_calibration
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.llm.cache import CachedModel
 from deepcritical.llm.chat_cache import CachedChatClient
-from deepcritical.llm.errors import describe_error
+from deepcritical.llm.llm_errors import describe_error
+from deepcritical.llm.model_cache import CachedModel
 from deepcritical.llm.probe import resolve_endpoint
 from deepcritical.llm.providers import (
     ModelSpecError,
@@ -167,7 +167,7 @@ async def resume(
             iteration, before any event).
         pydantic.ValidationError: ``time_budget_seconds`` is not > 0.
     """
-    from deepcritical.state.runs import RunStore
+    from deepcritical.state.run_store import RunStore
 
     base = settings or Settings()
     store = await asyncio.to_thread(RunStore.open, base)

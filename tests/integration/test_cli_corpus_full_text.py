@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.fulltext_questions import answer_passage, load_questions
-from deepcritical.cli.app import app
+from deepcritical.cli.main import app
 from deepcritical.config import Settings
 from deepcritical.corpus.embedding import corpus_embedder
 from deepcritical.corpus.index import LocalCorpus

@@ -20,7 +20,7 @@ import pytest
 
 from deepcritical.models import RunResult
 from deepcritical.report.validation import citation_problems
-from deepcritical.ui.citations import report_html
+from deepcritical.ui.citation_links import report_html
 from deepcritical.ui.render import evidence_rows, evidence_table_html
 from tests.integration.test_cli_research import Run, run_cli
 

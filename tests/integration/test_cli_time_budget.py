@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner, Result
 
-from deepcritical.cli.app import app
+from deepcritical.cli.main import app
 from deepcritical.config import Settings
 from deepcritical.models import utc_now
 from deepcritical.state import RunStore

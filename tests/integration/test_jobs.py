@@ -37,7 +37,7 @@ from deepcritical.config import Settings
 from deepcritical.jobs import follow_run, submit_run
 from deepcritical.state import RunStore
 from deepcritical.state.event_log import LoggedEvent
-from deepcritical.state.runs import STALE_AFTER_SECONDS
+from deepcritical.state.run_store import STALE_AFTER_SECONDS
 from deepcritical.state.schema import SourceRow, aware
 from tests.integration.stub_api import RequestRecord, StubAPI, StubData
 from tests.integration.test_cli_research import cli_command, run_cli, user_env

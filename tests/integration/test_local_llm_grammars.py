@@ -33,7 +33,7 @@ from deepcritical.agents.queries import FirstQueryOutput, QueryOutput
 from deepcritical.agents.reflection import ReflectionOutput
 from deepcritical.agents.screener import ScreeningDecisions
 from deepcritical.llm.choices import with_choices
-from deepcritical.llm.errors import AgentError
+from deepcritical.llm.llm_errors import AgentError
 from deepcritical.llm.probe import ProbeOutput
 from deepcritical.llm.runner import StructuredAgent
 from deepcritical.llm.structured import grammar_schema

@@ -10,7 +10,7 @@ from deepcritical.sources.base import SourceError
 from deepcritical.sources.citation_graph import CitationLinks, CitationSeed, Direction
 from deepcritical.sources.fulltext import FullText
 from deepcritical.state.cache import CachedCitations, CachedFullText, CallCache
-from deepcritical.state.runs import RunStore
+from deepcritical.state.run_store import RunStore
 
 
 class CountingReader:

@@ -28,7 +28,7 @@ from deepcritical.state import (
     RunStore,
 )
 from deepcritical.state.lease import claim_run, release_run
-from deepcritical.state.runs import STALE_AFTER_SECONDS
+from deepcritical.state.run_store import STALE_AFTER_SECONDS
 from tests.conftest import HashingEmbedder
 from tests.state.test_state_store import RunSource
 

@@ -18,7 +18,7 @@ from benchmarks.bench_state_prompt import SYLLABUS, fill, measure
 from deepcritical.agents.source_tools import source_toolset
 from deepcritical.api import research, resume
 from deepcritical.config import Settings
-from deepcritical.llm.cache import CachedModel
+from deepcritical.llm.model_cache import CachedModel
 from deepcritical.models import Citation, Evidence
 from deepcritical.sources.base import SourceError
 from deepcritical.state import (

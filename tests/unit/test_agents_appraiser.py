@@ -18,7 +18,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from deepcritical.agents.appraiser import LLMStudyExtractor
-from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.models import Citation, Evidence
 
 ABSTRACT = (

@@ -16,14 +16,14 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from deepcritical.agents.base import (
+from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
+from deepcritical.agents.roles import (
     HypothesisGenerator,
     Judge,
     Planner,
     QueryGenerator,
     ReportWriter,
 )
-from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.evidence.store import EvidenceStore

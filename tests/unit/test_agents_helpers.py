@@ -22,7 +22,7 @@ from deepcritical.evidence.keysentences import (
 )
 from deepcritical.llm.templates import PromptTemplateError, load_prompt, render_prompt
 from deepcritical.models import Citation, Evidence, Stance
-from deepcritical.text.claims import question_to_claim
+from deepcritical.text.question_claim import question_to_claim
 from deepcritical.text.terms import slugify
 from tests.conftest import HashingEmbedder
 

@@ -14,8 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from deepcritical.agents.judge import JudgeOutput
-from deepcritical.llm.config import LLMConfig
-from deepcritical.llm.errors import AgentError, AgentModelError, AgentOutputError
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.lenient import (
     EvidenceIdList,
     LenientBool,
@@ -23,6 +22,7 @@ from deepcritical.llm.lenient import (
     LenientScore,
     LenientStrList,
 )
+from deepcritical.llm.llm_errors import AgentError, AgentModelError, AgentOutputError
 from deepcritical.llm.runner import ModelRetry, StructuredAgent
 from deepcritical.llm.usage import UsageTracker
 

@@ -22,8 +22,8 @@ from deepcritical.agents.hypothesis import MODEL_NEUTRAL, LLMHypothesisGenerator
 from deepcritical.agents.judge import LLMJudge
 from deepcritical.agents.planner import LLMPlanner
 from deepcritical.agents.queries import LLMQueryGenerator
-from deepcritical.llm.config import LLMConfig
-from deepcritical.llm.errors import AgentOutputError
+from deepcritical.llm.agent_config import LLMConfig
+from deepcritical.llm.llm_errors import AgentOutputError
 from deepcritical.models import (
     ChecklistItem,
     ChecklistStatus,

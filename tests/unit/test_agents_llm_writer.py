@@ -17,8 +17,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from deepcritical.llm.config import LLMConfig
-from deepcritical.llm.errors import AgentOutputError
+from deepcritical.llm.agent_config import LLMConfig
+from deepcritical.llm.llm_errors import AgentOutputError
 from deepcritical.models import (
     ChecklistItem,
     Citation,
@@ -29,7 +29,7 @@ from deepcritical.models import (
     ResearchPlan,
     marker_ids,
 )
-from deepcritical.report.citations import (
+from deepcritical.report.citation_markers import (
     MarkerCleanup,
     PaperIds,
     normalise_markers,

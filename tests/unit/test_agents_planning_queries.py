@@ -24,7 +24,7 @@ from deepcritical.agents.queries import (
 )
 from deepcritical.agents.search import SearchAgent, rerank
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.models import (
     ChecklistItem,
     Citation,

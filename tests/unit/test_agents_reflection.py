@@ -26,7 +26,7 @@ from deepcritical.agents.reflection import (
     apply_reflection,
 )
 from deepcritical.config import Settings
-from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.models import (
     ChecklistItem,
     ChecklistStatus,

@@ -13,7 +13,7 @@ import respx
 
 from deepcritical.config import Settings
 from deepcritical.models import Citation, Evidence, Screening
-from deepcritical.orchestrators.citations import (
+from deepcritical.orchestrators.citation_tracking import (
     choose_candidates,
     citation_seeds,
     follow_citations,

@@ -17,7 +17,7 @@ from bibtexparser.entrypoint import parse_string
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner, Result
 
-from deepcritical.cli.app import app
+from deepcritical.cli.main import app
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.models import RunResult

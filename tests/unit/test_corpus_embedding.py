@@ -9,8 +9,8 @@ import pytest
 
 from deepcritical.config import EmbeddingBackend, Settings
 from deepcritical.corpus import embedding
+from deepcritical.corpus.corpus_errors import CorpusMismatchError
 from deepcritical.corpus.embedding import corpus_backend, corpus_embedder, stored_embedding_model
-from deepcritical.corpus.errors import CorpusMismatchError
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.evidence.embeddings import DEFAULT_MODEL, Embedder
 from deepcritical.evidence.onnx_embeddings import onnx_int8_name

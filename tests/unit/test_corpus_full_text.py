@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deepcritical.corpus.errors import CorpusFormatError
+from deepcritical.corpus.corpus_errors import CorpusFormatError
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.readers import corpus_files, read_full_text
 from deepcritical.sources.local import hits_to_evidence

@@ -16,7 +16,7 @@ import pytest
 from numpy.typing import NDArray
 
 from deepcritical.corpus import lexical
-from deepcritical.corpus.errors import (
+from deepcritical.corpus.corpus_errors import (
     CorpusFormatError,
     CorpusMismatchError,
     CorpusNotFoundError,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deepcritical.corpus.errors import CorpusFormatError
+from deepcritical.corpus.corpus_errors import CorpusFormatError
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.readers import read_corpus_file
 from deepcritical.corpus.records import check_record

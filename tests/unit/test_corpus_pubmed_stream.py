@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from deepcritical.cli.app import app
+from deepcritical.cli.main import app
 from deepcritical.config import Settings
 from deepcritical.corpus import lexical
+from deepcritical.corpus.corpus_errors import CorpusFormatError, CorpusMismatchError
 from deepcritical.corpus.dense import DenseIndex
-from deepcritical.corpus.errors import CorpusFormatError, CorpusMismatchError
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.readers import corpus_files, read_pubmed_updates
 from deepcritical.formats.pubmed_xml import (

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deepcritical.corpus.errors import CorpusFormatError
+from deepcritical.corpus.corpus_errors import CorpusFormatError
 from deepcritical.corpus.readers import corpus_file_kind, read_corpus_file, read_full_text
 from deepcritical.corpus.text import index_text
 

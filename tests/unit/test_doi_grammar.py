@@ -12,7 +12,7 @@ import pytest
 from deepcritical.evidence.identifiers import normalize_doi
 from deepcritical.models import Citation, Evidence, ResearchReport, clean_doi
 from deepcritical.report import citation_problems, validate_report
-from deepcritical.report.citations import PaperIds, normalise_markers
+from deepcritical.report.citation_markers import PaperIds, normalise_markers
 from deepcritical.text.sentences import CITATION_GROUP
 
 LANCET = "10.1016/S0140-6736(20)30183-5"  # a DOI with parentheses of its own

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from deepcritical import environment
-from deepcritical.cli.app import app
+from deepcritical.cli.main import app
 from deepcritical.environment import (
     COMMIT_VARIABLE,
     RESULT_PACKAGES,

@@ -25,7 +25,7 @@ from deepcritical.evidence.grading import (
     grade_evidence,
     rank_by_level,
 )
-from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
     ChecklistItem,

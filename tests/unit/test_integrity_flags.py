@@ -59,7 +59,7 @@ from deepcritical.sources.europepmc import EuropePMCSource, parse_search
 from deepcritical.sources.openalex import OpenAlexSource, parse_works_page
 from deepcritical.sources.pubmed import PubMedSource
 from deepcritical.ui.answer import year_frame
-from deepcritical.ui.citations import report_html
+from deepcritical.ui.citation_links import report_html
 from deepcritical.ui.evidence_table import SORT_KEYS, sort_rows
 from deepcritical.ui.mcp_tool import _from_result
 from deepcritical.ui.render import evidence_rows, evidence_table_html

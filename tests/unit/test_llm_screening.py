@@ -23,8 +23,8 @@ from deepcritical.agents.search import SearchAgent
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.screening import default_calibration
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.llm.config import LLMConfig
-from deepcritical.llm.errors import AgentOutputError
+from deepcritical.llm.agent_config import LLMConfig
+from deepcritical.llm.llm_errors import AgentOutputError
 from deepcritical.models import (
     ChecklistItem,
     Citation,
@@ -38,7 +38,7 @@ from deepcritical.orchestrators.agent_set import build_extractive_agents, build_
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.validation import citation_problems
-from deepcritical.state.runs import RunStore
+from deepcritical.state.run_store import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
 from tests.conftest import HashingEmbedder

@@ -12,15 +12,15 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RequestUsage, RunUsage
 
-from deepcritical.llm.context import (
+from deepcritical.llm.context_window import (
     ANSWER_RESERVE_TOKENS,
     CONTEXT_SETTING,
     ContextWindowError,
     estimate_tokens,
     fit_prompt,
 )
-from deepcritical.llm.errors import AgentModelError, AgentOutputError
 from deepcritical.llm.fencing import fence_evidence, new_fence
+from deepcritical.llm.llm_errors import AgentModelError, AgentOutputError
 from deepcritical.llm.runner import ModelRetry, StructuredAgent
 from deepcritical.llm.structured import (
     OutputStrategy,

@@ -13,7 +13,7 @@ from pydantic_ai.exceptions import ModelHTTPError, UsageLimitExceeded
 
 from deepcritical.config import Settings, redact_model_spec, redact_url
 from deepcritical.llm.endpoints import normalise_base_url, operator_endpoint
-from deepcritical.llm.errors import AgentModelError, describe_error
+from deepcritical.llm.llm_errors import AgentModelError, describe_error
 from deepcritical.llm.providers import ModelSpecError, parse_model_spec
 from deepcritical.ui.session import (
     VISITOR_URL_NEEDS_KEY,

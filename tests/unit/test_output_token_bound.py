@@ -12,8 +12,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from deepcritical.config import Settings
-from deepcritical.llm.config import LLMConfig
-from deepcritical.llm.context import ContextWindowError, fit_prompt
+from deepcritical.llm.agent_config import LLMConfig
+from deepcritical.llm.context_window import ContextWindowError, fit_prompt
 from deepcritical.orchestrators.agent_set import build_agents
 from tests.conftest import HashingEmbedder
 

@@ -17,8 +17,8 @@ import deepcritical.cli.run_output as run_output
 from deepcritical.models import StopReason
 from deepcritical.models._words import STOP_REASON_TEXT
 from deepcritical.ui.answer import answer_card_html
-from deepcritical.ui.citations import report_html
-from deepcritical.ui.progress import ProgressView, fail, fold
+from deepcritical.ui.citation_links import report_html
+from deepcritical.ui.progress_view import ProgressView, fail, fold
 from deepcritical.ui.render import evidence_rows, evidence_table_html, progress_html
 from tests.unit.ui_fixtures import run_result, script
 

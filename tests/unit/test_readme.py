@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from deepcritical.cli.app import app
+from deepcritical.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

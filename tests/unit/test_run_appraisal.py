@@ -14,7 +14,7 @@ from deepcritical.agents.appraiser import LLMStudyExtractor
 from deepcritical.api import research
 from deepcritical.config import Settings
 from deepcritical.corpus.index import LocalCorpus
-from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.models import CERTAINTY_LABEL
 from tests.conftest import HashingEmbedder
 from tests.unit.test_iterative_orchestrator import (

@@ -27,8 +27,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from deepcritical.agents.screener import NOT_SAVED, LLMSourceScreener
 from deepcritical.agents.search import SearchAgent
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.llm.config import LLMConfig
-from deepcritical.llm.errors import AgentOutputError
+from deepcritical.llm.agent_config import LLMConfig
+from deepcritical.llm.llm_errors import AgentOutputError
 from deepcritical.llm.structured import OutputStrategy
 from deepcritical.models import ResearchPlan, Screening, marker_ids
 from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from deepcritical.sources.text import collapse_whitespace, html_to_text, strip_tags
+from deepcritical.sources.html_text import collapse_whitespace, html_to_text, strip_tags
 
 
 def test_headings_become_upper_case_labels_of_their_paragraph() -> None:

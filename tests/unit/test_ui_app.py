@@ -239,7 +239,7 @@ def test_pick_maps_a_clicked_row_to_its_full_id(settings: Settings) -> None:
 
 
 async def test_page_load_ticks_sources_that_can_work(tmp_path: Path) -> None:
-    from deepcritical.ui.reachability import SourceCheck
+    from deepcritical.ui.source_check import SourceCheck
 
     async def prober(roots: Any) -> dict[str, bool]:
         return {name: name == "pubmed" for name in roots}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lxml import html as lhtml
 
 from deepcritical.models import Citation, GroundedClaim, RunResult, SupportingQuote
-from deepcritical.ui.citations import link_citations, report_html, short_reference
+from deepcritical.ui.citation_links import link_citations, report_html, short_reference
 from deepcritical.ui.render import markdown_to_safe_html
 from tests.unit.test_ui_render import assert_inert
 from tests.unit.ui_fixtures import HOSTILE, run_result

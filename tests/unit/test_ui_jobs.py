@@ -19,7 +19,7 @@ from deepcritical.state.event_log import LoggedEvent
 from deepcritical.ui.app import build_app
 from deepcritical.ui.jobs_mode import FOLLOWERS, JOB_KEY_REFUSED, job_research
 from deepcritical.ui.mcp_tool import parse_output, run_deep_research
-from deepcritical.ui.progress import ProgressView, fold
+from deepcritical.ui.progress_view import ProgressView, fold
 from tests.unit.test_ui_app import handler
 from tests.unit.test_ui_history import FakeStore, Record
 from tests.unit.ui_fixtures import FakeResearch, run_result, script
@@ -276,8 +276,8 @@ def test_serve_jobs_flag_turns_the_mode_on(monkeypatch: pytest.MonkeyPatch, tmp_
 
     import deepcritical.ui.app as app_module
     import deepcritical.ui.launch as launch_module
-    import deepcritical.ui.reachability as reach_module
-    from deepcritical.cli.app import app as cli_app
+    import deepcritical.ui.source_check as reach_module
+    from deepcritical.cli.main import app as cli_app
 
     built: list[Settings] = []
 

@@ -12,7 +12,7 @@ import pytest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
-from deepcritical.cli.app import app
+from deepcritical.cli.main import app
 from deepcritical.ui.auth import Access
 from deepcritical.ui.downloads import DownloadShelf
 from deepcritical.ui.launch import AUTH_MESSAGE, SHARED_HISTORY_WARNING, launch

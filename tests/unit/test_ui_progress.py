@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from deepcritical.events import ResearchEvent
-from deepcritical.ui.progress import MAX_LOG, ProgressView, fail, fold
+from deepcritical.ui.progress_view import MAX_LOG, ProgressView, fail, fold
 from tests.unit.ui_fixtures import run_result, script
 
 
@@ -156,7 +156,7 @@ def test_a_finished_run_folds_how_it_was_found_under_its_answer() -> None:
     """Running: the account of the run is open; report ready: it folds into a closed "How
     this was found" panel (stage and run id stay visible); stopped or failed: it stays
     open, next to what went wrong."""
-    from deepcritical.ui.progress import stop
+    from deepcritical.ui.progress_view import stop
     from deepcritical.ui.render import progress_html
 
     views = fold_all(script(run_result()))

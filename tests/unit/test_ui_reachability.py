@@ -16,7 +16,7 @@ import respx
 
 from deepcritical.config import Settings
 from deepcritical.ui.examples import CORPUS_EXAMPLES, LIVE_EXAMPLES, choose_examples
-from deepcritical.ui.reachability import (
+from deepcritical.ui.source_check import (
     PUBLIC_ROOTS,
     SourceCheck,
     api_roots,
@@ -165,7 +165,7 @@ def test_corpus_examples_are_pubmedqa_questions_with_their_gold_answer() -> None
 
 
 def test_the_start_page_names_the_sources_a_run_searches() -> None:
-    from deepcritical.ui.reachability import sources_on_md
+    from deepcritical.ui.source_check import sources_on_md
 
     assert sources_on_md(["local", "pubmed"]) == (
         "**Searches:** Local corpus, PubMed (change them in Settings)"

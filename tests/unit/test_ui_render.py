@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 import pytest
 
 from deepcritical.models import GroundedClaim, Passage, RunResult, Stance, SupportingQuote
-from deepcritical.ui.progress import HypothesisView, ProgressView
+from deepcritical.ui.progress_view import HypothesisView, ProgressView
 from deepcritical.ui.render import (
     ALLOWED_TAGS,
     evidence_rows,

@@ -15,8 +15,8 @@ from deepcritical import api
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.ui.app import build_app
-from deepcritical.ui.control import RunWatch, resumable, stopped_html
-from deepcritical.ui.progress import ProgressView, fail, fold, stop
+from deepcritical.ui.progress_view import ProgressView, fail, fold, stop
+from deepcritical.ui.stop_resume import RunWatch, resumable, stopped_html
 from tests.unit.test_ui_app import handler
 from tests.unit.ui_fixtures import FakeResearch, run_result, script
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from deepcritical.evidence.effect_estimates import inside_ci
 from deepcritical.evidence.sample_size import names_other_count
 from deepcritical.evidence.study_extraction import checked_record, extract_study, locate_quote
-from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.fencing import fence_evidence, new_fence
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import EffectEstimate, Evidence, ExtractedValue, StudyRecord, parse_number

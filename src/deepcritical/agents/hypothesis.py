@@ -28,13 +28,13 @@ from deepcritical.evidence.keysentences import (
     relevant_items,
 )
 from deepcritical.evidence.stance import read_stance
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.choices import with_choices
-from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import fence_evidence, new_fence
 from deepcritical.llm.lenient import EvidenceIdList, LenientFraction, LenientStr
 from deepcritical.llm.templates import render_prompt
 from deepcritical.models import Evidence, Hypothesis, ResearchPlan, Screening, Stance
-from deepcritical.text.claims import question_to_claim
+from deepcritical.text.question_claim import question_to_claim
 from deepcritical.text.terms import extract_key_terms, required_term_count
 
 __all__ = [

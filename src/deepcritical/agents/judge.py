@@ -24,7 +24,7 @@ from deepcritical.evidence.grading import (
     clinical_weight,
 )
 from deepcritical.evidence.keysentences import mentioning_terms
-from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.fencing import fence_evidence, new_fence
 from deepcritical.llm.lenient import (
     LenientBool,

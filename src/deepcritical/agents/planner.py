@@ -20,9 +20,9 @@ from datetime import date
 
 from pydantic import BaseModel, Field, field_validator
 
-from deepcritical.agents.base import Planner
 from deepcritical.agents.queries import MAX_QUERY_CHARS
-from deepcritical.llm.config import LLMConfig
+from deepcritical.agents.roles import Planner
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.lenient import LenientStrList
 from deepcritical.llm.runner import ModelRetry
@@ -447,7 +447,7 @@ class ExtractivePlanner:
 
 
 class SyllabusPlanner:
-    """A :class:`~deepcritical.agents.base.Planner` whose plan's checklist is a fixed syllabus.
+    """A :class:`~deepcritical.agents.roles.Planner` whose plan's checklist is a fixed syllabus.
 
     The wrapped planner still writes the refined question, the first queries and key terms.
     """

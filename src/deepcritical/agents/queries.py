@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.lenient import LenientStrList
 from deepcritical.llm.runner import ModelRetry
 from deepcritical.llm.templates import render_prompt

@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field
 
 from deepcritical.agents.queries import fresh_queries, item_queries
 from deepcritical.evidence.digest import compressed_findings
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.choices import with_choices
-from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.lenient import LenientStrList
 from deepcritical.llm.templates import render_prompt

@@ -42,8 +42,8 @@ from pydantic import BaseModel, Field, WithJsonSchema
 
 from deepcritical.agents.queries import fresh_queries
 from deepcritical.agents.source_tools import source_toolset
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.choices import with_choices
-from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import Fence, evidence_body, new_fence
 from deepcritical.llm.lenient import LenientStrList, normalise_evidence_ids
 from deepcritical.llm.runner import ModelRetry, StructuredAgent

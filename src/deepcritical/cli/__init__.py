@@ -3,6 +3,6 @@
 ``main()`` is the console script's entry point; ``python -m deepcritical.cli`` runs it too.
 """
 
-from deepcritical.cli.app import app, main
+from deepcritical.cli.main import app, main
 
 __all__ = ["app", "main"]

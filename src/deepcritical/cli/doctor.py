@@ -108,8 +108,8 @@ async def _source_checks(settings: Settings) -> list[Check]:
 
 
 def _corpus_check(settings: Settings) -> Check:
+    from deepcritical.corpus.corpus_errors import CorpusError
     from deepcritical.corpus.embedding import corpus_embedder
-    from deepcritical.corpus.errors import CorpusError
     from deepcritical.corpus.index import LocalCorpus
     from deepcritical.evidence.embeddings import EmbeddingModelError, embedder_name
 
@@ -136,7 +136,7 @@ def _database_check(settings: Settings) -> Check:
     from sqlalchemy.exc import SQLAlchemyError
 
     from deepcritical.state.db import database_url
-    from deepcritical.state.runs import RunStore
+    from deepcritical.state.run_store import RunStore
 
     shown = make_url(database_url(settings)).render_as_string(hide_password=True)
     try:

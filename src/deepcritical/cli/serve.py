@@ -49,7 +49,7 @@ def serve(
     from deepcritical.ui.auth import Access, AuthConfigError
     from deepcritical.ui.downloads import DownloadShelf
     from deepcritical.ui.launch import concurrency_from_env, launch, server_settings
-    from deepcritical.ui.reachability import SourceCheck
+    from deepcritical.ui.source_check import SourceCheck
 
     settings = server_settings(global_options.data_dir)
     try:

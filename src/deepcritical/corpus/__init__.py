@@ -5,7 +5,7 @@ returns :class:`ScoredDocument` hits fused from BM25 and dense retrieval. See
 :mod:`deepcritical.corpus.index` for the on-disk layout.
 """
 
-from deepcritical.corpus.errors import (
+from deepcritical.corpus.corpus_errors import (
     CorpusError,
     CorpusFormatError,
     CorpusMismatchError,

@@ -6,7 +6,7 @@ A corpus records the name of the embedder that made its vectors (``meta.embeddin
 must be embedded the same way, so with ``embedding_backend="auto"`` an existing corpus gets
 the embedder named there and a new one gets int8 ONNX (the fast import path). An explicit
 backend that differs from the corpus's is refused by :class:`~deepcritical.corpus.index.
-LocalCorpus` (:class:`~deepcritical.corpus.errors.CorpusMismatchError`), never mixed.
+LocalCorpus` (:class:`~deepcritical.corpus.corpus_errors.CorpusMismatchError`), never mixed.
 """
 
 from __future__ import annotations

@@ -54,6 +54,13 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepcritical.config import MAX_RECORD_CHARS
+from deepcritical.corpus.corpus_errors import (
+    CorpusError,
+    CorpusFormatError,
+    CorpusMismatchError,
+    CorpusNotFoundError,
+    EmptyCorpusError,
+)
 from deepcritical.corpus.dense import COLLECTION, DenseIndex
 from deepcritical.corpus.documents import (
     DB_NAME,
@@ -63,13 +70,6 @@ from deepcritical.corpus.documents import (
     count_documents,
     passage_id,
     split_index_id,
-)
-from deepcritical.corpus.errors import (
-    CorpusError,
-    CorpusFormatError,
-    CorpusMismatchError,
-    CorpusNotFoundError,
-    EmptyCorpusError,
 )
 from deepcritical.corpus.readers import (
     corpus_file_kind,

@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from deepcritical.corpus.errors import CorpusFormatError
+from deepcritical.corpus.corpus_errors import CorpusFormatError
 from deepcritical.formats.jats import JatsError, is_jats_file, parse_jats
 from deepcritical.formats.pubmed_xml import (
     AbstractSection,

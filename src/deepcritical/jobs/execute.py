@@ -28,7 +28,7 @@ from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.state.errors import RunInProgressError
 from deepcritical.state.lease import LIVE_STATUSES
-from deepcritical.state.runs import FINISHED_STATUSES, RunStore
+from deepcritical.state.run_store import FINISHED_STATUSES, RunStore
 
 __all__ = ["CANCEL_POLL_SECONDS", "execute_run"]
 

@@ -17,7 +17,7 @@ from deepcritical.config import Settings
 from deepcritical.state.errors import run_not_found
 from deepcritical.state.event_log import LoggedEvent
 from deepcritical.state.lease import LIVE_STATUSES
-from deepcritical.state.runs import RunStore
+from deepcritical.state.run_store import RunStore
 
 __all__ = ["follow_run"]
 

@@ -16,7 +16,7 @@ from deepcritical.config import Settings
 from deepcritical.jobs.engine import QUEUE, WORKFLOW, open_client
 from deepcritical.models import ReportPreferences
 from deepcritical.orchestrators.deps import check_context, check_question
-from deepcritical.state.runs import RunStore
+from deepcritical.state.run_store import RunStore
 from deepcritical.state.syllabus import Syllabus
 
 __all__ = ["cancel_run", "submit_run"]

@@ -13,7 +13,7 @@ Two ways a dead worker's job is picked up:
   heartbeats of the runs it had (:func:`~deepcritical.state.lease.abandon_runs`), then DBOS
   recovers that executor's pending workflows at launch (re-enqueued; any worker dequeues
   them) and the run is taken over at once;
-- by any other worker, within :data:`~deepcritical.state.runs.STALE_AFTER_SECONDS` +
+- by any other worker, within :data:`~deepcritical.state.run_store.STALE_AFTER_SECONDS` +
   :data:`RECOVERY_POLL_SECONDS`: every worker looks for runs whose worker's heartbeat is
   stale (:func:`~deepcritical.state.lease.dead_workers`) and recovers that worker's
   workflows (DBOS re-enqueues them; one worker dequeues each).
@@ -32,7 +32,7 @@ from deepcritical.config import Settings
 from deepcritical.jobs.engine import QUEUE, QUEUE_POLL_SECONDS, WORKFLOW, dbos_config
 from deepcritical.jobs.execute import execute_run
 from deepcritical.state.lease import abandon_runs, dead_workers
-from deepcritical.state.runs import STALE_AFTER_SECONDS, RunStore
+from deepcritical.state.run_store import STALE_AFTER_SECONDS, RunStore
 
 __all__ = ["MAX_RECOVERY_ATTEMPTS", "RECOVERY_POLL_SECONDS", "default_worker_id", "run_worker"]
 

@@ -10,6 +10,6 @@
 - prompts: :mod:`.templates` (``prompts/*.md``) and :mod:`.fencing` (source text fenced as
   data);
 - caches keyed by the request: :mod:`.cache` (``CachedModel``) and :mod:`.chat_cache`
-  (``CachedChatClient``), over a :class:`~deepcritical.llm.cache.CallStore` the run database
+  (``CachedChatClient``), over a :class:`~deepcritical.llm.model_cache.CallStore` the run database
   implements.
 """

@@ -1,4 +1,4 @@
-"""The request-keyed call cache (:mod:`deepcritical.llm.cache`) for agent-framework chat
+"""The request-keyed call cache (:mod:`deepcritical.llm.model_cache`) for agent-framework chat
 clients: :class:`CachedChatClient`, used for the Magentic manager's model
 (:func:`deepcritical.llm.providers.build_chat_client`), so a resumed or repeated Magentic run
 replays the manager's decisions instead of paying for them again.
@@ -28,7 +28,7 @@ from agent_framework import (
     SupportsChatGetResponse,
 )
 
-from deepcritical.llm.cache import CallStore, request_key, stable_prompt_text, strip_volatile
+from deepcritical.llm.model_cache import CallStore, request_key, stable_prompt_text, strip_volatile
 
 if TYPE_CHECKING:
     from agent_framework import CompactionStrategy, TokenizerProtocol

@@ -33,7 +33,7 @@ _NONCE_REPLACEMENT = "[nonce removed]"
 
 NONCE_ATTRIBUTE = re.compile(r'nonce="([0-9a-fA-F]{8,64})"')
 """The nonce attribute of an opening fence tag (group 1: the nonce); the call cache uses it to
-find the nonces to normalise (:func:`deepcritical.llm.cache.stable_prompt_text`)."""
+find the nonces to normalise (:func:`deepcritical.llm.model_cache.stable_prompt_text`)."""
 
 UNTRUSTED_NOTE = (
     'Source texts are quoted between <source id="..." nonce="$nonce"> and '

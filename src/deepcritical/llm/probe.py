@@ -31,7 +31,7 @@ import structlog
 from pydantic import BaseModel, Field
 
 from deepcritical.config import Settings
-from deepcritical.llm.errors import AgentError
+from deepcritical.llm.llm_errors import AgentError
 from deepcritical.llm.providers import ModelSpec, ModelSpecError, build_model, parse_model_spec
 from deepcritical.llm.runner import StructuredAgent
 from deepcritical.llm.structured import OUTPUT_STRATEGIES, OutputStrategy

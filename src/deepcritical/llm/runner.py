@@ -1,6 +1,6 @@
 """One pydantic-ai structured-output call, with retries, a timeout, usage accounting and our
 error types. Every LLM agent of this package runs its model through :class:`StructuredAgent`,
-built by :meth:`deepcritical.llm.config.LLMConfig.structured`.
+built by :meth:`deepcritical.llm.agent_config.LLMConfig.structured`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import RunUsage
 
-from deepcritical.llm.context import ContextWindowError, fit_prompt
-from deepcritical.llm.errors import (
+from deepcritical.llm.context_window import ContextWindowError, fit_prompt
+from deepcritical.llm.llm_errors import (
     AgentModelError,
     AgentOutputError,
     describe_error,
@@ -46,7 +46,7 @@ log = structlog.get_logger(__name__)
 
 TODAY_LINE = "Today's date is {date}."
 """The first line of every call's instructions (``{date}``: ISO date); the call cache
-normalises it (:func:`deepcritical.llm.cache.stable_prompt_text`)."""
+normalises it (:func:`deepcritical.llm.model_cache.stable_prompt_text`)."""
 
 CUT_RETRY = (
     "\n\n(Your previous answer ran past its limit of {bound} tokens and was cut before it"
@@ -80,7 +80,7 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             the model's text is read tolerantly (reasoning blocks removed, JSON repaired)
             whatever the strategy.
         context_tokens: the model's context window in tokens; a longer prompt loses its last
-            fenced evidence blocks, or is refused (:mod:`deepcritical.llm.context`).
+            fenced evidence blocks, or is refused (:mod:`deepcritical.llm.context_window`).
         max_output_tokens: most tokens of one answer (``max_tokens``; ``None``: the
             provider's default).
     """

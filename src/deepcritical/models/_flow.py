@@ -32,7 +32,7 @@ class RecordFlow(BaseModel):
     de-duplication)."""
     identified_by_citation_tracking: int = 0
     """Records identified through citation tracking (the references of the seed studies and
-    the papers citing them, :mod:`deepcritical.orchestrators.citations`), before
+    the papers citing them, :mod:`deepcritical.orchestrators.citation_tracking`), before
     de-duplication; counted apart from the searches, as PRISMA counts "other methods"."""
     identifier_duplicates: int = 0
     """Records folded into another by a shared identifier (PMID, DOI, PMCID, NCT ID, URL): the

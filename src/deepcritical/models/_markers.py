@@ -5,7 +5,7 @@ grammar.
   :func:`marker_ids` and :func:`numbered` read and renumber it.
 - The pieces of every other citation grammar (the writer's variants parsed by
   :mod:`deepcritical.text.sentences`, validated by :mod:`deepcritical.report.validation`,
-  rewritten by :mod:`deepcritical.report.citations`): :data:`E_ID`, :data:`PMID_TOKEN`,
+  rewritten by :mod:`deepcritical.report.citation_markers`): :data:`E_ID`, :data:`PMID_TOKEN`,
   :data:`PMCID_TOKEN`, :data:`NCT_ID`, :data:`DOI_PREFIX`, :data:`DOI_BODY` and
   :data:`DOI_TOKEN` (and :data:`DOI_WHOLE` for identifier fields), as regular-expression
   source strings.

@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from pydantic_ai.models import Model
 
 from deepcritical.agents.appraiser import LLMStudyExtractor
-from deepcritical.agents.base import (
+from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator, LLMHypothesisGenerator
+from deepcritical.agents.judge import ExtractiveJudge, LLMJudge
+from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
+from deepcritical.agents.queries import ExtractiveQueryGenerator, LLMQueryGenerator
+from deepcritical.agents.reflection import ExtractiveReflector, LLMReflector
+from deepcritical.agents.roles import (
     HypothesisGenerator,
     Judge,
     Planner,
@@ -17,15 +22,10 @@ from deepcritical.agents.base import (
     Reflector,
     ReportWriter,
 )
-from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator, LLMHypothesisGenerator
-from deepcritical.agents.judge import ExtractiveJudge, LLMJudge
-from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
-from deepcritical.agents.queries import ExtractiveQueryGenerator, LLMQueryGenerator
-from deepcritical.agents.reflection import ExtractiveReflector, LLMReflector
 from deepcritical.agents.screener import LLMSourceScreener
 from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
-from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.structured import OutputStrategy
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.writing.extractive import ExtractiveReportWriter

@@ -25,7 +25,7 @@ from contextlib import aclosing
 import structlog
 
 from deepcritical.events import ResearchEvent
-from deepcritical.llm.errors import describe_error
+from deepcritical.llm.llm_errors import describe_error
 from deepcritical.models import JudgeAssessment, ReportPreferences, StopReason
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.progress import gathering_stop_rule

@@ -63,7 +63,7 @@ from agent_framework.orchestrations import (
 from pydantic_ai.usage import RunUsage
 
 from deepcritical.events import ResearchEvent
-from deepcritical.llm.errors import describe_error
+from deepcritical.llm.llm_errors import describe_error
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import ReportPreferences, ResearchPlan, StopReason
 from deepcritical.orchestrators.deps import RunDeps

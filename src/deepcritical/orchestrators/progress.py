@@ -23,7 +23,7 @@ from deepcritical.models import (
     StopReason,
     UsageReport,
 )
-from deepcritical.orchestrators.citations import CitationLog
+from deepcritical.orchestrators.citation_tracking import CitationLog
 from deepcritical.orchestrators.full_texts import FullTextLog
 
 __all__ = [

@@ -37,7 +37,7 @@ from deepcritical.evidence.embeddings import embedder_name
 from deepcritical.evidence.screening import screen_items
 from deepcritical.evidence.store import AddResult
 from deepcritical.evidence.study_extraction import appraise_items
-from deepcritical.llm.errors import describe_error
+from deepcritical.llm.llm_errors import describe_error
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import (
     SOURCE_LABELS,
@@ -57,7 +57,7 @@ from deepcritical.models import (
 )
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.orchestrators.channel import EventChannel
-from deepcritical.orchestrators.citations import (
+from deepcritical.orchestrators.citation_tracking import (
     choose_candidates,
     citation_seeds,
     follow_citations,
@@ -75,7 +75,7 @@ from deepcritical.orchestrators.progress import (
 from deepcritical.report.finish import GroundingOptions, RunFacts, finish_report
 from deepcritical.report.grounding import RewriteFunction
 from deepcritical.sources.bounded import bound_evidence
-from deepcritical.state.runs import RunStore
+from deepcritical.state.run_store import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
 
@@ -513,7 +513,7 @@ class ResearchRun:
         return len(outcome.read)
 
     async def _track_citations(self, round_no: int) -> dict[str, Any] | None:
-        """Citation tracking, once per run (:mod:`~deepcritical.orchestrators.citations`):
+        """Citation tracking, once per run (:mod:`~deepcritical.orchestrators.citation_tracking`):
         after the first round that leaves on-topic records with a PMID or DOI, follow the
         references and citing papers of the ``citation_seeds`` most relevant, add at most
         ``citation_candidates`` new records (within ``max_sources``) to the store, screen them

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.keysentences import rank_sentences
-from deepcritical.llm.errors import describe_error
+from deepcritical.llm.llm_errors import describe_error
 from deepcritical.models import (
     Evidence,
     Hypothesis,

@@ -39,7 +39,7 @@ from deepcritical.models import (
     Screening,
     Stance,
 )
-from deepcritical.report.citations import add_marker
+from deepcritical.report.citation_markers import add_marker
 from deepcritical.report.drafts import design_counts
 from deepcritical.report.verdict_method import verdict_method
 

@@ -35,10 +35,10 @@ import httpx
 from deepcritical.evidence.identifiers import normalize_nct
 from deepcritical.models import Citation, Evidence, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
+from deepcritical.sources.html_text import collapse_whitespace
 from deepcritical.sources.http import SourceHttp
 from deepcritical.sources.paging import collect_token_pages, page_token
 from deepcritical.sources.payload import as_list, as_mapping, json_object, parse_each
-from deepcritical.sources.text import collapse_whitespace
 
 logger = logging.getLogger(__name__)
 

@@ -29,10 +29,10 @@ import httpx
 from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
 from deepcritical.models import Citation, Evidence, SourceName, flags_from_publication_types
 from deepcritical.sources.base import SourceError, rank_in_order
+from deepcritical.sources.html_text import collapse_whitespace, html_to_text, strip_tags
 from deepcritical.sources.http import SourceHttp
 from deepcritical.sources.paging import collect_token_pages, page_token
 from deepcritical.sources.payload import as_list, as_mapping, json_object, parse_each
-from deepcritical.sources.text import collapse_whitespace, html_to_text, strip_tags
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ def result_to_evidence(record: Mapping[str, Any]) -> Evidence | None:
       :func:`~deepcritical.models.flags_from_publication_types`).
 
     ``content`` is ``abstractText`` as plain text with structured-abstract headings kept as
-    ``"LABEL: "`` paragraphs (:func:`~deepcritical.sources.text.html_to_text`), or the title
+    ``"LABEL: "`` paragraphs (:func:`~deepcritical.sources.html_text.html_to_text`), or the title
     when there is no abstract (lite results never have one). ``mesh_terms`` from
     ``meshHeadingList``, ``publication_types`` from ``pubTypeList`` / ``pubType``.
     ``is_preprint`` when ``source == "PPR"`` or a publication type says preprint; preprints get

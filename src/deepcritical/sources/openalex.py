@@ -24,9 +24,9 @@ import httpx
 from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
 from deepcritical.models import Citation, Evidence, IntegrityFlag, IntegrityKind, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
+from deepcritical.sources.html_text import html_to_text, strip_tags
 from deepcritical.sources.http import SourceHttp
 from deepcritical.sources.payload import as_list, as_mapping, json_object
-from deepcritical.sources.text import html_to_text, strip_tags
 
 SOURCE = SourceName.OPENALEX.value
 DEFAULT_BASE_URL = "https://api.openalex.org"

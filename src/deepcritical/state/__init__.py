@@ -16,7 +16,7 @@ from deepcritical.state.errors import (
     UnknownCitationError,
     UnknownQuestionError,
 )
-from deepcritical.state.runs import RunRecord, RunStore
+from deepcritical.state.run_store import RunRecord, RunStore
 from deepcritical.state.syllabus import QuestionSpec, Syllabus
 
 __all__ = [

@@ -14,9 +14,9 @@ pay twice.
   :class:`~deepcritical.sources.citation_graph.CitationLinker`), keyed by seed + direction +
   limit + API roots; an answer in which a service failed is not cached.
 - The model and chat-client wrappers that use it live with the models:
-  :class:`~deepcritical.llm.cache.CachedModel` and
+  :class:`~deepcritical.llm.model_cache.CachedModel` and
   :class:`~deepcritical.llm.chat_cache.CachedChatClient` (:class:`CallCache` is their
-  :class:`~deepcritical.llm.cache.CallStore`).
+  :class:`~deepcritical.llm.model_cache.CallStore`).
 
 What a cache hit means for replay: the extractive (``--llm none``) path is deterministic given
 the same search answers and the same embedder, so a resumed run replays its completed steps
@@ -35,7 +35,7 @@ from pydantic import TypeAdapter
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from deepcritical.llm.cache import request_key
+from deepcritical.llm.model_cache import request_key
 from deepcritical.models import Evidence, utc_now
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.citation_graph import (
@@ -45,7 +45,7 @@ from deepcritical.sources.citation_graph import (
     Direction,
 )
 from deepcritical.sources.fulltext import FullText, FullTextReader
-from deepcritical.state.runs import RunStore
+from deepcritical.state.run_store import RunStore
 from deepcritical.state.schema import CacheRow, aware
 
 __all__ = ["CachedCitations", "CachedFullText", "CachedSource", "CallCache"]

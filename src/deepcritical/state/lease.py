@@ -2,9 +2,9 @@
 
 A running run shows it is alive by its heartbeat, the ``updated_at`` of its row: the recorder
 writes it at every checkpoint and :class:`~deepcritical.state.lifecycle.PersistentRun` touches
-it every :data:`~deepcritical.state.runs.HEARTBEAT_SECONDS` (10 s). :func:`claim_run` takes a
+it every :data:`~deepcritical.state.run_store.HEARTBEAT_SECONDS` (10 s). :func:`claim_run` takes a
 run over for a resume: a ``pending`` or ``in_progress`` run whose heartbeat is younger than
-:data:`~deepcritical.state.runs.STALE_AFTER_SECONDS` (60 s, six missed beats) is still running
+:data:`~deepcritical.state.run_store.STALE_AFTER_SECONDS` (60 s, six missed beats) is still running
 somewhere and is refused with :class:`~deepcritical.state.errors.RunInProgressError`; an older
 one (its process died) and a ``failed``, ``cancelled`` or ``time_budget`` run are taken over.
 
@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from deepcritical.models import utc_now
 from deepcritical.state.errors import RunInProgressError, run_not_found, run_not_resumable
-from deepcritical.state.runs import FINISHED_STATUSES, STALE_AFTER_SECONDS, RunStore
+from deepcritical.state.run_store import FINISHED_STATUSES, STALE_AFTER_SECONDS, RunStore
 from deepcritical.state.schema import RunRow, aware
 
 __all__ = ["LIVE_STATUSES", "abandon_runs", "claim_run", "dead_workers", "release_run"]

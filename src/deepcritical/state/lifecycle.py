@@ -2,10 +2,10 @@
 
 It opens the run database, creates the run row (or reopens a run being resumed), wraps the
 run's search sources in the call cache (its :attr:`PersistentRun.cache` is also the
-:class:`~deepcritical.llm.cache.CallStore` of the model and chat-client caches the caller
+:class:`~deepcritical.llm.model_cache.CallStore` of the model and chat-client caches the caller
 builds, :attr:`PersistentRun.cached_model` the one it reports on), checkpoints
 every event through a :class:`~deepcritical.state.recorder.RunRecorder`, touches the row every
-:data:`~deepcritical.state.runs.HEARTBEAT_SECONDS` while the run is alive, and records how
+:data:`~deepcritical.state.run_store.HEARTBEAT_SECONDS` while the run is alive, and records how
 the run ended when it ends without a ``done``/``error`` event (cancelled, crashed). A resumed
 run is taken over through the resume lease (:func:`~deepcritical.state.lease.claim_run`): a
 run whose heartbeat is live is refused.
@@ -21,14 +21,14 @@ from typing import Any
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.llm.cache import CachedModel
+from deepcritical.llm.model_cache import CachedModel
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.citation_graph import CitationLinker
 from deepcritical.sources.fulltext import FullTextReader
 from deepcritical.state.cache import CachedCitations, CachedFullText, CachedSource, CallCache
 from deepcritical.state.lease import claim_run, release_run
 from deepcritical.state.recorder import RunRecorder
-from deepcritical.state.runs import HEARTBEAT_SECONDS, RunStore
+from deepcritical.state.run_store import HEARTBEAT_SECONDS, RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
 

@@ -25,11 +25,11 @@ from sqlalchemy.orm import Session
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.llm.cache import CachedModel
+from deepcritical.llm.model_cache import CachedModel
 from deepcritical.models import ChecklistItem, utc_now
 from deepcritical.state.cache import CachedSource, CallCache
 from deepcritical.state.event_log import append_event
-from deepcritical.state.runs import RunStore
+from deepcritical.state.run_store import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
 

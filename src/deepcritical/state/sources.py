@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.models import DERIVED_TITLE_MARK, SOURCE_LABELS, Citation, utc_now
 from deepcritical.state.errors import StateError, UnknownCitationError
-from deepcritical.state.runs import RunStore
+from deepcritical.state.run_store import RunStore
 from deepcritical.state.saved import UNASSIGNED, SavedSource, sources_by_question
 from deepcritical.state.schema import (
     MAX_EXTERNAL_ID_CHARS,

@@ -2,7 +2,7 @@
 serve`` and the Space's root ``app.py`` launch.
 
 One research run per click, streamed: every :class:`ResearchEvent` is folded into a
-:class:`~deepcritical.ui.progress.ProgressView` and the panels are re-rendered; the last
+:class:`~deepcritical.ui.progress_view.ProgressView` and the panels are re-rendered; the last
 event gives the report, the evidence table, the hypotheses and the downloads. Each run is a
 fresh :func:`deepcritical.api.research` call (own evidence store, own events), so sessions
 never share evidence. The queue runs ``concurrency`` research runs at once and shows the
@@ -13,8 +13,8 @@ endpoint and, with ``launch(mcp_server=True)``, as an MCP tool; the UI's own han
 private (they take the session's API key and must not become tools).
 
 *Stop* keeps the run's progress panel and run id and shows it "Stopped"
-(:mod:`deepcritical.ui.control`); *Resume* then continues that run. The sources ticked by
-default are the ones that can work (:mod:`deepcritical.ui.reachability`: the local corpus, and
+(:mod:`deepcritical.ui.stop_resume`); *Resume* then continues that run. The sources ticked by
+default are the ones that can work (:mod:`deepcritical.ui.source_check`: the local corpus, and
 the live sources that answered a short check at start); the examples are questions the
 bundled corpus answers (:mod:`deepcritical.ui.examples`). History lists the caller's runs
 when the tab opens; a row click opens the whole run in the Report, Evidence, Hypotheses and
@@ -62,8 +62,7 @@ from deepcritical.ui.answer import (
     year_frame,
 )
 from deepcritical.ui.auth import Access, SignInRequired
-from deepcritical.ui.citations import CITATION_CSS, report_html
-from deepcritical.ui.control import RunWatch, resumable, stopped_html
+from deepcritical.ui.citation_links import CITATION_CSS, report_html
 from deepcritical.ui.downloads import (
     NO_DOWNLOADS_HTML,
     DownloadShelf,
@@ -84,13 +83,7 @@ from deepcritical.ui.jobs_mode import (
     reattach_events,
 )
 from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_research_tool
-from deepcritical.ui.progress import ProgressView, fail, fold
-from deepcritical.ui.reachability import (
-    SourceCheck,
-    default_sources,
-    sources_note,
-    sources_on_md,
-)
+from deepcritical.ui.progress_view import ProgressView, fail, fold
 from deepcritical.ui.render import (
     hypotheses_html,
     progress_html,
@@ -104,6 +97,13 @@ from deepcritical.ui.session import (
     source_choices,
     visitor_settings,
 )
+from deepcritical.ui.source_check import (
+    SourceCheck,
+    default_sources,
+    sources_note,
+    sources_on_md,
+)
+from deepcritical.ui.stop_resume import RunWatch, resumable, stopped_html
 from deepcritical.ui.streams import closing
 from deepcritical.ui.theme import THEME_CSS
 

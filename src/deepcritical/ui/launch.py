@@ -16,7 +16,7 @@ from deepcritical.ui.auth import Access
 from deepcritical.ui.download_route import DownloadRoute
 from deepcritical.ui.downloads import DownloadShelf
 from deepcritical.ui.headers import security_middleware
-from deepcritical.ui.reachability import SourceCheck
+from deepcritical.ui.source_check import SourceCheck
 from deepcritical.ui.theme import THEME
 from deepcritical.ui.visitor import VisitorMiddleware
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
-from deepcritical.llm.errors import describe_error
+from deepcritical.llm.llm_errors import describe_error
 from deepcritical.models import ChecklistStatus, RunResult, flag_labels
 from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.session import redact, secret_values
@@ -144,7 +144,7 @@ async def run_deep_research(
 
     Never raises for a failed run: an ``error`` event or an exception (bad question, missing
     API key, no local corpus...) gives ``status="error"`` and its message in ``error``
-    (:func:`~deepcritical.llm.errors.describe_error`: no model server's answer; the values
+    (:func:`~deepcritical.llm.llm_errors.describe_error`: no model server's answer; the values
     of the settings' secrets replaced by ``[redacted]``). ``trace_id`` is the durable run id
     from the ``started`` event when the run store gives one, else a fresh uuid4.
     """

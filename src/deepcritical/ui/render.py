@@ -29,7 +29,7 @@ from deepcritical.models import (
     SupportingQuote,
     flag_labels,
 )
-from deepcritical.ui.progress import ProgressView
+from deepcritical.ui.progress_view import ProgressView
 
 ALLOWED_TAGS = {
     "h1", "h2", "h3", "h4", "h5", "h6", "p", "br", "hr", "strong", "em", "code", "pre",

@@ -55,7 +55,7 @@ from deepcritical.models import (
     ResearchPlan,
     ResearchReport,
 )
-from deepcritical.report.citations import add_marker, references_for
+from deepcritical.report.citation_markers import add_marker, references_for
 from deepcritical.report.drafts import gap_limitations, no_evidence_report
 from deepcritical.text.terms import extract_key_terms
 

@@ -34,8 +34,8 @@ from pydantic import BaseModel, Field
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.mmr import unit_rows
 from deepcritical.evidence.passages import rank_passages
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.choices import with_choices
-from deepcritical.llm.config import LLMConfig
 from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.lenient import EvidenceIdList, LenientStrList
 from deepcritical.llm.runner import ModelRetry, StructuredAgent
@@ -51,7 +51,7 @@ from deepcritical.models import (
     ResearchReport,
     marker_ids,
 )
-from deepcritical.report.citations import (
+from deepcritical.report.citation_markers import (
     MarkerCleanup,
     PaperIds,
     references_for,

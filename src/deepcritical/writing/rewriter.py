@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from deepcritical.llm.config import LLMConfig
+from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.fencing import new_fence
 from deepcritical.llm.templates import render_prompt
 

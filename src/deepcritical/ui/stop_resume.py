@@ -2,7 +2,7 @@
 *Stop*, so the stopped run keeps its panel and run id and can be resumed.
 
 :class:`RunWatch` folds the events a handler streams (the same fold as the progress panel,
-:func:`~deepcritical.ui.progress.fold`); the handler keeps its view in the session's state.
+:func:`~deepcritical.ui.progress_view.fold`); the handler keeps its view in the session's state.
 *Stop* cancels the handler and renders that view stopped (:func:`stopped_html`: "Stopped",
 no error); :func:`resumable` says whether *Resume* applies.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from deepcritical.events import ResearchEvent
 from deepcritical.models import error_text
-from deepcritical.ui.progress import ProgressView, fail, fold, stop
+from deepcritical.ui.progress_view import ProgressView, fail, fold, stop
 from deepcritical.ui.render import progress_html
 from deepcritical.ui.streams import closing
 
