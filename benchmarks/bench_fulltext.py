@@ -4,8 +4,9 @@ open-access articles (issue 15).
 Run: ``.venv/bin/python -m benchmarks.bench_fulltext [--distractors N] [--n 24]``.
 
 Data: the six JATS articles of ``../shared/fixtures/fulltext/pmc_oa_jats`` and the questions of
-``benchmarks/fulltext_questions.json`` (4 per article, each written from one body passage that
-the abstract lacks; :mod:`benchmarks.fulltext_questions`). Distractors: the first N PubMedQA
+``src/deepcritical/testing/fulltext_questions.json`` (4 per article, each written from one
+body passage that the abstract lacks; :mod:`deepcritical.testing.fulltext_questions`).
+Distractors: the first N PubMedQA
 abstracts of ``../shared/data/pubmedqa/corpus.jsonl`` (default 1000, all of them), so that
 search must find the paper among many. Exits 0 with a message when the data is absent.
 
@@ -43,13 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fulltext_questions import (
+from benchmarks.offline import use_offline_environment
+from deepcritical.testing.fulltext_questions import (
     FULLTEXT_DIR,
     FulltextQuestion,
     answer_passage,
     load_questions,
 )
-from benchmarks.offline import use_offline_environment
 
 PUBMEDQA_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pubmedqa"
 ARMS = ("full text", "abstracts only")

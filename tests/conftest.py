@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from numpy.typing import NDArray
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+from deepcritical.testing.embedders import HashingEmbedder
+from deepcritical.testing.shared import SHARED_DIR
+
+SHARED = SHARED_DIR
 PUBMEDQA = SHARED / "data" / "pubmedqa"
 API_FIXTURES = SHARED / "fixtures" / "api"
 JATS_FIXTURES = SHARED / "fixtures" / "fulltext" / "pmc_oa_jats"
@@ -57,28 +55,6 @@ def jats_dir() -> Path:
     if not (JATS_FIXTURES / "SOURCES.md").exists():
         pytest.skip("../shared/fixtures/fulltext/pmc_oa_jats is absent")
     return JATS_FIXTURES
-
-
-class HashingEmbedder:
-    """Deterministic bag-of-words embedder for fast hermetic tests (no model).
-
-    Each lower-cased word is hashed into one of ``dimension`` buckets; vectors are
-    L2-normalised, so texts sharing words have positive cosine similarity.
-    """
-
-    def __init__(self, dimension: int = 256) -> None:
-        self.dimension = dimension
-
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in re.findall(r"[a-z0-9]+", text.lower()):
-                h = int(hashlib.md5(word.encode()).hexdigest(), 16)
-                out[i, h % self.dimension] += 1.0
-            norm = np.linalg.norm(out[i])
-            if norm > 0:
-                out[i] /= norm
-        return out
 
 
 @pytest.fixture

@@ -22,13 +22,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.corpus import write_corpus
-from tests.integration.chat_stub import (
+from deepcritical.testing.chat import (
     ChatCompletionsStub,
     ManagerScript,
     RoleScript,
     request_role,
 )
+from tests.e2e.corpus import write_corpus
 
 CHROMIUM = Path(os.environ.get("DEEPCRITICAL_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [

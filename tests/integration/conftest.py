@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from deepcritical.sources.http import new_http_client
-from tests.integration.stub_api import StubAPI, StubData
+from deepcritical.testing.api_stub import StubAPI, StubData
 
 
 @pytest.fixture(scope="session")

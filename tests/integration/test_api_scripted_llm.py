@@ -37,8 +37,8 @@ from deepcritical.evidence.titles import with_derived_title
 from deepcritical.formats.pubmed_xml import article_to_evidence
 from deepcritical.models import CitationValidation, ResearchReport, RunResult, marker_ids
 from deepcritical.report.validation import citation_problems
-from tests.conftest import HashingEmbedder
-from tests.integration.chat_stub import RoleScript
+from deepcritical.testing.chat import RoleScript
+from deepcritical.testing.embedders import HashingEmbedder
 
 GOLD_QUESTIONS = 40
 OTHER_RECORDS = 60

@@ -1,4 +1,4 @@
-"""Citation tracking through the local stub of the APIs (:mod:`tests.integration.stub_api`).
+"""Citation tracking through the local stub of the APIs (:mod:`deepcritical.testing.api_stub`).
 
 A run of :func:`deepcritical.api.research` (``llm="none"``, PubMed and OpenAlex pointed at the
 stub, two results per query, the real all-MiniLM-L6-v2 embedder) asks about the NEJM
@@ -31,7 +31,7 @@ from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.models import Evidence, RunResult, Screening
-from tests.integration.stub_api import (
+from deepcritical.testing.api_stub import (
     CITED_BY_SEED,
     CITING_SEED,
     CITING_WORK_ID,

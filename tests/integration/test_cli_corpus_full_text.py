@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks.fulltext_questions import answer_passage, load_questions
 from deepcritical.cli.main import app
 from deepcritical.config import Settings
 from deepcritical.corpus.embedding import corpus_embedder
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.formats.jats import read_jats
+from deepcritical.testing.fulltext_questions import answer_passage, load_questions
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,7 @@ def test_corpus_add_directory_then_research_quotes_a_body_passage_with_its_secti
     jats_dir: Path, tmp_path: Path
 ) -> None:
     """Issue 15: ``corpus add`` on the six articles, then a question answered only in the body
-    of one of them (benchmarks/fulltext_questions.json: the OHIP-NL imputation count, in
+    of one of them (deepcritical/testing/fulltext_questions.json: the OHIP-NL imputation count, in
     PMC2329613's Results and not in its abstract) gives a report citing that paper, whose
     supporting quote names the section: ``[1] Results, paragraph 2: “…”``."""
     data, out = tmp_path / "data", tmp_path / "report.md"

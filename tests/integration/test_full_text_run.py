@@ -1,11 +1,11 @@
 """A research run reads an open-access full text through the local stub of the APIs.
 
-The stub (:mod:`tests.integration.stub_api`) serves the six PMC open-access articles of
+The stub (:mod:`deepcritical.testing.api_stub`) serves the six PMC open-access articles of
 ``../shared/fixtures/fulltext/pmc_oa_jats`` as Europe PMC search records, as Europe PMC
 ``fullTextXML`` and as NCBI efetch ``db=pmc``. A run of :func:`deepcritical.api.research`
 (``llm="none"``, Europe PMC only, the real all-MiniLM-L6-v2 embedder, settings pointing the
 sources at the stub) asks one of the benchmark questions answered only in the body of an
-article (``benchmarks/fulltext_questions.json``), and the tests check that:
+article (``src/deepcritical/testing/fulltext_questions.json``), and the tests check that:
 
 * the report cites that article and quotes the body passage that answers the question, with
   its section, in the "Supporting quotes" appendix and in the grounding check;
@@ -27,13 +27,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks.fulltext_questions import FulltextQuestion, answer_passage, load_questions
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.formats.jats import parse_jats, read_jats
 from deepcritical.models import Evidence, GroundedClaim, Passage, RunResult, SupportingQuote
-from tests.integration.stub_api import Fault, StubAPI, StubData
+from deepcritical.testing.api_stub import Fault, StubAPI, StubData
+from deepcritical.testing.fulltext_questions import FulltextQuestion, answer_passage, load_questions
 
 QUESTION_PREFIX = "How many missing answers had to be imputed"
 """The benchmark question asked (OHIP-NL validation, PMC2329613; answer in Results, paragraph

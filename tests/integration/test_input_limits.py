@@ -26,7 +26,8 @@ import pytest
 
 from deepcritical.api import research
 from deepcritical.config import Settings
-from tests.conftest import HashingEmbedder, hashed_corpus
+from deepcritical.testing.embedders import HashingEmbedder
+from tests.conftest import hashed_corpus
 from tests.integration.test_cli_research import (
     Run,
     run_cli,

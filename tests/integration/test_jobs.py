@@ -39,7 +39,7 @@ from deepcritical.state import RunStore
 from deepcritical.state.event_log import LoggedEvent
 from deepcritical.state.run_store import STALE_AFTER_SECONDS
 from deepcritical.state.schema import SourceRow, aware
-from tests.integration.stub_api import RequestRecord, StubAPI, StubData
+from deepcritical.testing.api_stub import RequestRecord, StubAPI, StubData
 from tests.integration.test_cli_research import cli_command, run_cli, user_env
 from tests.integration.test_state_crash_resume import query_of
 from tests.state.postgres_server import postgres_bin, postgres_server

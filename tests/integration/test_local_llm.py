@@ -35,7 +35,7 @@ import pytest
 from deepcritical.config import Settings
 from deepcritical.models import RunResult
 from deepcritical.report.validation import citation_problems
-from tests.integration.local_llm_server import LlamaServer, free_port, local_model_gguf
+from deepcritical.testing.llama_server import LlamaServer, free_port, local_model_gguf
 from tests.integration.test_cli_research import user_env
 
 RECORDS = 12  # the gold abstract of the question plus others

@@ -38,9 +38,9 @@ from deepcritical.llm.probe import ProbeOutput
 from deepcritical.llm.runner import StructuredAgent
 from deepcritical.llm.structured import grammar_schema
 from deepcritical.orchestrators.magentic import progress_ledger_schema
+from deepcritical.testing.llama_server import local_model_gguf
 from deepcritical.writing.llm_writer import CitedSectionOutput, OutlineOutput, SummaryOutput
 from deepcritical.writing.rewriter import RewriteOutput
-from tests.integration.local_llm_server import local_model_gguf
 
 IDS = ["E1", "E2", "E3", "E4"]
 KEYS = ["effect_on_outcome", "harms", "mechanism"]

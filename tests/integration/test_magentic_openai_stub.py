@@ -26,14 +26,15 @@ from deepcritical.events import ResearchEvent
 from deepcritical.llm.providers import ModelSpecError
 from deepcritical.models import RunResult
 from deepcritical.report.validation import citation_problems
-from tests.conftest import HashingEmbedder, hashed_corpus
-from tests.integration.chat_stub import (
+from deepcritical.testing.chat import (
     ChatCompletionsStub,
     ManagerScript,
     RoleScript,
     Tally,
     request_kind,
 )
+from deepcritical.testing.embedders import HashingEmbedder
+from tests.conftest import hashed_corpus
 
 QUESTION = "Does metformin reduce cancer risk in people with diabetes?"
 

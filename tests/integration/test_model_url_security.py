@@ -24,10 +24,11 @@ from structlog.testing import capture_logs
 from deepcritical.api import research
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
+from deepcritical.testing.chat import ChatCompletionsStub, ManagerScript, RoleScript
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.ui.app import build_app
 from deepcritical.ui.session import VISITOR_URL_NEEDS_KEY
-from tests.conftest import HashingEmbedder, hashed_corpus
-from tests.integration.chat_stub import ChatCompletionsStub, ManagerScript, RoleScript
+from tests.conftest import hashed_corpus
 from tests.integration.error_listener import ErrorListener
 from tests.integration.test_magentic_openai_stub import QUESTION, RECORDS
 

@@ -1,6 +1,6 @@
 """The real source clients against a local stub of the search APIs (a real HTTP server).
 
-The stub (:mod:`tests.integration.stub_api`) serves the recorded responses of
+The stub (:mod:`deepcritical.testing.api_stub`) serves the recorded responses of
 ``../shared/fixtures/api`` on 127.0.0.1; these tests skip when the fixtures are absent. They
 cover, in order: what each source gets from the recorded data (paging with the recorded
 tokens and cursors included), faults through the real HTTP stack (429 with Retry-After, 5xx,
@@ -32,7 +32,7 @@ from deepcritical.sources.http import new_http_client
 from deepcritical.sources.openalex import OpenAlexSource
 from deepcritical.sources.pubmed import PubMedSource
 from deepcritical.sources.web import WebSearchSource
-from tests.integration.stub_api import (
+from deepcritical.testing.api_stub import (
     NO_HITS,
     PMID_ALL_SOURCES,
     PMID_BY_DOI,

@@ -32,7 +32,7 @@ from sqlalchemy import select
 from deepcritical.state import RunStore
 from deepcritical.state.run_store import STALE_AFTER_SECONDS
 from deepcritical.state.schema import SourceKeyRow, SourceRow, aware
-from tests.integration.stub_api import RequestRecord, StubAPI
+from deepcritical.testing.api_stub import RequestRecord, StubAPI
 from tests.integration.test_cli_research import cli_command, run_cli, user_env
 
 QUESTION = "Does MEK inhibition improve survival in BRAF-mutant melanoma?"

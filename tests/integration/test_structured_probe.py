@@ -13,7 +13,7 @@ from deepcritical.llm.probe import probe_structured_output, resolve_endpoint
 from deepcritical.llm.providers import build_model
 from deepcritical.llm.runner import StructuredAgent
 from deepcritical.llm.structured import OutputStrategy
-from tests.integration.chat_stub import ChatCompletionsStub, ManagerScript, RoleScript
+from deepcritical.testing.chat import ChatCompletionsStub, ManagerScript, RoleScript
 
 
 class Queries(BaseModel):

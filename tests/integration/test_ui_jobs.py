@@ -23,10 +23,10 @@ import pytest
 
 from deepcritical.config import Settings
 from deepcritical.state import RunStore
+from deepcritical.testing.api_stub import StubAPI, StubData
 from deepcritical.ui.app import build_app
 from deepcritical.ui.mcp_tool import parse_output
 from deepcritical.ui.progress_view import ProgressView
-from tests.integration.stub_api import StubAPI, StubData
 from tests.integration.test_cli_research import cli_command, user_env
 from tests.unit.test_ui_app import handler
 

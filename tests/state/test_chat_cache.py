@@ -22,14 +22,15 @@ from deepcritical.llm.providers import close_chat_client
 from deepcritical.models import RunResult
 from deepcritical.state import RunStore
 from deepcritical.state.cache import CallCache
-from tests.conftest import HashingEmbedder, hashed_corpus
-from tests.integration.chat_stub import (
+from deepcritical.testing.chat import (
     ChatCompletionsStub,
     ManagerScript,
     RoleScript,
     ScriptedChatClient,
     request_kind,
 )
+from deepcritical.testing.embedders import HashingEmbedder
+from tests.conftest import hashed_corpus
 from tests.integration.test_magentic_openai_stub import QUESTION, RECORDS
 
 INSTRUCTIONS = {"instructions": "You coordinate a biomedical literature research team."}

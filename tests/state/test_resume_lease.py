@@ -29,7 +29,7 @@ from deepcritical.state import (
 )
 from deepcritical.state.lease import claim_run, release_run
 from deepcritical.state.run_store import STALE_AFTER_SECONDS
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 from tests.state.test_state_store import RunSource
 
 LIVE_MESSAGE = (

@@ -20,7 +20,7 @@ from deepcritical.config import Settings
 from deepcritical.state import RunNotFoundError, RunStore
 from deepcritical.state.db import create_db_engine
 from deepcritical.state.schema import RunRow
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 from tests.state.test_state_store import RunSource
 
 ALICE = "user:alice"

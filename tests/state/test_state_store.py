@@ -14,7 +14,6 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from benchmarks.bench_state_prompt import SYLLABUS, fill, measure
 from deepcritical.agents.source_tools import source_toolset
 from deepcritical.api import research, resume
 from deepcritical.config import Settings
@@ -32,7 +31,9 @@ from deepcritical.state import (
 )
 from deepcritical.state.cache import CachedSource, CallCache
 from deepcritical.state.sources import SourceCollector
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
+
+SYLLABUS = Path(__file__).resolve().parents[2] / "syllabi" / "drug_profile.yaml"
 
 
 def drug_collector(runs: RunStore) -> SourceCollector:
@@ -215,28 +216,6 @@ async def test_search_and_llm_calls_are_cached(runs: RunStore) -> None:
     other = await Agent(resumed).run(prompt("0c0ffee12345", "2026-11-22", "Statins."))
     assert other.output == "different"
     assert (resumed.cached_requests, resumed.live_requests) == (1, 1)
-
-
-def test_scale_2000_sources_keep_tool_answers_short_and_prompt_flat(
-    database_url: str, tmp_path: Path
-) -> None:
-    if not database_url.startswith("sqlite"):
-        pytest.skip("measured once, on SQLite (the answers do not depend on the database)")
-    sizes: dict[int, int] = {}
-    runs = RunStore.open_url(database_url)
-    try:
-        for n in (10, 2000):
-            c = drug_collector(runs)
-            fill(c, n)
-            m = measure(c)
-            assert m.tool_answers
-            assert all(len(a) < 500 for a in m.tool_answers)
-            assert len(c.get_progress().text()) < 500
-            assert c.get_progress().total_sources == n + 1
-            sizes[n] = m.prompt_chars
-    finally:
-        runs.close()
-    assert abs(sizes[2000] - sizes[10]) <= 200, sizes
 
 
 class RunSource:

@@ -30,12 +30,12 @@ from deepcritical.models import (
     marker_ids,
 )
 from deepcritical.report.validation import citation_problems, validate_report
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.writing.extractive import (
     EXTRACTIVE_NOTE,
     OTHER_HEADING,
     ExtractiveReportWriter,
 )
-from tests.conftest import HashingEmbedder
 
 QUESTION = "Does pretreatment with statins improve clinical outcome after stroke?"
 STROKE = ["11340218", "21881325", "10173769", "10548670", "10375486", "10456814", "9616411"]

@@ -32,10 +32,10 @@ from deepcritical.orchestrators.agent_set import AgentSet, build_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.validation import citation_problems
+from deepcritical.testing.chat import RoleScript
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.writing.extractive import ExtractiveReportWriter
 from deepcritical.writing.llm_writer import LLMReportWriter
-from tests.conftest import HashingEmbedder
-from tests.integration.chat_stub import RoleScript
 
 
 def test_no_model_gives_extractive_agents() -> None:

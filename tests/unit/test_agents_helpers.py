@@ -22,9 +22,9 @@ from deepcritical.evidence.keysentences import (
 )
 from deepcritical.llm.templates import PromptTemplateError, load_prompt, render_prompt
 from deepcritical.models import Citation, Evidence, Stance
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.text.question_claim import question_to_claim
 from deepcritical.text.terms import slugify
-from tests.conftest import HashingEmbedder
 
 ABSTRACT = (
     "BACKGROUND: Statins have pleiotropic effects. It is unknown whether they help in stroke.\n"

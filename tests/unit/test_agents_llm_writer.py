@@ -36,8 +36,8 @@ from deepcritical.report.citation_markers import (
     restrict_markers,
 )
 from deepcritical.report.validation import citation_problems, validate_report
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.writing.llm_writer import LLMReportWriter
-from tests.conftest import HashingEmbedder
 
 
 class Script:

@@ -39,7 +39,7 @@ from deepcritical.sources.query_syntax import (
     plain_query,
     query_for_source,
 )
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 
 class Script:

@@ -10,7 +10,8 @@ from deepcritical.agents.search import SearchAgent, fuse_ranked
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence
 from deepcritical.sources.base import SourceError
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
+from deepcritical.testing.failing_sources import FailingSource, HangingSource
 
 TOPICS = ["metformin", "tau", "amyloid", "insulin", "AMPK", "dementia", "glucose", "neurons"]
 
@@ -42,13 +43,6 @@ class ListSource:
         return [paper(p, self.name, query) for p in self.pmids.get(query, [])][: limit + 5]
 
 
-class FailingSource:
-    name = "europepmc"
-
-    async def search(self, query: str, limit: int) -> list[Evidence]:
-        raise SourceError("europepmc", "HTTP 503 after 3 tries")
-
-
 class BuggySource:
     name = "openalex"
 
@@ -74,7 +68,7 @@ def store() -> EvidenceStore:
 async def test_failing_and_buggy_sources_are_recorded_and_the_rest_is_added() -> None:
     pubmed = ListSource("pubmed", {"q1": [1, 2, 3], "q2": [3, 4]}, delay=0.05)
     s = store()
-    agent = SearchAgent([pubmed, FailingSource(), BuggySource(), FlakySource()], s, 3)
+    agent = SearchAgent([pubmed, FailingSource("europepmc"), BuggySource(), FlakySource()], s, 3)
     result = await agent.run(["q1", "q2"])
 
     assert result.failures == {
@@ -129,23 +123,8 @@ async def test_no_queries_or_no_sources_is_an_empty_round() -> None:
     assert (await SearchAgent([ListSource("pubmed", {})], s, 3).run([])).added_ids == []
 
 
-class HangingSource:
-    name = "slow"
-
-    def __init__(self) -> None:
-        self.cancelled = 0
-
-    async def search(self, query: str, limit: int) -> list[Evidence]:
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-        return []
-
-
 async def test_cancelling_a_round_cancels_the_source_calls() -> None:
-    source = HangingSource()
+    source = HangingSource(seconds=30)
     task = asyncio.create_task(SearchAgent([source], store(), 3).run(["q1", "q2"]))
     await asyncio.sleep(0.05)
     task.cancel()

@@ -29,7 +29,7 @@ from deepcritical.sources.citation_graph import (
 from deepcritical.sources.factory import build_citation_graph
 from deepcritical.sources.openalex import OpenAlexSource
 from deepcritical.sources.pubmed import PubMedSource, parse_elink
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 EUTILS = "https://eutils.test/entrez/eutils"
 OPENALEX = "https://openalex.test"

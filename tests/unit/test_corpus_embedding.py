@@ -15,7 +15,7 @@ from deepcritical.corpus.index import LocalCorpus
 from deepcritical.evidence.embeddings import DEFAULT_MODEL, Embedder
 from deepcritical.evidence.onnx_embeddings import onnx_int8_name
 from deepcritical.formats.pubmed_xml import AbstractSection, PubmedArticle
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 INT8 = onnx_int8_name(DEFAULT_MODEL)
 

@@ -11,7 +11,7 @@ from deepcritical.corpus.corpus_errors import CorpusFormatError
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.readers import corpus_files, read_full_text
 from deepcritical.sources.local import hits_to_evidence
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 # In the Methods of pone.0046493 (PMID 23029536) only, not in its abstract.
 PHRASE = "ammonium bicarbonate"

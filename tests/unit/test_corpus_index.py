@@ -25,7 +25,7 @@ from deepcritical.corpus.corpus_errors import (
 from deepcritical.corpus.index import LocalCorpus, file_sha256
 from deepcritical.corpus.readers import read_corpus_file
 from deepcritical.formats.pubmed_xml import AbstractSection, PubmedArticle
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 TOPICS = {
     "1": "Metformin reduces cancer incidence in patients with type 2 diabetes.",

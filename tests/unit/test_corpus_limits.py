@@ -16,7 +16,7 @@ from deepcritical.corpus.readers import read_corpus_file
 from deepcritical.corpus.records import check_record
 from deepcritical.corpus.text import index_text
 from deepcritical.formats.pubmed_xml import AbstractSection, PubmedArticle
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 SENTENCE = "Metformin was associated with a lower incidence of colorectal cancer. "
 

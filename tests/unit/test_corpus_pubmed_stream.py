@@ -25,7 +25,7 @@ from deepcritical.formats.pubmed_xml import (
     PubmedArticle,
     VersionedArticle,
 )
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pubmed"
 BASELINE = FIXTURES / "pubmed_baseline_small.xml"

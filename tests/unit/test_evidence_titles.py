@@ -29,9 +29,9 @@ from deepcritical.models import (
     ResearchReport,
     RunResult,
 )
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.ui.mcp_tool import run_deep_research
 from deepcritical.ui.render import evidence_rows, evidence_table_html
-from tests.conftest import HashingEmbedder
 from tests.unit.ui_fixtures import FakeResearch, script
 
 OBJECTIVE = "To assess quality of storage of vaccines in the community"

@@ -1,4 +1,4 @@
-"""The full-text question set (benchmarks.fulltext_questions) checked against the six PMC
+"""The full-text question set (deepcritical.testing.fulltext_questions) checked against the six PMC
 articles of ../shared/fixtures/fulltext/pmc_oa_jats: each answer lies in exactly one body
 passage of its article, in the section it names, and not in the abstract."""
 
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.fulltext_questions import (
+from deepcritical.formats.jats import JatsArticle, read_jats
+from deepcritical.testing.fulltext_questions import (
     FULLTEXT_DIR,
     FulltextQuestion,
     answer_passage,
     load_questions,
 )
-from deepcritical.formats.jats import JatsArticle, read_jats
 from tests.conftest import JATS_FIXTURES
 
 QUESTIONS = load_questions()

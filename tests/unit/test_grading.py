@@ -37,8 +37,8 @@ from deepcritical.models import (
 )
 from deepcritical.sources.clinicaltrials import study_to_evidence
 from deepcritical.sources.europepmc import parse_search
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.writing.extractive import ExtractiveReportWriter
-from tests.conftest import HashingEmbedder
 
 D = StudyDesign
 

@@ -30,8 +30,8 @@ from deepcritical.report.grounding import (
     source_passages,
 )
 from deepcritical.report.validation import citation_problems, validate_report
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.writing.extractive import EXTRACTIVE_NOTE, ExtractiveReportWriter
-from tests.conftest import HashingEmbedder
 
 STATINS_STROKE = "11340218"  # statin use at stroke onset and discharge home (case-referent)
 VACCINES = "1571683"  # storage of vaccines in general practice (real, irrelevant here)

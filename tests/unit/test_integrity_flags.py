@@ -58,12 +58,12 @@ from deepcritical.report.validation import citation_problems, validate_report
 from deepcritical.sources.europepmc import EuropePMCSource, parse_search
 from deepcritical.sources.openalex import OpenAlexSource, parse_works_page
 from deepcritical.sources.pubmed import PubMedSource
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.ui.answer import year_frame
 from deepcritical.ui.citation_links import report_html
 from deepcritical.ui.evidence_table import SORT_KEYS, sort_rows
 from deepcritical.ui.mcp_tool import _from_result
 from deepcritical.ui.render import evidence_rows, evidence_table_html
-from tests.conftest import HashingEmbedder
 from tests.unit.test_magentic_orchestrator import QUESTION, make, paper, result_of
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -31,8 +31,8 @@ from deepcritical.orchestrators.deps import QuestionError, RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.orchestrators.progress import gathering_stop_rule
 from deepcritical.report.validation import citation_problems
-from deepcritical.sources.base import SourceError
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
+from deepcritical.testing.failing_sources import FailingSource, HangingSource
 
 TOPICS = ["metformin", "insulin", "statin", "aspirin", "vitamin", "exercise", "diet", "sleep"]
 
@@ -63,21 +63,6 @@ class CountingSource:
         self.calls.append(query)
         base = 0 if self.repeat else 100 * len(self.calls)
         return [make_evidence(base + i, query) for i in range(1, limit + 1)]
-
-
-class FailingSource:
-    name = "broken"
-
-    async def search(self, query: str, limit: int) -> list[Evidence]:
-        raise SourceError("broken", "HTTP 503 after 3 tries")
-
-
-class HangingSource:
-    name = "slow"
-
-    async def search(self, query: str, limit: int) -> list[Evidence]:
-        await asyncio.sleep(60)
-        return []
 
 
 class Planner:

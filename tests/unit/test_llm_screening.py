@@ -1,7 +1,7 @@
 """Screening by the search agent's model through the source tools (issue 12, item 2).
 
 With a model, each round's new records are screened by :class:`LLMSourceScreener`: a
-scripted ``FunctionModel`` (:class:`tests.integration.chat_stub.RoleScript`) calls
+scripted ``FunctionModel`` (:class:`deepcritical.testing.chat.RoleScript`) calls
 ``save_source`` for the records that answer a checklist question, ``get_progress`` and
 ``check_completion``, and gives its verdicts and next queries. A record it does not save is
 off-topic (with its reason), stays in the store and reaches no checklist item, hypothesis,
@@ -41,8 +41,8 @@ from deepcritical.report.validation import citation_problems
 from deepcritical.state.run_store import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
-from tests.conftest import HashingEmbedder
-from tests.integration.chat_stub import ManagerScript, RoleScript
+from deepcritical.testing.chat import ManagerScript, RoleScript
+from deepcritical.testing.embedders import HashingEmbedder
 from tests.unit.test_magentic_orchestrator import QUESTION, PaperSource, collect, make, settings
 
 OFF_TOPIC_MARK = "asthma"

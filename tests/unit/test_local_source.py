@@ -12,7 +12,7 @@ from deepcritical.corpus.index import LocalCorpus
 from deepcritical.models import Evidence
 from deepcritical.sources.base import SearchSource, SourceError
 from deepcritical.sources.local import LocalCorpusSource
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 RECORDS = [
     {"pmid": "11", "title": "Metformin and cancer", "year": 2012, "mesh_terms": ["Metformin"],

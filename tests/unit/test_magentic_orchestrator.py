@@ -36,8 +36,9 @@ from deepcritical.orchestrators.magentic_agents import (
 )
 from deepcritical.orchestrators.run import ResearchRun
 from deepcritical.report.validation import citation_problems
-from tests.conftest import HashingEmbedder
-from tests.integration.chat_stub import ManagerScript, RoleScript, ScriptedChatClient
+from deepcritical.testing.chat import ManagerScript, RoleScript, ScriptedChatClient
+from deepcritical.testing.embedders import HashingEmbedder
+from deepcritical.testing.failing_sources import HangingSource
 
 NAMES = ["SearchAgent", "HypothesisAgent", "JudgeAgent", "ReportAgent"]
 QUESTION = "Does metformin reduce cancer risk in people with diabetes?"
@@ -70,14 +71,6 @@ class PaperSource:
         self.calls.append(query)
         base = 100 * len(self.calls)
         return [paper(base + i, query) for i in range(1, limit + 1)]
-
-
-class HangingSource:
-    name = "slow"
-
-    async def search(self, query: str, limit: int) -> list[Evidence]:
-        await asyncio.sleep(3600)
-        return []
 
 
 class RecordingClient(ScriptedChatClient):

@@ -16,8 +16,8 @@ from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.orchestrators.progress import RunAccounting
 from deepcritical.sources.base import SourceError
-from tests.conftest import HashingEmbedder
-from tests.integration.chat_stub import ManagerScript, RoleScript, Tally
+from deepcritical.testing.chat import ManagerScript, RoleScript, Tally
+from deepcritical.testing.embedders import HashingEmbedder
 from tests.unit.test_magentic_orchestrator import QUESTION, PaperSource, make, result_of
 
 

@@ -15,7 +15,7 @@ from deepcritical.config import Settings
 from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.context_window import ContextWindowError, fit_prompt
 from deepcritical.orchestrators.agent_set import build_agents
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from deepcritical.models import (
 )
 from deepcritical.models._markdown import grounding_appendix
 from deepcritical.report.claims import Unit, check_units, claim_text
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 _TEXTS = [
     (["Introduction"], "Heart failure is common and costly in older adults worldwide today."),

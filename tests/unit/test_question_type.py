@@ -30,9 +30,9 @@ from deepcritical.models import (
     ResearchPlan,
     Screening,
 )
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.text.question_type import classify_question, extract_pico, frame_question
 from deepcritical.text.terms import extract_key_terms
-from tests.conftest import HashingEmbedder
 
 T = QuestionType
 

@@ -24,7 +24,7 @@ from deepcritical.orchestrators.agent_set import build_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.flow import exclusion_cause
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 from tests.unit.test_screening import HASHING_CALIBRATION, OFF_TOPIC, ON_TOPIC, QUESTION
 
 

@@ -32,7 +32,7 @@ from deepcritical.report.sections import (
     verdict_sentence,
 )
 from deepcritical.report.validation import citation_problems
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 
 def ev(n: int, text: str, types: list[str] | None = None) -> Evidence:

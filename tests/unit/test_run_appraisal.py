@@ -16,7 +16,7 @@ from deepcritical.config import Settings
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.models import CERTAINTY_LABEL
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 from tests.unit.test_iterative_orchestrator import (
     CountingSource,
     agents,

@@ -1,17 +1,9 @@
 """The sample-size model (issue 28): every count is a candidate, the rules' sum of groups is
-one too, the best candidate is shown only when its probability reaches the threshold, and the
-shipped weights are what ``benchmarks/fit_sample_size.py`` fits on the dev half."""
+one too, the best candidate is shown only when its probability reaches the threshold."""
 
 from __future__ import annotations
 
-import json
-from importlib import resources
-from pathlib import Path
-
-import pytest
-
 from deepcritical.evidence.sample_size_model import (
-    MODEL_FILE,
     SampleSizeModel,
     default_model,
     read_sample_size,
@@ -89,17 +81,3 @@ def test_the_shipped_model_ranks_the_stated_total_first_and_abstains_on_a_pool()
     )
     shown = read_sample_size(pool)
     assert shown is None or pool[shown.spans[0].start : shown.spans[0].end] != "667"
-
-
-@pytest.mark.slow
-def test_the_shipped_weights_are_what_the_fit_gives_on_the_dev_half(pubmedqa_dir: Path) -> None:
-    from benchmarks.fit_sample_size import dev_abstracts, fit
-
-    shipped = json.loads(
-        resources.files("deepcritical.evidence").joinpath(MODEL_FILE).read_text("utf-8")
-    )
-    refit = fit(dev_abstracts(pubmedqa_dir / "corpus.jsonl"))
-    assert refit.intercept == pytest.approx(shipped["intercept"], abs=1e-6)
-    assert set(refit.weights) == set(shipped["weights"])
-    for name, weight in shipped["weights"].items():
-        assert refit.weights[name] == pytest.approx(weight, abs=2e-4)

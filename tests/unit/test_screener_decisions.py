@@ -35,8 +35,8 @@ from deepcritical.orchestrators.agent_set import build_extractive_agents, build_
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.state.sources import SourceCollector
-from tests.conftest import HashingEmbedder
-from tests.integration.chat_stub import RoleScript
+from deepcritical.testing.chat import RoleScript
+from deepcritical.testing.embedders import HashingEmbedder
 from tests.unit.test_llm_screening import (
     OFF_TOPIC_MARK,
     MixedSource,

@@ -21,8 +21,8 @@ from deepcritical.models import Citation, Evidence, Passage, RunResult, Screenin
 from deepcritical.orchestrators.agent_set import build_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
+from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.ui.render import markdown_to_safe_html
-from tests.conftest import HashingEmbedder
 
 QUESTION = "Does metformin reduce colorectal cancer risk in type 2 diabetes?"
 

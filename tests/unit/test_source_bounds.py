@@ -15,7 +15,7 @@ from deepcritical.models import Citation, Evidence
 from deepcritical.sources.bounded import BoundedSource, bound_evidence
 from deepcritical.sources.factory import build_sources
 from deepcritical.sources.local import LocalCorpusSource
-from tests.conftest import HashingEmbedder
+from deepcritical.testing.embedders import HashingEmbedder
 
 SENTENCE = "Metformin was associated with a lower incidence of colorectal cancer. "
 

@@ -100,6 +100,7 @@ from lxml import etree
 
 from deepcritical.formats.jats import JatsArticle, read_jats
 from deepcritical.formats.pubmed_xml import PubmedArticle, parse_pubmed_xml
+from deepcritical.models._markers import PMCID
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
 from deepcritical.sources.europepmc import EuropePMCSource
@@ -157,7 +158,7 @@ full-text collection, :data:`FULLTEXT_PATH` is the ``fulltext`` route and ``efet
 FULLTEXT_ROUTES: tuple[Route, ...] = ("fulltext", "efetch_pmc")
 OPENALEX_WORK_PATH = re.compile(r"^/works/((?:doi|pmid):.+)$", re.IGNORECASE)
 """``/works/doi:<DOI>`` or ``/works/pmid:<PMID>``: the ``openalex_work`` route."""
-FULLTEXT_PATH = re.compile(r"^/europepmc/webservices/rest/(PMC\d+)/fullTextXML$", re.IGNORECASE)
+FULLTEXT_PATH = re.compile(rf"^/europepmc/webservices/rest/({PMCID})/fullTextXML$", re.IGNORECASE)
 
 _DOCTYPE = re.compile(rb"<!DOCTYPE[^>]*>")
 _XML_DECLARATION = re.compile(rb"^\s*<\?xml[^>]*\?>\s*")

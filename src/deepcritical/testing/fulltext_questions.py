@@ -1,6 +1,6 @@
 """Questions answered only in the body of the six PMC open-access full texts (issue 15).
 
-Data: ``benchmarks/fulltext_questions.json``, 24 questions, 4 for each article of
+Data: ``src/deepcritical/testing/fulltext_questions.json``, 24 questions, 4 for each article of
 ``../shared/fixtures/fulltext/pmc_oa_jats`` (:data:`FULLTEXT_DIR`; see its ``SOURCES.md``).
 Each question asks for a result or methods detail (a number, dose, sample size, method,
 finding) that one body passage states (a paragraph, or a table or figure caption) and the
@@ -20,17 +20,17 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from deepcritical.formats.jats import JatsArticle
 from deepcritical.models import Passage
+from deepcritical.models._markers import PMCID
+from deepcritical.testing.shared import SHARED_DIR
 
 DEFAULT_PATH = Path(__file__).resolve().with_suffix(".json")
-FULLTEXT_DIR = (
-    Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "fulltext" / "pmc_oa_jats"
-)
+FULLTEXT_DIR = SHARED_DIR / "fixtures" / "fulltext" / "pmc_oa_jats"
 
 
 class FulltextQuestion(BaseModel):
     """One question, the article that answers it and where in its body the answer lies."""
 
-    pmcid: str = Field(pattern=r"^PMC\d+$")
+    pmcid: str = Field(pattern=rf"^{PMCID}$")
     question: str = Field(min_length=1)
     answer_phrase: str = Field(min_length=1)
     """Verbatim substring of the answering passage's text (4 to 15 words)."""
