@@ -101,11 +101,11 @@ check: install
 test: check $(if $(SKIP_SYSTEM_DEPS),,system-deps)
 	$(BIN)/pytest
 
-## Quick feedback while editing (under 3 minutes on 2 cores): the unit and state tests, less
+## Quick feedback while editing (under 3 minutes on 2 cores): the unit, state and benchmark tests, less
 ## those marked slow (the embedding model, a large corpus) or live. No lint, no integration,
 ## model-server or browser tests: `make test` (what CI runs) has them all.
 test-fast: install
-	$(BIN)/pytest tests/unit tests/state -m "not slow and not live" -q
+	$(BIN)/pytest tests/unit tests/state benchmarks/tests -m "not slow and not live" -q
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks scripts
