@@ -15,15 +15,9 @@ import pytest
 import respx
 
 from deepcritical.config import Settings
+from deepcritical.sources.reachability import PUBLIC_ROOTS, api_roots, probe, probe_reasons
 from deepcritical.ui.examples import CORPUS_EXAMPLES, LIVE_EXAMPLES, choose_examples
-from deepcritical.ui.source_check import (
-    PUBLIC_ROOTS,
-    SourceCheck,
-    api_roots,
-    default_sources,
-    probe,
-    sources_note,
-)
+from deepcritical.ui.source_check import SourceCheck, default_sources, sources_note
 
 
 class _Quiet(http.server.BaseHTTPRequestHandler):
@@ -92,6 +86,40 @@ async def test_probe_sends_a_bare_head_and_treats_5xx_as_down() -> None:
     assert request.method == "HEAD"
     assert not request.url.query
     assert not {"authorization", "api-key", "x-api-key"} & {k.lower() for k in request.headers}
+
+
+@respx.mock
+async def test_the_doctor_and_the_web_app_share_one_check_with_its_reasons(tmp_path: Path) -> None:
+    """``deepcritical doctor`` asks the same roots the same way and says why a source is
+    down: the error type or the HTTP status, and the URL asked (no credentials, no query)."""
+    respx.head("https://up.example/api").respond(405)  # an API root refusing HEAD: it answered
+    respx.head("https://down.example/api").respond(503)
+    respx.head("https://proxy.example/api").respond(407)
+    respx.head("https://gone.example/api").mock(side_effect=httpx.ConnectError("refused"))
+    settings = Settings(
+        data_dir=tmp_path,
+        _env_file=None,
+        source_base_urls={
+            "pubmed": "https://up.example/api",
+            "trials": "https://down.example/api",
+            "europepmc": "https://proxy.example/api",
+            "openalex": "https://me:pw@gone.example/api?api_key=SECRET",
+        },
+    )
+    roots = api_roots(settings, ["pubmed", "trials", "europepmc", "openalex", "local"])
+    assert set(roots) == {"pubmed", "trials", "europepmc", "openalex"}  # no web, no local
+    assert await probe_reasons(roots) == {
+        "pubmed": None,
+        "trials": "HTTP 503 from https://down.example/api",
+        "europepmc": "HTTP 407 from https://proxy.example/api",
+        "openalex": "ConnectError for https://gone.example/api",
+    }
+    assert await probe(roots) == {
+        "pubmed": True,
+        "trials": False,
+        "europepmc": False,
+        "openalex": False,
+    }
 
 
 def test_source_check_runs_once_in_the_background(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ Checks, in order (one table row each; exit code 1 when any check fails, else 0):
   reachable and the models it lists, the structured-output strategy that works
   (:func:`deepcritical.llm.probe.check_endpoint`), its context window and the completion
   tokens per second of a short call; OpenAI and Anthropic: whether the API key is set (no call);
-- each live source in ``--sources``: reachable or not (one ``GET`` of its API root, 5 s);
+- each live source in ``--sources``: reachable or not (one ``HEAD`` of its API root, 5 s; the
+  web app's check, :mod:`deepcritical.sources.reachability`);
 - the local corpus: its documents and the embedding model (one text embedded);
 - the run database: opened (and migrated) and its runs counted.
 """
@@ -89,21 +90,17 @@ def _model_checks(settings: Settings) -> list[Check]:
 
 
 async def _source_checks(settings: Settings) -> list[Check]:
-    import httpx
+    from deepcritical.sources.reachability import api_roots, probe_reasons
 
-    from deepcritical.sources.reachability import check_reachable, source_roots
-
+    roots = api_roots(settings, [name for name in settings.sources if name != "local"])
+    problems = await probe_reasons(roots, seconds=5.0)
     checks: list[Check] = []
-    async with httpx.AsyncClient() as client:
-        for name, url in source_roots(settings).items():
-            if url is None:
-                checks.append(Check(f"source {name}", "SKIP", "searched in process (no server)"))
-                continue
-            problem = await check_reachable(client, url)
-            if problem is None:
-                checks.append(Check(f"source {name}", "OK", f"reachable: {redact_url(url)}"))
-            else:
-                checks.append(Check(f"source {name}", "FAIL", f"unreachable: {problem}"))
+    for name, url in roots.items():
+        problem = problems[name]
+        if problem is None:
+            checks.append(Check(f"source {name}", "OK", f"reachable: {redact_url(url)}"))
+        else:
+            checks.append(Check(f"source {name}", "FAIL", f"unreachable: {problem}"))
     return checks
 
 

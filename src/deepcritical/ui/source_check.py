@@ -1,12 +1,11 @@
 """Which sources can work from this server: the web app's default sources and the note next
 to its *Sources* control.
 
-The live sources' API roots (``Settings.source_base_urls`` or each source's public root) are
-asked once with a short ``HEAD`` (:data:`TIMEOUT` seconds, no redirects, no key, no query,
-no credentials of the URL) in a background thread (:class:`SourceCheck`); any HTTP answer
-below 500 counts as reachable. The local corpus is ticked whenever one exists, live sources
-only when they answered (:func:`default_sources`); the unreachable ones are named in the note
-(:func:`sources_note`).
+The live sources' API roots are asked once, in a background thread (:class:`SourceCheck`),
+by the one reachability check (:mod:`deepcritical.sources.reachability`: a short ``HEAD``,
+nothing secret sent, any HTTP answer below 500 reachable). The local corpus is ticked
+whenever one exists, live sources only when they answered (:func:`default_sources`); the
+unreachable ones are named in the note (:func:`sources_note`).
 """
 
 from __future__ import annotations
@@ -17,93 +16,16 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
-import httpx
-
 from deepcritical.config import Settings
 from deepcritical.models import SOURCE_LABELS
-from deepcritical.sources.clinicaltrials import DEFAULT_BASE_URL as TRIALS_URL
-from deepcritical.sources.europepmc import DEFAULT_BASE_URL as EUROPEPMC_URL
-from deepcritical.sources.openalex import DEFAULT_BASE_URL as OPENALEX_URL
-from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
+from deepcritical.sources.reachability import TIMEOUT, api_roots, probe
 
-__all__ = [
-    "PUBLIC_ROOTS",
-    "TIMEOUT",
-    "SourceCheck",
-    "api_roots",
-    "default_sources",
-    "probe",
-    "sources_note",
-]
+__all__ = ["Prober", "SourceCheck", "default_sources", "sources_note", "sources_on_md"]
 
 log = logging.getLogger(__name__)
 
-TIMEOUT = 2.0
-"""Seconds a source's API root has to answer."""
-
-PUBLIC_ROOTS: dict[str, str] = {
-    "pubmed": PUBMED_URL,
-    "trials": TRIALS_URL,
-    "europepmc": EUROPEPMC_URL,
-    "openalex": OPENALEX_URL,
-    "web": "https://duckduckgo.com",  # the ddgs library searches DuckDuckGo first
-}
-"""Live source -> its public API root (the web source's: its search engine)."""
-
 Prober = Callable[[Mapping[str, str]], Coroutine[Any, Any, dict[str, bool]]]
 """Asks each ``name -> url`` and returns ``name -> reachable``."""
-
-
-def _bare(url: str) -> str | None:
-    """``url`` without user, password, query and fragment (nothing secret is sent), or
-    ``None`` when it is not an http(s) URL."""
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
-        return None
-    if parsed.scheme not in {"http", "https"} or not parsed.host:
-        return None
-    bare = httpx.URL(scheme=parsed.scheme, host=parsed.host, port=parsed.port, path=parsed.path)
-    return str(bare)
-
-
-def api_roots(settings: Settings) -> dict[str, str]:
-    """Live source -> the URL the check asks: ``settings.source_base_urls[name]`` when set
-    (a mirror, a stub), else :data:`PUBLIC_ROOTS`; credentials, query and fragment removed.
-    A web source with a ddgs API server is asked there."""
-    roots: dict[str, str] = {}
-    for name, public in PUBLIC_ROOTS.items():
-        bare = _bare(settings.source_base_urls.get(name, public))
-        if bare is not None:
-            roots[name] = bare
-    return roots
-
-
-async def _answers(client: httpx.AsyncClient, url: str, seconds: float) -> bool:
-    try:
-        response = await asyncio.wait_for(client.head(url), seconds + 0.5)
-    except (httpx.HTTPError, TimeoutError, OSError):
-        return False
-    # 407: a proxy that wants credentials answered, not the source
-    return response.status_code < 500 and response.status_code != 407
-
-
-async def probe(
-    roots: Mapping[str, str],
-    *,
-    seconds: float = TIMEOUT,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> dict[str, bool]:
-    """``name -> reachable`` for each ``name -> url`` of ``roots``, asked at once with one
-    ``HEAD`` each (``seconds`` to answer, no redirects followed, no API key or other header
-    beyond httpx's own). Never raises."""
-    if not roots:
-        return {}
-    async with httpx.AsyncClient(
-        timeout=seconds, follow_redirects=False, transport=transport
-    ) as client:
-        answers = await asyncio.gather(*(_answers(client, url, seconds) for url in roots.values()))
-    return dict(zip(roots, answers, strict=True))
 
 
 class SourceCheck:
