@@ -1,8 +1,9 @@
 """The programmatic entry point: ``async for event in research(question, settings): ...``.
 
-Builds everything a run needs (HTTP client, sources, evidence store, agents, orchestrator),
-streams the orchestrator's events and closes what it opened, also when the consumer stops early
-or the task is cancelled.
+Opens the run's record, has its parts assembled
+(:mod:`deepcritical.orchestrators.assembly`: models, HTTP client, sources, evidence store,
+agents), runs the orchestrator, streams its events and closes what was opened, also when the
+consumer stops early or the task is cancelled.
 
 Every run is recorded in the run database unless ``Settings.persist_runs`` is false
 (:mod:`deepcritical.state`): the ``started`` event's ``data["run_id"]`` names it, it is
@@ -12,45 +13,24 @@ checkpointed after every event, and :func:`resume` continues an interrupted run.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack, aclosing
 from typing import TYPE_CHECKING, Any
 
-from deepcritical.agents.planner import SyllabusPlanner
-from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import Embedder
-from deepcritical.evidence.onnx_embeddings import run_embedder
-from deepcritical.evidence.screening import default_calibration
-from deepcritical.evidence.store import EvidenceStore
-from deepcritical.llm.chat_cache import CachedChatClient
 from deepcritical.llm.llm_errors import describe_error
-from deepcritical.llm.model_cache import CachedModel
-from deepcritical.llm.probe import resolve_endpoint
-from deepcritical.llm.providers import (
-    ModelSpecError,
-    build_chat_client,
-    build_model,
-    close_chat_client,
-    parse_model_spec,
-)
 from deepcritical.models import ReportPreferences
-from deepcritical.orchestrators.agent_set import build_agents
-from deepcritical.orchestrators.deps import RunDeps, check_context, check_question
+from deepcritical.orchestrators.assembly import GivenParts, build_run_deps, resolve_models
+from deepcritical.orchestrators.deps import check_context, check_question
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.sources.base import SearchSource
-from deepcritical.sources.bounded import bound_sources
-from deepcritical.sources.citation_graph import CitationLinker
-from deepcritical.sources.factory import build_citation_graph, build_full_text, build_sources
 from deepcritical.sources.fulltext import FullTextReader
-from deepcritical.sources.http import new_http_client
 from deepcritical.state.errors import run_not_found, run_not_resumable
 from deepcritical.state.syllabus import Syllabus
 
 if TYPE_CHECKING:
-    import httpx
     from agent_framework import SupportsChatGetResponse
     from pydantic_ai.models import Model
 
@@ -114,11 +94,7 @@ async def research(
             settings or Settings(),
             context=context,
             preferences=preferences,
-            model=model,
-            sources=sources,
-            full_text=full_text,
-            embedder=embedder,
-            chat_client=chat_client,
+            given=GivenParts(model, sources, full_text, embedder, chat_client),
             syllabus=syllabus,
             owner=owner,
         )
@@ -197,11 +173,7 @@ async def resume(
             preferences=(
                 ReportPreferences.model_validate(record.preferences) if record.preferences else None
             ),
-            model=model,
-            sources=sources,
-            full_text=full_text,
-            embedder=embedder,
-            chat_client=chat_client,
+            given=GivenParts(model, sources, full_text, embedder, chat_client),
             syllabus=syllabus,
             run_id=record.id,
             owner=owner,
@@ -211,25 +183,13 @@ async def resume(
             yield event
 
 
-async def _run_embedder(settings: Settings) -> Embedder:
-    """:func:`~deepcritical.evidence.onnx_embeddings.run_embedder` of ``settings``, loaded (once
-    per export cache: exported) in a worker thread, off the event loop."""
-    return await asyncio.to_thread(
-        run_embedder, settings.embedding_model, settings.embedding_backend
-    )
-
-
 async def _research(
     question: str,
     settings: Settings,
     *,
     context: str | None,
     preferences: ReportPreferences | None = None,
-    model: Model | None,
-    sources: Sequence[SearchSource] | None,
-    embedder: Embedder | None,
-    full_text: FullTextReader | None = None,
-    chat_client: SupportsChatGetResponse[Any] | None,
+    given: GivenParts,
     syllabus: Syllabus | None,
     run_id: str | None = None,
     owner: str | None = None,
@@ -237,18 +197,14 @@ async def _research(
     question = check_question(question, settings.max_question_chars)
     context = check_context(context)
     _log_to_stderr()
-    settings, llm_model = await _run_model(settings, model)
-    llm_label = str(parse_model_spec(settings.llm)) if model is None else _model_label(model)
-    manager_client = _manager_client(settings, llm_model, chat_client)
-    embedder = embedder or await _run_embedder(settings)
-
+    models = await resolve_models(settings, given)
     async with AsyncExitStack() as stack:
         persisted: PersistentRun | None = None
-        if settings.persist_runs:
+        if models.settings.persist_runs:
             from deepcritical.state.lifecycle import PersistentRun
 
             persisted = await PersistentRun.open(
-                settings,
+                models.settings,
                 question,
                 context,
                 syllabus,
@@ -257,37 +213,14 @@ async def _research(
                 owner=owner,
             )
             stack.push_async_callback(persisted.aclose)
-        if model is None and llm_model is not None:  # its provider's HTTP client is ours
-            await stack.enter_async_context(llm_model)
-        if manager_client is not None and chat_client is None:
-            stack.push_async_callback(close_chat_client, manager_client)
-        client = new_http_client(settings.http_timeout_seconds)
-        stack.push_async_callback(client.aclose)
-        run_sources = (
-            list(sources) if sources is not None else build_sources(settings, client, embedder)
+        deps, manager = await build_run_deps(
+            models, given, stack, syllabus=syllabus, persisted=persisted
         )
-        if persisted is not None and sources is None:
-            # the call cache keeps bounded items; answers it kept before a lower limit are
-            # bounded again on the way out
-            cached = persisted.wrap_sources(run_sources)
-            run_sources = bound_sources(cached, settings.max_evidence_chars)
-        reader = _full_text_reader(settings, client, full_text, sources, persisted)
-        if persisted is not None and model is None and llm_model is not None:
-            llm_model = persisted.cached_model = CachedModel(llm_model, persisted.cache)
-        if persisted is not None and chat_client is None and manager_client is not None:
-            manager_client = CachedChatClient(manager_client, persisted.cache)
-        deps = _run_deps(settings, llm_model, llm_label, embedder, run_sources, syllabus)
-        deps = dataclasses.replace(
-            deps, full_text=reader, citations=_citation_linker(settings, client, sources, persisted)
-        )
-        if persisted is not None:  # the search agent's tools save into the recorded run
-            deps = dataclasses.replace(deps, collector=persisted.collector_for(deps.store))
-        store = deps.store
         orchestrator: IterativeOrchestrator | MagenticOrchestrator
-        if manager_client is not None:
+        if manager is not None:
             from deepcritical.orchestrators.magentic import MagenticOrchestrator
 
-            orchestrator = MagenticOrchestrator(deps, chat_client=manager_client)
+            orchestrator = MagenticOrchestrator(deps, chat_client=manager)
         else:
             orchestrator = IterativeOrchestrator(deps)
         if persisted is None:
@@ -295,7 +228,7 @@ async def _research(
                 async for event in events:
                     yield event
             return
-        await persisted.attach(store)
+        await persisted.attach(deps.store)
         try:
             async with aclosing(orchestrator.run(question, context, preferences)) as events:
                 async for event in events:
@@ -312,110 +245,6 @@ async def _research(
         persisted.end("failed", "the run ended without a report")
 
 
-async def _run_model(settings: Settings, model: Model | None) -> tuple[Settings, Model | None]:
-    """``(settings, model)`` of a run: ``model`` when given (tests, callers with their own),
-    else the one built from ``settings.llm``, with an openai-compatible endpoint's
-    structured-output strategy and context window resolved first
-    (:func:`deepcritical.llm.probe.resolve_endpoint`)."""
-    if model is not None:
-        return settings, model
-    settings = await resolve_endpoint(settings)
-    return settings, build_model(settings)
-
-
-def _full_text_reader(
-    settings: Settings,
-    client: httpx.AsyncClient,
-    given: FullTextReader | None,
-    sources: Sequence[SearchSource] | None,
-    persisted: PersistentRun | None,
-) -> FullTextReader | None:
-    """The run's full-text reader: ``given``; else none when the caller gave its own
-    ``sources``; else the one built from ``settings`` (wrapped in the call cache when the run
-    is recorded)."""
-    if given is not None or sources is not None:
-        return given
-    built = build_full_text(settings, client)
-    if built is None or persisted is None:
-        return built
-    return persisted.wrap_full_text(built)
-
-
-def _citation_linker(
-    settings: Settings,
-    client: httpx.AsyncClient,
-    sources: Sequence[SearchSource] | None,
-    persisted: PersistentRun | None,
-) -> CitationLinker | None:
-    """The run's citation tracking: none when the caller gave its own ``sources``; else the
-    citation graph built from ``settings`` (wrapped in the call cache when the run is
-    recorded, so a resumed run asks nothing again)."""
-    if sources is not None:
-        return None
-    built = build_citation_graph(settings, client)
-    if built is None or persisted is None:
-        return built
-    return persisted.wrap_citations(built)
-
-
-def _manager_client(
-    settings: Settings,
-    model: Model | None,
-    chat_client: SupportsChatGetResponse[Any] | None,
-) -> SupportsChatGetResponse[Any] | None:
-    """The Magentic manager's chat client (``chat_client``, else one built from
-    ``settings.llm``); ``None`` for the iterative orchestrator.
-
-    Raises:
-        ModelSpecError: the magentic orchestrator without a model.
-    """
-    if settings.orchestrator != "magentic":
-        return None
-    if model is None:
-        raise ModelSpecError(
-            "the magentic orchestrator needs a model (its manager and agents are LLMs): give "
-            "--llm (e.g. openai:gpt-4o or openai-compatible:MODEL@URL), or use "
-            "--orchestrator iterative, which also runs with --llm none"
-        )
-    return chat_client if chat_client is not None else build_chat_client(settings)
-
-
-def _run_deps(
-    settings: Settings,
-    model: Model | None,
-    llm_label: str,
-    embedder: Embedder,
-    sources: Sequence[SearchSource],
-    syllabus: Syllabus | None,
-) -> RunDeps:
-    """The dependencies of one run: a fresh evidence store, the role implementations for
-    ``model`` (extractive with ``None``; the extractive set as the fallback of an LLM set),
-    the syllabus planner when the syllabus is fixed, and the search agent over ``sources``."""
-    store = EvidenceStore(embedder, settings.near_duplicate_threshold)
-    agents = build_agents(settings, model, embedder)
-    fallback = build_agents(settings, None, embedder) if model is not None else None
-    if syllabus is not None:
-        agents = dataclasses.replace(agents, planner=SyllabusPlanner(agents.planner, syllabus))
-        if fallback is not None:
-            fallback = dataclasses.replace(
-                fallback, planner=SyllabusPlanner(fallback.planner, syllabus)
-            )
-    search = SearchAgent(
-        sources, store, settings.results_per_query, pubmed_date_from=settings.pubmed_date_from
-    )
-    calibration = default_calibration()
-    return RunDeps(
-        settings=settings,
-        agents=agents,
-        store=store,
-        search=search,
-        source_names=[s.name for s in sources],
-        fallback=fallback,
-        llm_label=llm_label,
-        screening=calibration if calibration.fits(embedder) else None,
-    )
-
-
 def _log_to_stderr() -> None:
     """structlog prints to stdout by default; a library must not write into its caller's
     stdout, so send our log lines to stderr unless the application configured structlog."""
@@ -425,11 +254,3 @@ def _log_to_stderr() -> None:
 
     if not structlog.is_configured():
         structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
-
-
-def _model_label(model: Model) -> str:
-    name = str(getattr(model, "model_name", None) or type(model).__name__)
-    system = getattr(model, "system", None)
-    if not system or name.startswith(f"{system}:"):
-        return name
-    return f"{system}:{name}"
