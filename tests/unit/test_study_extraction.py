@@ -139,6 +139,75 @@ def test_near_misses_give_no_sample_size() -> None:
             "0.52",
             None,
         ),
+        # the forms of issue 28's second pass, each as a real abstract writes it
+        (
+            "RESULTS: The lowest grade had 3.12 times the mortality of the highest grade "
+            "(95% confidence interval 2.4 to 4.1).",
+            "estimate",
+            "3.12",
+            "2.4",
+            "4.1",
+            None,
+        ),
+        (
+            "RESULTS: After retirement grade predicted mortality less (rate ratio 1.86; 1.6 to "
+            "2.2).",
+            "IRR",
+            "1.86",
+            "1.6",
+            "2.2",
+            None,
+        ),
+        (
+            "RESULTS: Tumour grade was the only prognostic factor (HR = 6, 95%CI of HR = "
+            "1.2-34.2).",
+            "HR",
+            "6",
+            "1.2",
+            "34.2",
+            None,
+        ),
+        (
+            "RESULTS: Visits were accepted more often (adjusted OR = 1.5 (CI95%: 1.1-2.0)).",
+            "OR",
+            "1.5",
+            "1.1",
+            "2.0",
+            None,
+        ),
+        (
+            "RESULTS: Agreement was moderate, κ = 0.39 CI [0.24; 0.57].",
+            "kappa",
+            "0.39",
+            "0.24",
+            "0.57",
+            None,
+        ),
+        (
+            "RESULTS: Alignment was closer to neutral (mean=2.8°; 95% CI=2.4°, 3.2°).",
+            "estimate",
+            "2.8",
+            "2.4",
+            "3.2",
+            None,
+        ),
+        (
+            "RESULTS: Imaging fell by -9.1 percentage points for ultrasound (95% CI: -17.2, "
+            "-1.1).",
+            "estimate",
+            "-9.1",
+            "-17.2",
+            "-1.1",
+            None,
+        ),
+        (
+            "RESULTS: Regression coefficients (95% CI) were 120 (47-194) for one plate.",
+            "beta",
+            "120",
+            "47",
+            "194",
+            None,
+        ),
     ],
 )
 def test_effect_patterns_are_read_with_their_span(
@@ -162,6 +231,8 @@ def test_near_miss_effects_are_not_read() -> None:
     for text in (
         "RESULTS: Patients with OR without diabetes were seen in 2004.",  # "OR" as a word
         "RESULTS: The 95% CI was not reported for the 12 outcomes.",  # no estimate
+        "RESULTS: Pain was 3 times a day for 12 weeks.",  # "times" without a CI
+        "RESULTS: The difference was 0.49 mmHg (95% CI 3.71-2.71).",  # outside its own CI
     ):
         assert extract_study(item(text)).effects == [], text
 

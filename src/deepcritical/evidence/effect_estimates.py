@@ -44,16 +44,17 @@ _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _CUR = r"(?:[£$€¥]\s?|US\$\s?)?"
 _VAL = rf"[-−–]?{_CUR}(?:{_NUM})%?"
 _UNIT = (
-    r"(?:mm\s?Hg|mg/dL|mmol/L|kg/m2|kg|g|cm|mm|ml|days?|weeks?|months?|years?|points?"
-    r"|percentage\s+points?|%)\b"
+    r"(?:(?:mm\s?Hg|mg/dL|mmol/L|kg/m2|kg|g|cm|mm|ml|days?|weeks?|months?|years?|points?"
+    r"|percentage\s+points?)\b|%|°)"
 )
 _CI_INTRO = (
     r"(?:(?:95|90|99)\s*(?:%|percent|per\s+cent)\s*)?"
-    r"(?:CIs?\b|C\.I\.|(?i:confidence\s+(?:intervals?|limits?)))"
+    r"(?:CIs?\b|CI(?=\s*(?:95|90|99)\s*%)|C\.I\.|(?i:confidence\s+(?:intervals?|limits?)))"
     r"(?:\s*[\[(](?:95\s*%\s*)?CI[\])]|\s+CIs?\b|\s*(?:95|90|99)\s*%)?"
 )
 _CI = (
-    rf"{_CI_INTRO}\s*(?:[:=,]|of|was)?\s*[\[(]?\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,|;|and)\s*"
+    rf"{_CI_INTRO}\s*(?:of\s+(?:a?ORs?|a?HRs?|a?RRs?|IRRs?)\s*)?(?:[:=,]|of|was)?\s*[\[(]?\s*"
+    rf"(?P<lo>{_VAL})(?:\s*{_UNIT})?\s*(?:to|-|–|—|,|;|and)\s*"
     rf"(?P<hi>{_VAL})(?:\s*{_UNIT})?\s*[\])]?"
 )
 _P = r"(?:\s*[;,]\s*(?:[pP]|[pP][\s-]value)\s*(?P<pop>[=<>≤≥])\s*(?P<p>[-−]?\d*\.?\d+))?"
@@ -64,23 +65,31 @@ _NAMES = (
     r"|mean\s+differences?|risk\s+differences?|absolute\s+risk\s+reductions?"
     r"|area\s+under\s+the\s+(?:receiver[\s-]operating[\s-]characteristic\s+|ROC\s+)?curves?"
     r"|sensitivity|specificity|positive\s+predictive\s+values?|negative\s+predictive\s+values?"
-    r"|diagnostic\s+accuracy|accuracy)"
+    r"|diagnostic\s+accuracy|accuracy|regression\s+coefficients?|kappa)"
 )
 _ABBRS = (
     r"(?<![A-Za-z])(?:aORs?|AORs?|ORs?|aHRs?|HRs?|aRRs?|IRRs?|RRs?|PRs?|SMDs?|WMDs?|MDs?|RDs?"
-    r"|ARRs?|AUROC|AUC|PPV|NPV|β|[Bb]eta)(?![A-Za-z])"
+    r"|ARRs?|AUROC|AUC|PPV|NPV|β|[Bb]eta|κ)(?![A-Za-z])"
 )
 _MEASURE = rf"(?P<m>{_NAMES}|{_ABBRS})"
 _LINK = (
     r"(?:\s*[\[(][A-Za-z ]{1,12}[\])]|\s+(?:a?ORs?|a?HRs?|a?RRs?|IRR|AUC)(?![A-Za-z]))?"
     r"\s*(?:[,:=]|\bof\b|\bwas\b|\bwere\b|\bis\b)?\s*[=:]?\s*"
 )
-_TAIL = rf"(?:\s*(?:±|\+/-|\+-)\s*{_VAL})?[^\d;()\[\]\n]{{0,30}}?(?:\s*[(\[]|\s*[;,])\s*"
+_TAIL = (
+    rf"(?:\s*{_UNIT})?(?:\s*(?:±|\+/-|\+-)\s*{_VAL})?[^\d;()\[\]\n]{{0,30}}?"
+    r"(?:\s*[(\[]|\s*[;,]|\s+(?=(?:(?:95|90|99)\s*%\s*)?CI\b))\s*"
+)
 _EFFECT_NAMED = re.compile(rf"{_MEASURE}{_LINK}(?P<v>{_VAL})(?:{_TAIL}{_CI}{_P})?")
 _EFFECT_NAMED_BARE_CI = re.compile(
-    rf"{_MEASURE}{_LINK}(?P<v>{_VAL})\s*[(\[]\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,)\s*(?P<hi>{_VAL})"
-    r"\s*[)\]]"
+    rf"{_MEASURE}{_LINK}(?P<v>{_VAL})\s*(?:[(\[]|;)\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,)\s*"
+    rf"(?P<hi>{_VAL})\s*[)\]]"
 )
+_EFFECT_TIMES = re.compile(
+    rf"(?<![\w.,])(?P<v>{_NUM})\s+times\b[^\d;()\[\]\n]{{0,80}}?[(\[]\s*{_CI}{_P}"
+)
+"""A ratio written "N times": "had 3.12 times the mortality of the highest grade (95% CI 2.4 to
+4.1)", "were 15.66 times higher for ... (95% CI: 5.5-44.6)"."""
 _EFFECT_FAR = re.compile(
     rf"{_MEASURE}\b[^.;\n]{{0,80}}?(?:\b(?:was|were|of|is)\s+|,\s*)(?P<v>{_VAL})"
     rf"\s*(?:[(\[]|[;,])\s*{_CI}{_P}"
@@ -109,7 +118,8 @@ _MEASURE_CODES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"positive\s+predictive|^PPV$", re.I), "PPV"),
     (re.compile(r"negative\s+predictive|^NPV$", re.I), "NPV"),
     (re.compile(r"accuracy", re.I), "accuracy"),
-    (re.compile(r"^β$|^beta$", re.I), "beta"),
+    (re.compile(r"^β$|^beta$|regression\s+coeff", re.I), "beta"),
+    (re.compile(r"^κ$|kappa", re.I), "kappa"),
 ]
 _NAMED_BEFORE = re.compile(rf"{_MEASURE}[^.;\n]{{0,60}}$")
 
@@ -245,6 +255,7 @@ def find_effects(text: str) -> list[EffectSpan]:
         (_EFFECT_CI_FIRST, True),
         (_EFFECT_FAR, True),
         (_EFFECT_NAMED_BARE_CI, True),
+        (_EFFECT_TIMES, True),
         (_EFFECT_NAMED, False),
     ):
         for m in pattern.finditer(text):
@@ -252,15 +263,23 @@ def find_effects(text: str) -> list[EffectSpan]:
                 continue
             if not with_ci and not _clear_without_ci(text, m):
                 continue
-            add(m, _measure_code(m.group("m")))
+            add(
+                m, _measure_code(m.group("m")) if "m" in m.re.groupindex else _named_before(text, m)
+            )
     for m in _EFFECT_BARE.finditer(text):
         if _plausible(m):
-            before = _NAMED_BEFORE.search(text, max(0, m.start() - 70), m.start())
-            add(m, _measure_code(before.group("m")) if before else "estimate")
+            add(m, _named_before(text, m))
     for f in [f for f in found if f.ci_low is not None]:
         for m in _continued(text, f):
             add(m, f.measure)
     return sorted(found, key=lambda f: f.start)
+
+
+def _named_before(text: str, m: re.Match[str]) -> str:
+    """The code of a measure named just before an estimate that does not name its own ("odds
+    ratio ... 2.3 (95% CI ...)"), else ``estimate``."""
+    before = _NAMED_BEFORE.search(text, max(0, m.start() - 70), m.start())
+    return _measure_code(before.group("m")) if before else "estimate"
 
 
 def _continued(text: str, first: EffectSpan) -> list[re.Match[str]]:
