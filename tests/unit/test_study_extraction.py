@@ -192,13 +192,21 @@ def test_near_misses_give_no_sample_size() -> None:
             None,
         ),
         (
-            "RESULTS: Imaging fell by -9.1 percentage points for ultrasound (95% CI: -17.2, "
-            "-1.1).",
+            "RESULTS: Imaging fell by -9.1 percentage points for ultrasound (95% CI: -17.2, -1.1).",
             "estimate",
             "-9.1",
             "-17.2",
             "-1.1",
             None,
+        ),
+        (
+            "RESULTS: Hospital deaths were likelier "
+            "(Proportion ratio(PR)1.12[95%CI1.08-1.15]p<0.001).",
+            "PR",
+            "1.12",
+            "1.08",
+            "1.15",
+            None,  # a p value glued to the bracket is not read
         ),
         (
             "RESULTS: Regression coefficients (95% CI) were 120 (47-194) for one plate.",

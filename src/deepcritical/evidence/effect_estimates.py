@@ -49,7 +49,7 @@ _UNIT = (
 )
 _CI_INTRO = (
     r"(?:(?:95|90|99)\s*(?:%|percent|per\s+cent)\s*)?"
-    r"(?:CIs?\b|CI(?=\s*(?:95|90|99)\s*%)|C\.I\.|(?i:confidence\s+(?:intervals?|limits?)))"
+    r"(?:CIs?\b|CI(?=\s*(?:95|90|99)\s*%|[-−–]?\d)|C\.I\.|(?i:confidence\s+(?:intervals?|limits?)))"
     r"(?:\s*[\[(](?:95\s*%\s*)?CI[\])]|\s+CIs?\b|\s*(?:95|90|99)\s*%)?"
 )
 _CI = (
@@ -61,7 +61,7 @@ _P = r"(?:\s*[;,]\s*(?:[pP]|[pP][\s-]value)\s*(?P<pop>[=<>≤≥])\s*(?P<p>[-−
 _NAMES = (
     r"(?i:adjusted\s+odds\s+ratios?|odds\s+ratios?|adjusted\s+hazard\s+ratios?|hazard\s+ratios?"
     r"|risk\s+ratios?|relative\s+risks?|incidence\s+rate\s+ratios?|rate\s+ratios?"
-    r"|prevalence\s+ratios?|standardi[sz]ed\s+mean\s+differences?|weighted\s+mean\s+differences?"
+    r"|prevalence\s+ratios?|proportion\s+ratios?|standardi[sz]ed\s+mean\s+differences?|weighted\s+mean\s+differences?"
     r"|mean\s+differences?|risk\s+differences?|absolute\s+risk\s+reductions?"
     r"|area\s+under\s+the\s+(?:receiver[\s-]operating[\s-]characteristic\s+|ROC\s+)?curves?"
     r"|sensitivity|specificity|positive\s+predictive\s+values?|negative\s+predictive\s+values?"
@@ -109,7 +109,7 @@ _MEASURE_CODES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"odds|^a?ORs?$", re.I), "OR"),
     (re.compile(r"hazard|^a?HRs?$", re.I), "HR"),
     (re.compile(r"incidence\s+rate|^IRRs?$|^rate\s+ratio", re.I), "IRR"),
-    (re.compile(r"prevalence\s+ratio|^PRs?$", re.I), "PR"),
+    (re.compile(r"prevalence\s+ratio|proportion\s+ratio|^PRs?$", re.I), "PR"),
     (re.compile(r"risk\s+ratio|relative\s+risk|^a?RRs?$", re.I), "RR"),
     (re.compile(r"risk\s+diff|absolute\s+risk|^A?RDs?$|^ARR$", re.I), "RD"),
     (re.compile(r"area\s+under|^AUC|^AUROC", re.I), "AUC"),
