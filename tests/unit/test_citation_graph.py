@@ -27,6 +27,7 @@ from deepcritical.sources.citation_graph import (
     Direction,
 )
 from deepcritical.sources.factory import build_citation_graph
+from deepcritical.sources.http import HttpOptions
 from deepcritical.sources.openalex import OpenAlexSource
 from deepcritical.sources.pubmed import PubMedSource, parse_elink
 from deepcritical.testing.embedders import HashingEmbedder
@@ -79,13 +80,14 @@ def _page(*works: dict[str, Any]) -> dict[str, Any]:
 def _graph(
     client: httpx.AsyncClient, *, pubmed: bool = True, openalex: bool = True
 ) -> CitationGraph:
-    common: dict[str, Any] = {"timeout_seconds": 5.0, "tries": 1, "backoff_seconds": 0.001}
+    http = HttpOptions(timeout_seconds=5.0, tries=1, backoff_seconds=0.001, requests_per_second=100)
     return CitationGraph(
-        pubmed=PubMedSource(client, base_url=EUTILS, requests_per_second=100, **common)
-        if pubmed
-        else None,
+        pubmed=PubMedSource(client, base_url=EUTILS, http=http) if pubmed else None,
         openalex=OpenAlexSource(
-            client, base_url=OPENALEX, mailto="lab@example.org", requests_per_second=100, **common
+            client,
+            base_url=OPENALEX,
+            mailto="lab@example.org",
+            http=http,
         )
         if openalex
         else None,

@@ -20,6 +20,7 @@ from deepcritical.sources.clinicaltrials import (
     phase_filter,
     study_to_evidence,
 )
+from deepcritical.sources.http import HttpOptions
 
 BASE = "https://ct.test/api/v2"
 URL = f"{BASE}/studies"
@@ -37,11 +38,10 @@ def _source(client: httpx.AsyncClient, **kw: Any) -> ClinicalTrialsSource:
     return ClinicalTrialsSource(
         client,
         base_url=BASE,
-        requests_per_second=1000.0,
-        timeout_seconds=5.0,
-        tries=3,
-        backoff_seconds=0.001,
         **kw,
+        http=HttpOptions(
+            requests_per_second=1000.0, timeout_seconds=5.0, tries=3, backoff_seconds=0.001
+        ),
     )
 
 

@@ -17,6 +17,7 @@ from deepcritical.sources.europepmc import (
     parse_search,
     result_to_evidence,
 )
+from deepcritical.sources.http import HttpOptions
 
 BASE = "https://epmc.test/rest"
 URL = f"{BASE}/search"
@@ -42,11 +43,10 @@ def _source(client: httpx.AsyncClient, **kw: Any) -> EuropePMCSource:
     return EuropePMCSource(
         client,
         base_url=BASE,
-        requests_per_second=1000.0,
-        timeout_seconds=5.0,
-        tries=3,
-        backoff_seconds=0.001,
         **kw,
+        http=HttpOptions(
+            requests_per_second=1000.0, timeout_seconds=5.0, tries=3, backoff_seconds=0.001
+        ),
     )
 
 

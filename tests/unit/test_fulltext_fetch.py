@@ -31,6 +31,7 @@ from deepcritical.sources.base import SourceError
 from deepcritical.sources.europepmc import result_to_evidence
 from deepcritical.sources.factory import build_full_text
 from deepcritical.sources.fulltext import FullText, FullTextFetcher
+from deepcritical.sources.http import HttpOptions
 
 EPMC = "https://epmc.test/rest"
 EUTILS = "https://eutils.test/entrez/eutils"
@@ -62,8 +63,7 @@ def _fetcher(
         api_key=api_key,
         email=email,
         max_chars=max_chars,
-        tries=1,
-        timeout_seconds=5.0,
+        http=HttpOptions(tries=1, timeout_seconds=5.0),
     )
 
 

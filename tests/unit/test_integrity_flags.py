@@ -56,6 +56,7 @@ from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.sections import add_integrity_section
 from deepcritical.report.validation import citation_problems, validate_report
 from deepcritical.sources.europepmc import EuropePMCSource, parse_search
+from deepcritical.sources.http import HttpOptions
 from deepcritical.sources.openalex import OpenAlexSource, parse_works_page
 from deepcritical.sources.pubmed import PubMedSource
 from deepcritical.testing.embedders import HashingEmbedder
@@ -431,7 +432,7 @@ async def test_an_openalex_retraction_never_reaches_the_synthesis() -> None:
     )
     async with httpx.AsyncClient() as client:
         source = OpenAlexSource(
-            client, base_url="https://openalex.test", requests_per_second=1000.0
+            client, base_url="https://openalex.test", http=HttpOptions(requests_per_second=1000.0)
         )
         result, retracted = await _run(source, _Seen())
     report = result.report
@@ -455,7 +456,9 @@ async def test_a_run_never_lets_a_retracted_record_reach_the_synthesis() -> None
     )
     async with httpx.AsyncClient() as client:
         source = EuropePMCSource(
-            client, base_url=EPMC_BASE, requests_per_second=1000.0, timeout_seconds=5.0
+            client,
+            base_url=EPMC_BASE,
+            http=HttpOptions(requests_per_second=1000.0, timeout_seconds=5.0),
         )
         result, retracted = await _run(source, _Seen())
     report = result.report
@@ -628,7 +631,9 @@ async def test_the_pubmed_source_flags_a_retracted_record() -> None:
         return_value=httpx.Response(200, content=RETRACTED_COPY.read_bytes())
     )
     async with httpx.AsyncClient() as client:
-        source = PubMedSource(client, requests_per_second=1000.0, backoff_seconds=0.01)
+        source = PubMedSource(
+            client, http=HttpOptions(requests_per_second=1000.0, backoff_seconds=0.01)
+        )
         (item,) = await source.search("trametinib melanoma", 5)
     assert item.citation.source == "pubmed"
     assert item.citation.retracted

@@ -12,6 +12,7 @@ import pytest
 import respx
 
 from deepcritical.sources.base import SearchSource, SourceError
+from deepcritical.sources.http import HttpOptions
 from deepcritical.sources.openalex import (
     OpenAlexSource,
     clean_abstract,
@@ -38,15 +39,14 @@ def _load(oa_dir: Path, name: str) -> Any:
 
 
 def _source(client: httpx.AsyncClient, **kw: Any) -> OpenAlexSource:
-    opts: dict[str, Any] = {
-        "base_url": BASE,
+    http: dict[str, Any] = {
         "requests_per_second": 1000.0,
         "timeout_seconds": 2.0,
         "tries": 3,
         "backoff_seconds": 0.01,
     }
-    opts.update(kw)
-    return OpenAlexSource(client, **opts)
+    http.update({k: kw.pop(k) for k in list(kw) if k in HttpOptions.__dataclass_fields__})
+    return OpenAlexSource(client, **{"base_url": BASE, **kw}, http=HttpOptions(**http))
 
 
 def _invert(text: str) -> dict[str, list[int]]:

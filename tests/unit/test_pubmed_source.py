@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -14,6 +15,7 @@ import respx
 from lxml import etree
 
 from deepcritical.sources.base import SearchSource, SourceError
+from deepcritical.sources.http import HttpOptions
 from deepcritical.sources.pubmed import EFETCH_BATCH_SIZE, PubMedSource
 
 BASE = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
@@ -33,10 +35,12 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
-def _source(client: httpx.AsyncClient, **kw: object) -> PubMedSource:
-    opts: dict[str, object] = {"requests_per_second": 1000.0, "backoff_seconds": 0.01}
-    opts.update(kw)
-    return PubMedSource(client, **opts)  # type: ignore[arg-type]
+def _source(client: httpx.AsyncClient, **kw: Any) -> PubMedSource:
+    """A PubMed source with fast test HTTP options; ``kw``: its arguments and the fields of
+    :class:`HttpOptions` to change."""
+    http: dict[str, Any] = {"requests_per_second": 1000.0, "backoff_seconds": 0.01}
+    http.update({k: kw.pop(k) for k in list(kw) if k in HttpOptions.__dataclass_fields__})
+    return PubMedSource(client, http=HttpOptions(**http), **kw)
 
 
 def _esearch_json(ids: Sequence[str], **extra: object) -> dict[str, object]:
@@ -250,7 +254,7 @@ async def test_default_rate_is_3_without_key_and_10_with_key(client: httpx.Async
     c = client
     without = PubMedSource(c)
     with_key = PubMedSource(c, api_key=KEY)
-    explicit = PubMedSource(c, api_key=KEY, requests_per_second=2.0)
+    explicit = PubMedSource(c, api_key=KEY, http=HttpOptions(requests_per_second=2.0))
     assert without.requests_per_second == 3.0
     assert with_key.requests_per_second == 10.0
     assert explicit.requests_per_second == 2.0

@@ -13,7 +13,7 @@ import pytest
 import respx
 
 from deepcritical.sources.base import SourceError
-from deepcritical.sources.http import SourceHttp, parse_retry_after
+from deepcritical.sources.http import HttpOptions, SourceHttp, parse_retry_after
 
 URL = "https://api.example.org/search"
 
@@ -24,10 +24,12 @@ def _http(client: httpx.AsyncClient, **kw: float) -> SourceHttp:
     return SourceHttp(
         client,
         "pubmed",
-        requests_per_second=opts["requests_per_second"],
-        timeout_seconds=opts["timeout_seconds"],
-        tries=int(opts["tries"]),
-        backoff_seconds=0.01,
+        HttpOptions(
+            requests_per_second=opts["requests_per_second"],
+            timeout_seconds=opts["timeout_seconds"],
+            tries=int(opts["tries"]),
+            backoff_seconds=0.01,
+        ),
     )
 
 
@@ -115,7 +117,9 @@ async def test_an_answer_over_the_body_limit_is_refused_while_it_streams_in() ->
 
     route = respx.get(URL).mock(return_value=httpx.Response(200, content=chunks()))
     async with httpx.AsyncClient() as client:
-        http = SourceHttp(client, "pubmed", requests_per_second=1000.0, max_body_bytes=3 * 2**20)
+        http = SourceHttp(
+            client, "pubmed", HttpOptions(requests_per_second=1000.0, max_body_bytes=3 * 2**20)
+        )
         with pytest.raises(SourceError, match=r"answer from api\.example\.org is over 3,145,728"):
             await http.get(URL)
     assert route.call_count == 1  # not retried

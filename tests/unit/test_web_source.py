@@ -13,7 +13,7 @@ import respx
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
 from deepcritical.sources.base import SearchSource, SourceError
-from deepcritical.sources.http import new_http_client
+from deepcritical.sources.http import HttpOptions, new_http_client
 from deepcritical.sources.netguard import UnsafeURLError
 from deepcritical.sources.web import (
     FetchedPage,
@@ -79,16 +79,15 @@ def html(body: str = ARTICLE, status: int = 200, **headers: str) -> httpx.Respon
 
 
 def source(client: httpx.AsyncClient, search: FakeSearch, **kw: Any) -> WebSearchSource:
-    opts: dict[str, Any] = {
-        "search_fn": search,
-        "resolver": public_resolver,
+    http: dict[str, Any] = {
         "requests_per_second": 1000.0,
         "timeout_seconds": 2.0,
         "tries": 2,
         "backoff_seconds": 0.01,
     }
-    opts.update(kw)
-    return WebSearchSource(client, **opts)
+    http.update({k: kw.pop(k) for k in list(kw) if k in HttpOptions.__dataclass_fields__})
+    opts: dict[str, Any] = {"search_fn": search, "resolver": public_resolver, **kw}
+    return WebSearchSource(client, **opts, http=HttpOptions(**http))
 
 
 # --- pure helpers --------------------------------------------------------------------------
@@ -409,7 +408,7 @@ async def test_search_timeout_is_source_error() -> None:
         return []
 
     async with httpx.AsyncClient() as client:
-        src = WebSearchSource(client, search_fn=slow_search, timeout_seconds=0.1)
+        src = WebSearchSource(client, search_fn=slow_search, http=HttpOptions(timeout_seconds=0.1))
         with pytest.raises(SourceError, match=r"web search failed: timed out after 0\.1 s"):
             await src.search("q", 5)
 
@@ -428,8 +427,7 @@ async def test_search_through_ddgs_api_server() -> None:
             client,
             base_url="https://ddgs.test/",
             resolver=public_resolver,
-            requests_per_second=1000.0,
-            backoff_seconds=0.01,
+            http=HttpOptions(requests_per_second=1000.0, backoff_seconds=0.01),
         )
         items = await src.search("metformin", 4)
     assert api.calls[0].request.url.params["query"] == "metformin"
@@ -443,7 +441,9 @@ async def test_ddgs_api_server_failure_is_source_error() -> None:
         return_value=httpx.Response(500, json={"detail": "Search failed: Ratelimit"})
     )
     async with httpx.AsyncClient() as client:
-        src = WebSearchSource(client, base_url="https://ddgs.test", tries=2, backoff_seconds=0.01)
+        src = WebSearchSource(
+            client, base_url="https://ddgs.test", http=HttpOptions(tries=2, backoff_seconds=0.01)
+        )
         with pytest.raises(SourceError, match="web search failed: HTTP 500 after 2 tries"):
             await src.search("q", 3)
 

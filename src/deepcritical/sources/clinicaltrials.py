@@ -36,7 +36,7 @@ from deepcritical.evidence.identifiers import normalize_nct
 from deepcritical.models import Citation, Evidence, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.html_text import collapse_whitespace
-from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.http import HttpOptions, SourceHttp
 from deepcritical.sources.paging import collect_token_pages, page_token
 from deepcritical.sources.payload import as_list, as_mapping, json_object, parse_each
 
@@ -372,10 +372,8 @@ class ClinicalTrialsSource:
         client: the run's shared :class:`httpx.AsyncClient`.
         base_url: API root without trailing slash (tests and stub servers redirect it);
             requests go to ``{base_url}/studies``.
-        timeout_seconds: per-request timeout.
-        tries: attempts per request (429/5xx/timeouts are retried).
-        requests_per_second: rate limit for this source (default 5/s; see the module notes).
-        backoff_seconds: first retry backoff (doubles per retry); tests pass something tiny.
+        http: timeout, tries, backoff and rate limit (:class:`~deepcritical.sources.http.
+            HttpOptions`; the rate defaults to 5 requests/s; see the module notes).
         statuses: default ``filter.overallStatus`` values (loosely written, see
             :func:`normalize_status`); ``None`` for all statuses.
         phases: default phase filter (see :func:`phase_filter`); ``None`` for all phases.
@@ -392,23 +390,13 @@ class ClinicalTrialsSource:
         client: httpx.AsyncClient,
         *,
         base_url: str = DEFAULT_BASE_URL,
-        timeout_seconds: float = 20.0,
-        tries: int = 3,
-        requests_per_second: float = DEFAULT_REQUESTS_PER_SECOND,
-        backoff_seconds: float = 0.5,
+        http: HttpOptions | None = None,
         statuses: Sequence[str] | None = None,
         phases: Sequence[str | int] | None = None,
         fields: Sequence[str] | None = DEFAULT_FIELDS,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.http = SourceHttp(
-            client,
-            SOURCE,
-            requests_per_second=requests_per_second,
-            timeout_seconds=timeout_seconds,
-            tries=tries,
-            backoff_seconds=backoff_seconds,
-        )
+        self.http = SourceHttp(client, SOURCE, http, default_rate=DEFAULT_REQUESTS_PER_SECOND)
         self.statuses = [normalize_status(s) for s in statuses] if statuses else None
         self.phases = [normalize_phase(p) for p in phases] if phases else None
         self.fields = list(fields) if fields else None

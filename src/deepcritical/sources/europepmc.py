@@ -30,7 +30,7 @@ from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, no
 from deepcritical.models import Citation, Evidence, SourceName, flags_from_publication_types
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.html_text import collapse_whitespace, html_to_text, strip_tags
-from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.http import HttpOptions, SourceHttp
 from deepcritical.sources.paging import collect_token_pages, page_token
 from deepcritical.sources.payload import as_list, as_mapping, json_object, parse_each
 
@@ -242,10 +242,8 @@ class EuropePMCSource:
         client: the run's shared :class:`httpx.AsyncClient`.
         base_url: REST root without trailing slash (tests and stub servers redirect it);
             requests go to ``{base_url}/search``.
-        timeout_seconds: per-request timeout.
-        tries: attempts per request (429/5xx/timeouts are retried).
-        requests_per_second: rate limit for this source (default 10/s).
-        backoff_seconds: first retry backoff (doubles per retry); tests pass something tiny.
+        http: timeout, tries, backoff and rate limit (:class:`~deepcritical.sources.http.
+            HttpOptions`; the rate defaults to 10 requests/s).
         result_type: ``"core"`` (default: abstracts, MeSH, author list) or ``"lite"``
             (no abstracts: content falls back to titles).
     """
@@ -257,22 +255,12 @@ class EuropePMCSource:
         client: httpx.AsyncClient,
         *,
         base_url: str = DEFAULT_BASE_URL,
-        timeout_seconds: float = 20.0,
-        tries: int = 3,
-        requests_per_second: float = DEFAULT_REQUESTS_PER_SECOND,
-        backoff_seconds: float = 0.5,
+        http: HttpOptions | None = None,
         result_type: Literal["core", "lite"] = "core",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.result_type = result_type
-        self.http = SourceHttp(
-            client,
-            SOURCE,
-            requests_per_second=requests_per_second,
-            timeout_seconds=timeout_seconds,
-            tries=tries,
-            backoff_seconds=backoff_seconds,
-        )
+        self.http = SourceHttp(client, SOURCE, http, default_rate=DEFAULT_REQUESTS_PER_SECOND)
 
     async def search(self, query: str, limit: int) -> list[Evidence]:
         """Up to ``limit`` records matching ``query``, in Europe PMC's relevance order.

@@ -3,8 +3,6 @@ settings (one shared HTTP client)."""
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 import httpx
 
 from deepcritical.config import Settings
@@ -13,17 +11,13 @@ from deepcritical.sources.base import SearchSource
 from deepcritical.sources.bounded import bound_sources
 from deepcritical.sources.citation_graph import CitationGraph
 from deepcritical.sources.fulltext import FullTextFetcher
+from deepcritical.sources.http import HttpOptions
 
 
-class _HttpOptions(TypedDict):
-    """The HTTP settings every API source takes, from :class:`Settings`."""
-
-    timeout_seconds: float
-    tries: int
-
-
-def _http_options(settings: Settings) -> _HttpOptions:
-    return _HttpOptions(timeout_seconds=settings.http_timeout_seconds, tries=settings.http_retries)
+def _http_options(settings: Settings) -> HttpOptions:
+    """The HTTP options every API source takes, from :class:`Settings` (each source keeps its
+    own rate limit)."""
+    return HttpOptions(timeout_seconds=settings.http_timeout_seconds, tries=settings.http_retries)
 
 
 def _ncbi_key(settings: Settings) -> str | None:
@@ -69,19 +63,21 @@ def build_sources(
                     email=settings.ncbi_email,
                     tool=settings.ncbi_tool,
                     base_url=urls.get(name, PUBMED_URL),
-                    **http,
+                    http=http,
                 )
             )
         elif name == "trials":
             from deepcritical.sources.clinicaltrials import DEFAULT_BASE_URL as TRIALS_URL
             from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
 
-            built.append(ClinicalTrialsSource(client, base_url=urls.get(name, TRIALS_URL), **http))
+            built.append(
+                ClinicalTrialsSource(client, base_url=urls.get(name, TRIALS_URL), http=http)
+            )
         elif name == "europepmc":
             from deepcritical.sources.europepmc import DEFAULT_BASE_URL as EPMC_URL
             from deepcritical.sources.europepmc import EuropePMCSource
 
-            built.append(EuropePMCSource(client, base_url=urls.get(name, EPMC_URL), **http))
+            built.append(EuropePMCSource(client, base_url=urls.get(name, EPMC_URL), http=http))
         elif name == "openalex":
             from deepcritical.sources.openalex import DEFAULT_BASE_URL as OPENALEX_URL
             from deepcritical.sources.openalex import OpenAlexSource
@@ -91,13 +87,13 @@ def build_sources(
                     client,
                     mailto=settings.ncbi_email,
                     base_url=urls.get(name, OPENALEX_URL),
-                    **http,
+                    http=http,
                 )
             )
         elif name == "web":
             from deepcritical.sources.web import WebSearchSource
 
-            built.append(WebSearchSource(client, base_url=urls.get(name), **http))
+            built.append(WebSearchSource(client, base_url=urls.get(name), http=http))
         else:  # Settings validates names; this guards programmatic misuse
             raise ValueError(f"unknown source {name!r}")
     return bound_sources(built, settings.max_evidence_chars)
@@ -123,7 +119,7 @@ def build_full_text(settings: Settings, client: httpx.AsyncClient) -> FullTextFe
         email=settings.ncbi_email,
         tool=settings.ncbi_tool,
         max_chars=settings.max_record_chars,
-        **_http_options(settings),
+        http=_http_options(settings),
     )
 
 
@@ -150,14 +146,17 @@ def build_citation_graph(settings: Settings, client: httpx.AsyncClient) -> Citat
             email=settings.ncbi_email,
             tool=settings.ncbi_tool,
             base_url=urls.get("pubmed", PUBMED_URL),
-            **http,
+            http=http,
         )
         if "pubmed" in settings.sources
         else None
     )
     openalex = (
         OpenAlexSource(
-            client, mailto=settings.ncbi_email, base_url=urls.get("openalex", OPENALEX_URL), **http
+            client,
+            mailto=settings.ncbi_email,
+            base_url=urls.get("openalex", OPENALEX_URL),
+            http=http,
         )
         if "openalex" in settings.sources
         else None

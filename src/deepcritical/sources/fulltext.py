@@ -31,7 +31,7 @@ from deepcritical.formats.jats import JatsError, JatsReference, parse_jats
 from deepcritical.models import Passage
 from deepcritical.sources.base import SourceError
 from deepcritical.sources.europepmc import DEFAULT_BASE_URL as EUROPEPMC_URL
-from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.http import HttpOptions, SourceHttp
 from deepcritical.sources.pubmed import DEFAULT_BASE_URL as EUTILS_URL
 from deepcritical.sources.pubmed import RATE_WITH_KEY, RATE_WITHOUT_KEY
 
@@ -100,8 +100,9 @@ class FullTextFetcher:
         email: contact address sent to NCBI as ``email``.
         tool: tool name sent to NCBI as ``tool``.
         max_chars: characters of passage text kept per article (``Settings.max_record_chars``).
-        timeout_seconds: per-request timeout.
-        tries: attempts per request (first included) for 429/5xx/timeouts.
+        http: timeout, tries and backoff of each request (:class:`~deepcritical.sources.http.
+            HttpOptions`); each service keeps its own rate limit (Europe PMC's, NCBI's with or
+            without a key) unless ``http`` sets one.
     """
 
     def __init__(
@@ -114,8 +115,7 @@ class FullTextFetcher:
         email: str | None = None,
         tool: str = "deepcritical",
         max_chars: int = 200_000,
-        timeout_seconds: float = 20.0,
-        tries: int = 3,
+        http: HttpOptions | None = None,
     ) -> None:
         self.europepmc_url = europepmc_url.rstrip("/")
         self.eutils_url = eutils_url.rstrip("/")
@@ -124,19 +124,10 @@ class FullTextFetcher:
         self.tool = tool
         self.max_chars = max_chars
         self._europepmc = SourceHttp(
-            client,
-            FULL_TEXT_SOURCE,
-            requests_per_second=EUROPEPMC_REQUESTS_PER_SECOND,
-            timeout_seconds=timeout_seconds,
-            tries=tries,
+            client, FULL_TEXT_SOURCE, http, default_rate=EUROPEPMC_REQUESTS_PER_SECOND
         )
-        self._pmc = SourceHttp(
-            client,
-            FULL_TEXT_SOURCE,
-            requests_per_second=RATE_WITH_KEY if self._api_key else RATE_WITHOUT_KEY,
-            timeout_seconds=timeout_seconds,
-            tries=tries,
-        )
+        ncbi_rate = RATE_WITH_KEY if self._api_key else RATE_WITHOUT_KEY
+        self._pmc = SourceHttp(client, FULL_TEXT_SOURCE, http, default_rate=ncbi_rate)
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"

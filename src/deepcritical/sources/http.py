@@ -15,6 +15,7 @@ import email.utils
 import json
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -150,40 +151,69 @@ def decode_json(response: httpx.Response, source: str, reason: str = NOT_JSON) -
         ) from exc
 
 
+@dataclass(frozen=True)
+class HttpOptions:
+    """How a source calls its API, the same fields for every source: ``timeout_seconds`` per
+    attempt; ``tries`` in all (the first included) for 429/5xx/timeouts/connection errors;
+    ``backoff_seconds`` before the first retry (doubling with jitter, capped at 10 s);
+    ``requests_per_second``, the rate limit (``None``: the source's own, e.g. NCBI's 3 per
+    second without a key and 10 with one); ``max_body_bytes``, the largest body read
+    (decoded bytes; a longer one is a :class:`SourceError`, not retried).
+
+    Raises:
+        ValueError: ``tries`` below 1, or a timeout, backoff or rate that is not positive.
+    """
+
+    timeout_seconds: float = 20.0
+    tries: int = 3
+    backoff_seconds: float = 0.5
+    requests_per_second: float | None = None
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    def __post_init__(self) -> None:
+        if self.tries < 1:
+            raise ValueError("tries must be at least 1")
+        if self.timeout_seconds <= 0 or self.backoff_seconds < 0:
+            raise ValueError("timeout_seconds must be positive and backoff_seconds not negative")
+        if self.requests_per_second is not None and self.requests_per_second <= 0:
+            raise ValueError("requests_per_second must be positive")
+
+    def rate(self, default: float) -> float:
+        """Requests per second: the one set here, else the source's ``default``."""
+        return self.requests_per_second if self.requests_per_second is not None else default
+
+
 class SourceHttp:
     """GET requests for one source, rate-limited and retried.
 
     Args:
         client: the run's shared :class:`httpx.AsyncClient`.
         source: the source name, used in errors.
-        requests_per_second: the source's rate limit (NCBI: 3 without key, 10 with).
-        timeout_seconds: per-attempt timeout.
-        tries: attempts in all (first try included) for 429/5xx/timeouts/connection errors.
-        backoff_seconds: first backoff; doubles each retry (with jitter), capped at 10 s.
-        max_body_bytes: the largest body read (decoded bytes); a longer one is a
-            :class:`SourceError`, not retried.
+        options: timeout, tries, backoff, rate limit and body bound (:class:`HttpOptions`).
+        default_rate: the source's own rate limit (requests per second), used when
+            ``options`` sets none.
     """
 
     def __init__(
         self,
         client: httpx.AsyncClient,
         source: str,
+        options: HttpOptions | None = None,
         *,
-        requests_per_second: float,
-        timeout_seconds: float = 20.0,
-        tries: int = 3,
-        backoff_seconds: float = 0.5,
-        max_body_bytes: int = MAX_BODY_BYTES,
+        default_rate: float = 1.0,
     ) -> None:
+        options = options or HttpOptions()
         self.client = client
         self.source = source
-        self.timeout_seconds = timeout_seconds
-        self.tries = tries
-        self.backoff_seconds = backoff_seconds
-        self.max_body_bytes = max_body_bytes
+        self.options = options
+        self.timeout_seconds = options.timeout_seconds
+        self.tries = options.tries
+        self.backoff_seconds = options.backoff_seconds
+        self.max_body_bytes = options.max_body_bytes
+        self.requests_per_second = options.rate(default_rate)
         # aiolimiter is a leaky bucket: max_rate requests per time_period seconds. A bucket of 1
         # per 1/rate seconds spaces requests evenly (no bursts that trip NCBI's limiter).
-        self.limiter = AsyncLimiter(1, 1.0 / requests_per_second)
+        self.limiter = AsyncLimiter(1, 1.0 / self.requests_per_second)
         self.requests_made = 0
 
     async def get(

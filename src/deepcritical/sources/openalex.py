@@ -25,7 +25,7 @@ from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, no
 from deepcritical.models import Citation, Evidence, IntegrityFlag, IntegrityKind, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.html_text import html_to_text, strip_tags
-from deepcritical.sources.http import SourceHttp
+from deepcritical.sources.http import HttpOptions, SourceHttp
 from deepcritical.sources.payload import as_list, as_mapping, json_object
 
 SOURCE = SourceName.OPENALEX.value
@@ -287,10 +287,9 @@ class OpenAlexSource:
             point it elsewhere.
         mailto: e-mail address sent as ``mailto`` (OpenAlex's "polite pool").
         api_key: OpenAlex API key sent as ``api_key`` (optional; never appears in errors).
-        timeout_seconds: per-request timeout.
-        tries: attempts per request (429/5xx/timeouts are retried, honouring Retry-After).
-        requests_per_second: rate limit, default 10 (OpenAlex's documented limit).
-        backoff_seconds: first retry backoff.
+        http: timeout, tries (429/5xx/timeouts are retried, honouring Retry-After), backoff
+            and rate limit (:class:`~deepcritical.sources.http.HttpOptions`; the rate
+            defaults to 10 requests/s, OpenAlex's documented limit).
     """
 
     name: str = SOURCE
@@ -302,22 +301,12 @@ class OpenAlexSource:
         base_url: str = DEFAULT_BASE_URL,
         mailto: str | None = None,
         api_key: str | None = None,
-        timeout_seconds: float = 20.0,
-        tries: int = 3,
-        requests_per_second: float = DEFAULT_REQUESTS_PER_SECOND,
-        backoff_seconds: float = 0.5,
+        http: HttpOptions | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.mailto = mailto
         self._api_key = api_key
-        self.http = SourceHttp(
-            client,
-            SOURCE,
-            requests_per_second=requests_per_second,
-            timeout_seconds=timeout_seconds,
-            tries=tries,
-            backoff_seconds=backoff_seconds,
-        )
+        self.http = SourceHttp(client, SOURCE, http, default_rate=DEFAULT_REQUESTS_PER_SECOND)
 
     def _params(self, query: str, per_page: int, page: int) -> dict[str, str | int]:
         params: dict[str, str | int] = {

@@ -24,7 +24,7 @@ from deepcritical.formats.pubmed_xml import (
 )
 from deepcritical.models import Evidence
 from deepcritical.sources.base import SourceError, relevance_from_rank
-from deepcritical.sources.http import SourceHttp, decode_json, json_or_none
+from deepcritical.sources.http import HttpOptions, SourceHttp, decode_json, json_or_none
 from deepcritical.sources.payload import json_object
 
 logger = logging.getLogger(__name__)
@@ -47,11 +47,9 @@ class PubMedSource:
         email: contact address sent as ``email`` (NCBI's etiquette).
         tool: tool name sent as ``tool``.
         base_url: E-utilities base URL (no trailing ``/``), overridable for tests and mirrors.
-        timeout_seconds: per-request timeout.
-        tries: attempts per request (first included), for 429/5xx/timeouts/connection errors
-            and for rate-limit bodies delivered with HTTP 200.
-        requests_per_second: rate limit; default 3 without ``api_key`` and 10 with one.
-        backoff_seconds: first retry delay in seconds (doubles per retry).
+        http: timeout, tries, backoff and rate limit (:class:`~deepcritical.sources.http.
+            HttpOptions`); the rate defaults to 3 requests/s without ``api_key`` and 10 with
+            one, and ``tries`` also bounds the retries of rate-limit bodies sent with HTTP 200.
     """
 
     name = "pubmed"
@@ -64,32 +62,17 @@ class PubMedSource:
         email: str | None = None,
         tool: str = "deepcritical",
         base_url: str = DEFAULT_BASE_URL,
-        timeout_seconds: float = 20.0,
-        tries: int = 3,
-        requests_per_second: float | None = None,
-        backoff_seconds: float = 0.5,
+        http: HttpOptions | None = None,
     ) -> None:
-        if tries < 1:
-            raise ValueError("tries must be at least 1")
         self._api_key = api_key or None
         self.email = email
         self.tool = tool
         self.base_url = base_url.rstrip("/")
-        self.tries = tries
-        self.backoff_seconds = backoff_seconds
-        if requests_per_second is None:
-            requests_per_second = RATE_WITH_KEY if self._api_key else RATE_WITHOUT_KEY
-        if requests_per_second <= 0:
-            raise ValueError("requests_per_second must be positive")
-        self.requests_per_second = requests_per_second
-        self.http = SourceHttp(
-            client,
-            self.name,
-            requests_per_second=requests_per_second,
-            timeout_seconds=timeout_seconds,
-            tries=tries,
-            backoff_seconds=backoff_seconds,
-        )
+        default_rate = RATE_WITH_KEY if self._api_key else RATE_WITHOUT_KEY
+        self.http = SourceHttp(client, self.name, http, default_rate=default_rate)
+        self.tries = self.http.tries
+        self.backoff_seconds = self.http.backoff_seconds
+        self.requests_per_second = self.http.requests_per_second
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"

@@ -44,7 +44,7 @@ from deepcritical.evidence.identifiers import normalize_url
 from deepcritical.evidence.titles import with_derived_title
 from deepcritical.models import Citation, Evidence, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
-from deepcritical.sources.http import SourceHttp, decode_json, json_or_none
+from deepcritical.sources.http import HttpOptions, SourceHttp, decode_json, json_or_none
 from deepcritical.sources.netguard import Resolver, UnsafeURLError, check_public_url_async
 
 logger = logging.getLogger(__name__)
@@ -255,16 +255,16 @@ class WebSearchSource:
         resolver: name resolution for the SSRF guard (default: the system resolver).
         url_guard: replaces the SSRF guard altogether. Only for tests against a local stub
             server: it decides which URLs may be fetched.
-        timeout_seconds: search timeout, and per-hop timeout of page fetches (connect + body).
-        tries: attempts for the ddgs API server request (page fetches are not retried).
-        requests_per_second: page fetch rate (default 2/s), shared by all hosts; the ddgs API
-            server (``base_url``) gets its own limiter at the same rate. A ddgs API server
-            answers "no results" with HTTP 500, which surfaces as :class:`SourceError`.
+        http: :class:`~deepcritical.sources.http.HttpOptions`: the timeout of the search and
+            of each hop of a page fetch (connect + body); the tries and backoff of the ddgs
+            API server request (page fetches are not retried); the page fetch rate (default
+            2/s), shared by all hosts, the ddgs API server (``base_url``) getting its own
+            limiter at the same rate. A ddgs API server answers "no results" with HTTP 500,
+            which surfaces as :class:`SourceError`.
         fetch_pages: how many top results have their page fetched (default 5).
         max_page_bytes: body bytes read per page (default 2 MB).
         max_content_chars: content characters kept per item (default 4000).
         max_redirects: redirect hops followed per page (default 3).
-        backoff_seconds: first retry backoff for the API server request.
     """
 
     name: str = SOURCE
@@ -277,24 +277,22 @@ class WebSearchSource:
         search_fn: SearchFn | None = None,
         resolver: Resolver | None = None,
         url_guard: UrlGuard | None = None,
-        timeout_seconds: float = 20.0,
-        tries: int = 3,
-        requests_per_second: float = DEFAULT_REQUESTS_PER_SECOND,
+        http: HttpOptions | None = None,
         fetch_pages: int = DEFAULT_FETCH_PAGES,
         max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
         max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
-        backoff_seconds: float = 0.5,
     ) -> None:
         self.client = client
         self.base_url = base_url.rstrip("/") if base_url else None
-        self.timeout_seconds = timeout_seconds
+        http = http or HttpOptions()
+        self.timeout_seconds = http.timeout_seconds
         self.fetch_pages = max(0, fetch_pages)
         self.max_page_bytes = max_page_bytes
         self.max_content_chars = max_content_chars
         self.max_redirects = max_redirects
         self._search_fn: SearchFn = search_fn or partial(
-            ddgs_text_search, timeout_seconds=max(1, round(timeout_seconds))
+            ddgs_text_search, timeout_seconds=max(1, round(http.timeout_seconds))
         )
         self._use_api = search_fn is None and self.base_url is not None
         # Page text by normalised URL for the life of this source (one run): the same page
@@ -305,13 +303,7 @@ class WebSearchSource:
         self.pages_fetched = 0
         self._guard: UrlGuard = url_guard or partial(check_public_url_async, resolver=resolver)
         new_http = partial(
-            SourceHttp,
-            client,
-            SOURCE,
-            requests_per_second=requests_per_second,
-            timeout_seconds=timeout_seconds,
-            tries=tries,
-            backoff_seconds=backoff_seconds,
+            SourceHttp, client, SOURCE, http, default_rate=DEFAULT_REQUESTS_PER_SECOND
         )
         self.http = new_http()  # page fetches
         self._api_http = new_http()  # the ddgs API server: a limiter of its own

@@ -104,6 +104,7 @@ from deepcritical.models._markers import PMCID
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
 from deepcritical.sources.europepmc import EuropePMCSource
+from deepcritical.sources.http import HttpOptions
 from deepcritical.sources.netguard import UnsafeURLError
 from deepcritical.sources.openalex import OpenAlexSource
 from deepcritical.sources.pubmed import PubMedSource
@@ -1395,26 +1396,25 @@ def build_stub_sources(
     """
     rates = dict(requests_per_second or {})
 
-    def opts(name: str) -> dict[str, Any]:
-        common: dict[str, Any] = {
-            "timeout_seconds": timeout_seconds, "tries": tries, "backoff_seconds": backoff_seconds,
-        }  # fmt: skip
-        if name in rates:
-            common["requests_per_second"] = rates[name]
-        return common
+    def opts(name: str) -> HttpOptions:
+        return HttpOptions(timeout_seconds, tries, backoff_seconds, rates.get(name))
 
     built: dict[str, Callable[[], SearchSource]] = {
-        "pubmed": lambda: PubMedSource(client, base_url=stub.eutils_url, **opts("pubmed")),
-        "trials": lambda: ClinicalTrialsSource(client, base_url=stub.trials_url, **opts("trials")),
-        "europepmc": lambda: EuropePMCSource(
-            client, base_url=stub.europepmc_url, **opts("europepmc")
+        "pubmed": lambda: PubMedSource(client, base_url=stub.eutils_url, http=opts("pubmed")),
+        "trials": lambda: ClinicalTrialsSource(
+            client, base_url=stub.trials_url, http=opts("trials")
         ),
-        "openalex": lambda: OpenAlexSource(client, base_url=stub.openalex_url, **opts("openalex")),
+        "europepmc": lambda: EuropePMCSource(
+            client, base_url=stub.europepmc_url, http=opts("europepmc")
+        ),
+        "openalex": lambda: OpenAlexSource(
+            client, base_url=stub.openalex_url, http=opts("openalex")
+        ),
         "web": lambda: WebSearchSource(
             client,
             base_url=stub.ddgs_url,
             url_guard=stub_only_guard(stub) if web_guard else None,
-            **opts("web"),
+            http=opts("web"),
         ),
     }
     unknown = [n for n in names if n not in built]
