@@ -241,24 +241,35 @@ def study_to_evidence(study: Mapping[str, Any]) -> Evidence | None:
     ``None`` (the caller ranks).
     """
     protocol = as_mapping(study.get("protocolSection"))
-    ident = as_mapping(protocol.get("identificationModule"))
-    nct = normalize_nct(_str(ident.get("nctId")))
+    nct = normalize_nct(_str(as_mapping(protocol.get("identificationModule")).get("nctId")))
     if nct is None:
         return None
+    citation = _citation(nct, protocol)
+    design = as_mapping(protocol.get("designModule"))
+    study_type = _str(design.get("studyType"))
+    publication_types = [_STUDY_TYPE_LABELS.get(study_type or "", "Clinical Trial")]
+    publication_types += [
+        _PHASE_LABELS[p] for p in _strs(design.get("phases")) if p in _PHASE_LABELS
+    ]
+    lines = _status_lines(protocol) + _design_lines(protocol) + _result_lines(study, protocol)
+    return Evidence(
+        content="\n".join(lines) or citation.title or f"Trial {nct}",
+        citation=citation,
+        publication_types=publication_types,
+    )
+
+
+def _citation(nct: str, protocol: Mapping[str, Any]) -> Citation:
+    """The citation of a study (see :func:`study_to_evidence`)."""
+    ident = as_mapping(protocol.get("identificationModule"))
     status_mod = as_mapping(protocol.get("statusModule"))
     sponsor_mod = as_mapping(protocol.get("sponsorCollaboratorsModule"))
-    design = as_mapping(protocol.get("designModule"))
-    conditions = _strs(as_mapping(protocol.get("conditionsModule")).get("conditions"))
-    arms = as_mapping(protocol.get("armsInterventionsModule"))
-    outcomes = as_mapping(protocol.get("outcomesModule"))
-    description = as_mapping(protocol.get("descriptionModule"))
-
     title = _str(ident.get("officialTitle")) or _str(ident.get("briefTitle")) or ""
     date = _date(status_mod.get("startDateStruct")) or _date(
         status_mod.get("studyFirstPostDateStruct")
     )
     sponsor = _str(as_mapping(sponsor_mod.get("leadSponsor")).get("name"))
-    citation = Citation(
+    return Citation(
         source=SOURCE,
         id=nct,
         nct_id=nct,
@@ -270,10 +281,14 @@ def study_to_evidence(study: Mapping[str, Any]) -> Evidence | None:
         url=STUDY_URL.format(nct=nct),
     )
 
+
+def _status_lines(protocol: Mapping[str, Any]) -> list[str]:
+    """The "Brief summary" and "Status" lines of a study's content."""
     lines: list[str] = []
-    summary = _str(description.get("briefSummary"))
+    summary = _str(as_mapping(protocol.get("descriptionModule")).get("briefSummary"))
     if summary:
         lines.append(f"Brief summary: {summary}")
+    status_mod = as_mapping(protocol.get("statusModule"))
     status = _str(status_mod.get("overallStatus"))
     if status:
         notes = []
@@ -284,6 +299,13 @@ def study_to_evidence(study: Mapping[str, Any]) -> Evidence | None:
         if why:
             notes.append(f"why stopped: {why}")
         lines.append(f"Status: {status}" + (f" ({'; '.join(notes)})" if notes else ""))
+    return lines
+
+
+def _design_lines(protocol: Mapping[str, Any]) -> list[str]:
+    """The "Study type", "Phase", "Conditions", "Interventions" and "Enrollment" lines."""
+    lines: list[str] = []
+    design = as_mapping(protocol.get("designModule"))
     study_type = _str(design.get("studyType"))
     if study_type:
         lines.append(f"Study type: {study_type}")
@@ -291,8 +313,10 @@ def study_to_evidence(study: Mapping[str, Any]) -> Evidence | None:
     if phases:
         shown = ["NA (not applicable)" if p == "NA" else p for p in phases]
         lines.append(f"Phase: {', '.join(shown)}")
+    conditions = _strs(as_mapping(protocol.get("conditionsModule")).get("conditions"))
     if conditions:
         lines.append(f"Conditions: {'; '.join(conditions)}")
+    arms = as_mapping(protocol.get("armsInterventionsModule"))
     interventions = [
         f"{kind}: {name}" if kind else name
         for name, kind in _pairs(arms.get("interventions"), "name", "type")
@@ -304,6 +328,13 @@ def study_to_evidence(study: Mapping[str, Any]) -> Evidence | None:
     if isinstance(count, int) and not isinstance(count, bool):
         kind = _str(enrollment.get("type"))
         lines.append(f"Enrollment: {count}" + (f" ({kind})" if kind else ""))
+    return lines
+
+
+def _result_lines(study: Mapping[str, Any], protocol: Mapping[str, Any]) -> list[str]:
+    """The "Primary outcomes", "Results posted" and dates lines."""
+    lines: list[str] = []
+    outcomes = as_mapping(protocol.get("outcomesModule"))
     primary = [
         f"{measure} ({frame})" if frame else measure
         for measure, frame in _pairs(
@@ -315,6 +346,7 @@ def study_to_evidence(study: Mapping[str, Any]) -> Evidence | None:
     has_results = study.get("hasResults")
     if isinstance(has_results, bool):
         lines.append(f"Results posted: {'yes' if has_results else 'no'}")
+    status_mod = as_mapping(protocol.get("statusModule"))
     dates = [
         d
         for d in (
@@ -326,14 +358,7 @@ def study_to_evidence(study: Mapping[str, Any]) -> Evidence | None:
     ]
     if dates:
         lines.append("; ".join(dates))
-
-    publication_types = [_STUDY_TYPE_LABELS.get(study_type or "", "Clinical Trial")]
-    publication_types += [_PHASE_LABELS[p] for p in phases if p in _PHASE_LABELS]
-    return Evidence(
-        content="\n".join(lines) or title or f"Trial {nct}",
-        citation=citation,
-        publication_types=publication_types,
-    )
+    return lines
 
 
 def parse_studies(payload: Any) -> tuple[list[Evidence], str | None]:
