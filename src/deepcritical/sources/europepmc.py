@@ -120,6 +120,21 @@ def _journal(record: Mapping[str, Any]) -> str | None:
     return strip_tags(title) or None
 
 
+def _year_and_date(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The year (``pubYear``, else that of ``firstPublicationDate``, else
+    ``bookOrReportDetails.yearOfPublication``) and the ISO date (``firstPublicationDate``)
+    of a result, each ``None`` when absent or malformed."""
+    year_text = _str(record.get("pubYear"))
+    date = _str(record.get("firstPublicationDate"))
+    date = date if date and _ISO_DATE.match(date) else None
+    if not (year_text and _YEAR.match(year_text)):
+        year_text = date[:4] if date else None
+    if year_text is None:
+        report_year = _str(as_mapping(record.get("bookOrReportDetails")).get("yearOfPublication"))
+        year_text = report_year if report_year and _YEAR.match(report_year) else None
+    return year_text, date
+
+
 def result_to_evidence(record: Mapping[str, Any]) -> Evidence | None:
     """One Europe PMC search result (core or lite) -> an evidence item, or ``None`` when it has
     no identifier at all.
@@ -163,15 +178,7 @@ def result_to_evidence(record: Mapping[str, Any]) -> Evidence | None:
         return None
 
     title = strip_tags(_str(record.get("title")))
-    year_text = _str(record.get("pubYear"))
-    date = _str(record.get("firstPublicationDate"))
-    date = date if date and _ISO_DATE.match(date) else None
-    if not (year_text and _YEAR.match(year_text)):
-        year_text = date[:4] if date else None
-    if year_text is None:
-        report_year = _str(as_mapping(record.get("bookOrReportDetails")).get("yearOfPublication"))
-        year_text = report_year if report_year and _YEAR.match(report_year) else None
-
+    year_text, date = _year_and_date(record)
     types = _publication_types(record)
     is_preprint = epmc_source == "PPR" or any("preprint" in t.lower() for t in types)
     if is_preprint:
