@@ -25,7 +25,7 @@ from deepcritical.evidence.grading import (
 )
 from deepcritical.evidence.keysentences import mentioning_terms
 from deepcritical.llm.agent_config import LLMConfig
-from deepcritical.llm.fencing import fence_evidence, new_fence
+from deepcritical.llm.fencing import Fence, fence_evidence, new_fence
 from deepcritical.llm.lenient import (
     LenientBool,
     LenientRecommendation,
@@ -133,6 +133,48 @@ class LLMJudge:
         """
         fence = new_fence()
         instructions = render_prompt("judge", untrusted=fence.note())
+        prompt = self._prompt(plan, evidence, hypotheses, round_no, total_evidence, fence)
+        output = await self._agent.run(instructions, prompt, None)
+        coverage = plan.coverage()
+        sufficient = output.sufficient
+        reasoning = " ".join(output.reasoning.split())
+        sentences = split_sentences(reasoning)
+        reason = (sentences[0].rstrip(".") if sentences else "") or (
+            "the model judged the evidence sufficient"
+            if sufficient
+            else "the model judged the evidence not yet sufficient"
+        )
+        if sufficient and coverage < self.min_coverage_for_sufficient:
+            sufficient = False
+            reason = (
+                f"overruled: the model judged the evidence sufficient, but checklist coverage "
+                f"is {coverage:.0%}, below {self.min_coverage_for_sufficient:.0%}"
+            )
+            reasoning += f" ({reason[0].upper()}{reason[1:]}.)"
+        return JudgeAssessment(
+            mechanism_score=output.mechanism_score,
+            clinical_evidence_score=output.clinical_evidence_score,
+            coverage=round(coverage, 4),
+            sufficient=sufficient,
+            recommendation="synthesize" if sufficient else "continue",
+            next_queries=[]
+            if sufficient
+            else fresh_queries(output.next_queries, [], MAX_NEXT_QUERIES),
+            reasoning=reasoning.strip(),
+            reason=reason[:MAX_REASON_CHARS],
+        )
+
+    def _prompt(
+        self,
+        plan: ResearchPlan,
+        evidence: Sequence[Evidence],
+        hypotheses: Sequence[Hypothesis],
+        round_no: int,
+        total_evidence: int,
+        fence: Fence,
+    ) -> str:
+        """The judge's prompt: the question, round and coverage, the checklist, the current
+        hypotheses, the study designs and the fenced slice of the evidence."""
         lines = [
             f"Research question: {plan.refined_question}",
             f"Search round: {round_no}; evidence items collected: {total_evidence}; "
@@ -165,35 +207,7 @@ class LLMJudge:
             "",
             fence_evidence(evidence, fence, self.snippet_chars) if evidence else "(none)",
         ]
-        output = await self._agent.run(instructions, "\n".join(lines), None)
-        coverage = plan.coverage()
-        sufficient = output.sufficient
-        reasoning = " ".join(output.reasoning.split())
-        sentences = split_sentences(reasoning)
-        reason = (sentences[0].rstrip(".") if sentences else "") or (
-            "the model judged the evidence sufficient"
-            if sufficient
-            else "the model judged the evidence not yet sufficient"
-        )
-        if sufficient and coverage < self.min_coverage_for_sufficient:
-            sufficient = False
-            reason = (
-                f"overruled: the model judged the evidence sufficient, but checklist coverage "
-                f"is {coverage:.0%}, below {self.min_coverage_for_sufficient:.0%}"
-            )
-            reasoning += f" ({reason[0].upper()}{reason[1:]}.)"
-        return JudgeAssessment(
-            mechanism_score=output.mechanism_score,
-            clinical_evidence_score=output.clinical_evidence_score,
-            coverage=round(coverage, 4),
-            sufficient=sufficient,
-            recommendation="synthesize" if sufficient else "continue",
-            next_queries=[]
-            if sufficient
-            else fresh_queries(output.next_queries, [], MAX_NEXT_QUERIES),
-            reasoning=reasoning.strip(),
-            reason=reason[:MAX_REASON_CHARS],
-        )
+        return "\n".join(lines)
 
 
 class ExtractiveJudge:
