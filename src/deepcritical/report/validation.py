@@ -52,7 +52,7 @@ Evidence ids are expected to look like ``E3`` (the evidence store's ids), since
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from deepcritical.models import (
@@ -340,6 +340,37 @@ def validate_report(report: ResearchReport, evidence: Mapping[str, Evidence]) ->
     new = report.model_copy(deep=True)
     notes = list(new.metadata.notes)
 
+    _clean_report_text(new, resolver, tally, notes)
+    new.references, removed_refs, refs_removed, added = _checked_references(
+        report.references, evidence, resolver, tally
+    )
+
+    validation = CitationValidation(
+        references_checked=len(report.references),
+        references_removed=refs_removed,
+        references_added=added,
+        markers_checked=tally.checked,
+        markers_removed=tally.removed,
+        sentences_removed=tally.sentences,
+        removed_reference_ids=removed_refs,
+        removed_marker_ids=tally.removed_ids,
+        # what the writer removed before validation ran is carried over, never reset
+        writer_markers_removed=report.metadata.citation_validation.writer_markers_removed,
+        writer_sentences_removed=report.metadata.citation_validation.writer_sentences_removed,
+        writer_removed_ids=list(report.metadata.citation_validation.writer_removed_ids),
+    )
+    new.metadata = new.metadata.model_copy(
+        update={"citation_validation": validation, "notes": notes}
+    )
+    return new
+
+
+def _clean_report_text(
+    new: ResearchReport, resolver: _Resolver, tally: _Tally, notes: list[str]
+) -> None:
+    """Clean the markers of every text field of ``new`` in place (summary, methodology,
+    hypotheses, findings, limitations, conclusion); a findings section left with nothing is
+    dropped and noted in ``notes``."""
     new.executive_summary = _clean_text(new.executive_summary, resolver, tally, droppable=True)
     new.methodology = _clean_text(new.methodology, resolver, tally, droppable=False)
     for h in new.hypotheses_tested:
@@ -363,11 +394,21 @@ def validate_report(report: ResearchReport, evidence: Mapping[str, Evidence]) ->
     new.limitations = [lim for lim in limitations if lim.strip()]
     new.conclusion = _clean_text(new.conclusion, resolver, tally, droppable=True)
 
+
+def _checked_references(
+    cited_before: Sequence[Reference],
+    evidence: Mapping[str, Evidence],
+    resolver: _Resolver,
+    tally: _Tally,
+) -> tuple[list[Reference], list[str], int, int]:
+    """The reference list: each of ``cited_before`` that resolves to one evidence item (once),
+    then each item cited in the text and not listed. Returns it with the ids removed, how
+    many references were removed and how many added."""
     references: list[Reference] = []
     listed: set[str] = set()
     removed_refs: list[str] = []
     refs_removed = 0
-    for ref in report.references:
+    for ref in cited_before:
         cites = resolver.token(ref.evidence_id)
         eid = cites[0].evidence_id if len(cites) == 1 else None
         if eid is None:
@@ -389,26 +430,7 @@ def validate_report(report: ResearchReport, evidence: Mapping[str, Evidence]) ->
             references.append(
                 Reference(evidence_id=eid, citation=evidence[eid].citation.model_copy(deep=True))
             )
-    new.references = references
-
-    validation = CitationValidation(
-        references_checked=len(report.references),
-        references_removed=refs_removed,
-        references_added=added,
-        markers_checked=tally.checked,
-        markers_removed=tally.removed,
-        sentences_removed=tally.sentences,
-        removed_reference_ids=removed_refs,
-        removed_marker_ids=tally.removed_ids,
-        # what the writer removed before validation ran is carried over, never reset
-        writer_markers_removed=report.metadata.citation_validation.writer_markers_removed,
-        writer_sentences_removed=report.metadata.citation_validation.writer_sentences_removed,
-        writer_removed_ids=list(report.metadata.citation_validation.writer_removed_ids),
-    )
-    new.metadata = new.metadata.model_copy(
-        update={"citation_validation": validation, "notes": notes}
-    )
-    return new
+    return references, removed_refs, refs_removed, added
 
 
 def _marker_fields(report: ResearchReport) -> Iterator[tuple[str, str]]:
