@@ -42,6 +42,7 @@ from deepcritical.llm.llm_errors import describe_error
 from deepcritical.models import (
     Evidence,
     Hypothesis,
+    ReportMetadata,
     ResearchPlan,
     ResearchReport,
     Screening,
@@ -182,6 +183,32 @@ def _closest_record_draft(
     )
 
 
+def _run_metadata(
+    draft: ResearchReport, facts: RunFacts, stop_reason: StopReason
+) -> ReportMetadata:
+    """The draft's metadata with what the run knows: sources searched and failed, records
+    reviewed and excluded, rounds, confidence, stop reason, model, timing, coverage, queries,
+    notes and the software record."""
+    return draft.metadata.model_copy(
+        update={
+            "sources_searched": list(facts.source_names) if facts.searched else [],
+            "source_failures": dict(facts.source_failures),
+            "papers_reviewed": len(facts.evidence) + facts.screened_out + len(facts.retracted),
+            "off_topic_excluded": facts.screened_out,
+            "iterations": facts.rounds,
+            "confidence": facts.confidence,
+            "stop_reason": stop_reason,
+            "orchestrator": facts.orchestrator,
+            "llm": facts.llm,
+            "duration_seconds": round(facts.duration_seconds, 3),
+            "checklist_coverage": facts.plan.coverage(),
+            "queries": list(facts.queries),
+            "notes": [*facts.notes, *draft.metadata.notes],
+            "environment": facts.environment,
+        }
+    )
+
+
 async def finish_report(
     draft: ResearchReport,
     facts: RunFacts,
@@ -219,24 +246,7 @@ async def finish_report(
         if not draft.hypotheses_tested and not abstain:
             draft.hypotheses_tested = list(facts.hypotheses)
         draft.methodology = facts.methodology
-        draft.metadata = draft.metadata.model_copy(
-            update={
-                "sources_searched": list(facts.source_names) if facts.searched else [],
-                "source_failures": dict(facts.source_failures),
-                "papers_reviewed": len(facts.evidence) + facts.screened_out + len(facts.retracted),
-                "off_topic_excluded": facts.screened_out,
-                "iterations": facts.rounds,
-                "confidence": facts.confidence,
-                "stop_reason": stop_reason,
-                "orchestrator": facts.orchestrator,
-                "llm": facts.llm,
-                "duration_seconds": round(facts.duration_seconds, 3),
-                "checklist_coverage": facts.plan.coverage(),
-                "queries": list(facts.queries),
-                "notes": [*facts.notes, *draft.metadata.notes],
-                "environment": facts.environment,
-            }
-        )
+        draft.metadata = _run_metadata(draft, facts, stop_reason)
         try:
             hypotheses = [] if abstain else facts.hypotheses  # an abstention tests none
             draft = add_run_findings(draft, hypotheses, evidence_by_id, facts.embedder)
