@@ -251,6 +251,43 @@ class SourceCollector:
         evidence item, also those matching no checklist item).
         """
         source_type, external_id = source_type.strip(), external_id.strip()
+        questions = self._checked_questions(
+            source_type, external_id, relevant_questions, allow_unassigned
+        )
+        if identifiers is None:
+            identifiers = identifier_keys(Citation(source=source_type, id=external_id, url=url))
+        keys = list(dict.fromkeys(_db_key(k) for k in identifiers))
+
+        row = self._find(session, source_type, external_id, keys, citation_id)
+        created = row is None
+        if row is None:
+            row = self._new_row(
+                session, source_type, external_id, url, title, key_excerpts, citation_id, evidence
+            )
+        else:
+            _update_row(row, url, title, key_excerpts, evidence)
+        self._add_keys(session, row.id, keys)
+        self._add_questions(session, row.id, questions)
+        return SaveResult(
+            number=row.number,
+            created=created,
+            citation_id=row.citation_id,
+            message=self._save_message(session, row, created),
+        )
+
+    def _checked_questions(
+        self,
+        source_type: str,
+        external_id: str,
+        relevant_questions: Sequence[str],
+        allow_unassigned: bool,
+    ) -> list[str]:
+        """The syllabus question keys a source is saved under, checked.
+
+        Raises:
+            ValueError: an empty or too long id, or no question where one is needed.
+            SyllabusError: an unknown question key.
+        """
         if not source_type or not external_id:
             raise ValueError("source_type and external_id must not be empty")
         if len(external_id) > MAX_EXTERNAL_ID_CHARS:
@@ -267,60 +304,52 @@ class SourceCollector:
                 "relevant_questions needs at least one question key; valid keys: "
                 + ", ".join(self._require_syllabus().keys)
             )
-        if identifiers is None:
-            identifiers = identifier_keys(Citation(source=source_type, id=external_id, url=url))
-        keys = list(dict.fromkeys(_db_key(k) for k in identifiers))
+        return list(questions)
 
-        row = self._find(session, source_type, external_id, keys, citation_id)
-        created = row is None
-        if row is None:
-            if citation_id is not None and not (
-                self.citation_exists is not None and self.citation_exists(citation_id)
-            ):
-                raise UnknownCitationError(
-                    f"unknown citation_id {citation_id!r}: it is not a citation of this run; "
-                    "omit citation_id to register a new citation for this source"
-                )
-            number = (
-                session.scalar(
-                    select(func.max(SourceRow.number)).where(SourceRow.run_id == self.run_id)
-                )
-                or 0
-            ) + 1
-            row = SourceRow(
-                run_id=self.run_id,
-                number=number,
-                source_type=source_type,
-                external_id=external_id,
-                url=url,
-                title=title.strip(),
-                citation_id=citation_id or f"S{number}",
-                key_excerpts=_excerpts([], key_excerpts or []),
-                evidence=evidence,
-                created_at=utc_now(),
+    def _new_row(
+        self,
+        session: Session,
+        source_type: str,
+        external_id: str,
+        url: str | None,
+        title: str,
+        key_excerpts: Sequence[str] | None,
+        citation_id: str | None,
+        evidence: dict[str, Any] | None,
+    ) -> SourceRow:
+        """A new source row of this run, numbered after the last one.
+
+        Raises:
+            UnknownCitationError: ``citation_id`` is not a citation of this run.
+        """
+        if citation_id is not None and not (
+            self.citation_exists is not None and self.citation_exists(citation_id)
+        ):
+            raise UnknownCitationError(
+                f"unknown citation_id {citation_id!r}: it is not a citation of this run; "
+                "omit citation_id to register a new citation for this source"
             )
-            session.add(row)
-            session.flush()
-        else:
-            if not row.url and url:
-                row.url = url
-            title = title.strip()
-            derived = row.title.startswith(DERIVED_TITLE_MARK)  # a real title replaces it
-            if title and (not row.title or (derived and not title.startswith(DERIVED_TITLE_MARK))):
-                row.title = title
-            merged = _excerpts(list(row.key_excerpts or []), key_excerpts or [])
-            if merged != list(row.key_excerpts or []):
-                row.key_excerpts = merged
-            if evidence is not None:
-                row.evidence = evidence
-        self._add_keys(session, row.id, keys)
-        self._add_questions(session, row.id, questions)
-        return SaveResult(
-            number=row.number,
-            created=created,
-            citation_id=row.citation_id,
-            message=self._save_message(session, row, created),
+        number = (
+            session.scalar(
+                select(func.max(SourceRow.number)).where(SourceRow.run_id == self.run_id)
+            )
+            or 0
+        ) + 1
+        row = SourceRow(
+            run_id=self.run_id,
+            number=number,
+            source_type=source_type,
+            external_id=external_id,
+            url=url,
+            title=title.strip(),
+            citation_id=citation_id or f"S{number}",
+            key_excerpts=_excerpts([], key_excerpts or []),
+            evidence=evidence,
+            created_at=utc_now(),
         )
+        session.add(row)
+        session.flush()
+        return row
 
     def _find(
         self,
@@ -551,3 +580,25 @@ def _excerpts(current: list[str], new: Sequence[str]) -> list[str]:
         if clean and clean not in out and len(out) < MAX_EXCERPTS:
             out.append(clean)
     return out
+
+
+def _update_row(
+    row: SourceRow,
+    url: str | None,
+    title: str,
+    key_excerpts: Sequence[str] | None,
+    evidence: dict[str, Any] | None,
+) -> None:
+    """Merge a source saved again into its row: a URL where there was none, a real title over
+    a missing or derived one, new excerpts, the latest evidence item."""
+    if not row.url and url:
+        row.url = url
+    title = title.strip()
+    derived = row.title.startswith(DERIVED_TITLE_MARK)  # a real title replaces it
+    if title and (not row.title or (derived and not title.startswith(DERIVED_TITLE_MARK))):
+        row.title = title
+    merged = _excerpts(list(row.key_excerpts or []), key_excerpts or [])
+    if merged != list(row.key_excerpts or []):
+        row.key_excerpts = merged
+    if evidence is not None:
+        row.evidence = evidence
