@@ -5,12 +5,12 @@ built by :meth:`deepcritical.llm.agent_config.LLMConfig.structured`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import date
 from typing import Generic, TypeVar
 
 import structlog
-from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai import Agent, AgentRunResult, ModelRetry, RunContext
 from pydantic_ai.exceptions import (
     AgentRunError,
     IncompleteToolCall,
@@ -180,36 +180,8 @@ class StructuredAgent(Generic[DepsT, OutputT]):
         if dropped:
             log.info("prompt trimmed to the context window", role=self.role, sources=dropped)
         try:
-            strategy = self._strategy(bool(toolsets))
-            if output_type is not None and output_type is not self.output_type:
-                agent = self._build(strategy, output_type)  # this call's bounded schema
-            elif (cached := self._agents.get(strategy)) is not None:
-                agent = cached
-            else:
-                agent = self._agents[strategy] = self._build(strategy, self.output_type)
-            asked = prompt
-            for retry in (False, True):
-                try:
-                    result = await agent.run(
-                        asked,
-                        instructions=dated,
-                        deps=deps,
-                        usage=usage,
-                        timeout=self.timeout_seconds,
-                        toolsets=toolsets,
-                    )
-                    break
-                except OutputTokenLimitExceeded as exc:
-                    # a model that ran on until it was cut: one retry, told so (a new
-                    # request, never a cached one: cut answers are not cached). A cut tool
-                    # call was already retried by pydantic-ai (its arguments were invalid
-                    # JSON): no more.
-                    if retry or isinstance(exc, IncompleteToolCall):
-                        raise
-                    log.warning(
-                        "agent output cut at its token bound", role=self.role, error=str(exc)
-                    )
-                    asked = prompt + CUT_RETRY.format(bound=self.max_output_tokens or "its")
+            agent = self._agent_for(self._strategy(bool(toolsets)), output_type)
+            result = await self._run_once_more_if_cut(agent, prompt, dated, deps, usage, toolsets)
         except UnexpectedModelBehavior as exc:
             self._record(usage, failed=True)
             problem = last_output_problem(exc)
@@ -229,6 +201,50 @@ class StructuredAgent(Generic[DepsT, OutputT]):
             raise AgentModelError(self.role, described) from exc
         self._record(result.usage, failed=False)
         return result.output
+
+    def _agent_for(
+        self, strategy: OutputStrategy, output_type: type[OutputT] | None
+    ) -> Agent[DepsT, OutputT]:
+        """The pydantic-ai agent of ``strategy``: built for this call's bounded
+        ``output_type``, else the cached one of the role's own output type."""
+        if output_type is not None and output_type is not self.output_type:
+            return self._build(strategy, output_type)  # this call's bounded schema
+        if (cached := self._agents.get(strategy)) is not None:
+            return cached
+        agent = self._agents[strategy] = self._build(strategy, self.output_type)
+        return agent
+
+    async def _run_once_more_if_cut(
+        self,
+        agent: Agent[DepsT, OutputT],
+        prompt: str,
+        dated: str,
+        deps: DepsT,
+        usage: RunUsage,
+        toolsets: Sequence[AbstractToolset[DepsT]] | None,
+    ) -> AgentRunResult[OutputT]:
+        """One run of ``agent``; a model that ran on until its token bound cut it gets one
+        retry, told so (a new request, never a cached one: cut answers are not cached). A
+        cut tool call was already retried by pydantic-ai (its arguments were invalid JSON):
+        no more."""
+
+        def run(asked: str) -> Awaitable[AgentRunResult[OutputT]]:
+            return agent.run(
+                asked,
+                instructions=dated,
+                deps=deps,
+                usage=usage,
+                timeout=self.timeout_seconds,
+                toolsets=toolsets,
+            )
+
+        try:
+            return await run(prompt)
+        except OutputTokenLimitExceeded as exc:
+            if isinstance(exc, IncompleteToolCall):
+                raise
+            log.warning("agent output cut at its token bound", role=self.role, error=str(exc))
+        return await run(prompt + CUT_RETRY.format(bound=self.max_output_tokens or "its"))
 
     def _record(self, usage: RunUsage, *, failed: bool) -> None:
         if self.usage is not None:
