@@ -277,35 +277,9 @@ class LLMReportWriter:
 
         outline = await self._write_outline(plan, evidence, hypotheses, assessment)
         sections: list[ReportSection] = []
-        form, how = SENTENCES_FORM if self.cited_sentences else CONTENT_FORM
         for planned in outline.outline:
             own = [by_id[i] for i in planned.evidence_ids if i in by_id]
-            fence = new_fence()
-            instructions = render_prompt(
-                "writer_section", form=form, how=how, untrusted=fence.note()
-            )
-            query = f"{plan.refined_question} {planned.heading}. {planned.purpose}"
-            passages = await asyncio.to_thread(self._passages, own, query)
-            prompt = section_prompt(
-                plan,
-                planned.heading,
-                planned.purpose,
-                own,
-                hypotheses,
-                fence,
-                self.snippet_chars,
-                passages,
-            )
-            ids = [e.id for e in own]
-            bounded = (
-                with_choices(CitedSectionOutput, {"sentences.evidence_ids": ids})
-                if self.cited_sentences
-                else None
-            )
-            written = await self._section.run(
-                instructions, prompt, _Shown(frozenset(ids)), output_type=bounded
-            )
-            content = restrict_markers(written.content, ids, cleanup, papers)
+            content = await self._write_section(plan, planned, own, hypotheses, cleanup, papers)
             if content.strip():
                 sections.append(ReportSection(heading=planned.heading, content=content))
 
@@ -338,6 +312,43 @@ class LLMReportWriter:
         )
         self.last_cleanup = cleanup
         return report
+
+    async def _write_section(
+        self,
+        plan: ResearchPlan,
+        planned: OutlineSection,
+        own: Sequence[Evidence],
+        hypotheses: Sequence[Hypothesis],
+        cleanup: MarkerCleanup,
+        papers: PaperIds,
+    ) -> str:
+        """One outlined section written from its own evidence ``own`` (and the passages of
+        its full texts that best match it), its markers restricted to those ids."""
+        form, how = SENTENCES_FORM if self.cited_sentences else CONTENT_FORM
+        fence = new_fence()
+        instructions = render_prompt("writer_section", form=form, how=how, untrusted=fence.note())
+        query = f"{plan.refined_question} {planned.heading}. {planned.purpose}"
+        passages = await asyncio.to_thread(self._passages, own, query)
+        prompt = section_prompt(
+            plan,
+            planned.heading,
+            planned.purpose,
+            own,
+            hypotheses,
+            fence,
+            self.snippet_chars,
+            passages,
+        )
+        ids = [e.id for e in own]
+        bounded = (
+            with_choices(CitedSectionOutput, {"sentences.evidence_ids": ids})
+            if self.cited_sentences
+            else None
+        )
+        written = await self._section.run(
+            instructions, prompt, _Shown(frozenset(ids)), output_type=bounded
+        )
+        return restrict_markers(written.content, ids, cleanup, papers)
 
     def _passages(
         self, evidence: Sequence[Evidence], query: str
