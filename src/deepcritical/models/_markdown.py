@@ -19,6 +19,7 @@ from deepcritical.models._words import plural, stop_reason_text
 if TYPE_CHECKING:  # the report module imports this one to render itself
     from deepcritical.models._report import (
         FlaggedRecord,
+        GroundingCheck,
         Reference,
         ResearchReport,
         SoftwareEnvironment,
@@ -115,7 +116,7 @@ def software_line(env: SoftwareEnvironment) -> str:
 
 
 # Complexity: one branch per report part, in reading order.
-def render_markdown(report: ResearchReport) -> str:  # noqa: C901
+def render_markdown(report: ResearchReport) -> str:
     """``report`` as markdown: citations numbered ``[1]``, ``[2]``... in order of first
     appearance, references listed in that order with their study design, then the grounding
     appendix (each checked sentence's supporting quotes) and the run's metadata."""
@@ -131,19 +132,7 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
         out += ["", "## Methodology", "", num(report.methodology)]
     if md.flow is not None:
         out += flow_lines(md.flow)
-    if report.hypotheses_tested:
-        out += ["", "## Hypotheses tested", ""]
-        for h in report.hypotheses_tested:
-            chain = " → ".join(p for p in [h.drug, h.target, h.pathway, h.effect] if p)
-            sup = ", ".join(f"[{numbers[e]}]" for e in h.supporting_evidence_ids if e in numbers)
-            con = ", ".join(f"[{numbers[e]}]" for e in h.contradicting_evidence_ids if e in numbers)
-            line = f"- **{num(h.statement)}** (confidence {h.confidence:.2f})"
-            if chain:
-                line += f"  \n  Chain: {chain}"
-            line += f"  \n  Supporting: {sup or 'none'}; contradicting: {con or 'none'}"
-            if h.certainty is not None:
-                line += f"  \n  {h.certainty.line()}"
-            out.append(line)
+    out += _hypothesis_lines(report, numbers)
     if report.findings:
         out += ["", "## Findings"]
         for s in report.findings:
@@ -156,7 +145,36 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
     if report.conclusion:
         out += ["", "## Conclusion", "", num(report.conclusion)]
     out.extend(integrity_lines(report.flagged_records, numbers))
-    out += ["", "## References", ""]
+    out += _reference_lines(report, numbers)
+    out.extend(grounding_appendix(report, numbers))
+    out += _metadata_lines(report)
+    return "\n".join(out) + "\n"
+
+
+def _hypothesis_lines(report: ResearchReport, numbers: dict[str, int]) -> list[str]:
+    """The "Hypotheses tested" section: each statement, its chain, the numbers of the
+    references for and against it, and its certainty."""
+    if not report.hypotheses_tested:
+        return []
+    out = ["", "## Hypotheses tested", ""]
+    for h in report.hypotheses_tested:
+        chain = " → ".join(p for p in [h.drug, h.target, h.pathway, h.effect] if p)
+        sup = ", ".join(f"[{numbers[e]}]" for e in h.supporting_evidence_ids if e in numbers)
+        con = ", ".join(f"[{numbers[e]}]" for e in h.contradicting_evidence_ids if e in numbers)
+        line = f"- **{numbered(h.statement, numbers)}** (confidence {h.confidence:.2f})"
+        if chain:
+            line += f"  \n  Chain: {chain}"
+        line += f"  \n  Supporting: {sup or 'none'}; contradicting: {con or 'none'}"
+        if h.certainty is not None:
+            line += f"  \n  {h.certainty.line()}"
+        out.append(line)
+    return out
+
+
+def _reference_lines(report: ResearchReport, numbers: dict[str, int]) -> list[str]:
+    """The "References" section, numbered in order of first citation, each with its study
+    design and study summary."""
+    out = ["", "## References", ""]
     by_id: dict[str, Reference] = {}
     for ref in report.references:
         by_id.setdefault(ref.evidence_id, ref)
@@ -170,10 +188,16 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
         out.append(line)
     if not numbers:
         out.append("No references.")
-    out.extend(grounding_appendix(report, numbers))
+    return out
+
+
+def _metadata_lines(report: ResearchReport) -> list[str]:
+    """The closing lines: sources searched, citation and grounding checks, certainty,
+    dropped values, software, notes and unavailable sources."""
+    md = report.metadata
     cv = md.citation_validation
     searched = ", ".join(SOURCE_LABELS.get(s, s) for s in md.sources_searched) or "none"
-    out += [
+    out = [
         "",
         "---",
         "",
@@ -187,30 +211,8 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
         f" {plural(cv.markers_removed, 'citation')} and"
         f" {plural(cv.sentences_removed, 'sentence')} removed.*  ",
     ]
-    gc = md.grounding_check
-    if gc is not None:
-        how = (
-            f"NLI entailment ≥ {gc.nli_threshold:g}"
-            if gc.method == "embedding+nli" and gc.nli_threshold is not None
-            else f"cosine similarity ≥ {gc.threshold:g}"
-        )
-        if gc.sentences_checked and md.grounding_score is not None:
-            found = (
-                f"{gc.sentences_supported} of {gc.sentences_checked} cited sentences are"
-                f" supported by a passage of a cited source (grounding score"
-                f" {md.grounding_score:.2f}; {how})"
-            )
-        else:
-            found = "no cited sentence to check"
-
-        out.append(
-            f"*Grounding check: {found};"
-            f" {plural(gc.sentences_removed, 'unsupported sentence')},"
-            f" {plural(gc.citations_removed, 'unsupported citation')} and"
-            f" {plural(gc.references_removed, 'reference')} removed"
-            + (f"; {gc.sentences_rewritten} rewritten" if gc.sentences_rewritten else "")
-            + ".*  "
-        )
+    if md.grounding_check is not None:
+        out.append(_grounding_line(md.grounding_check, md.grounding_score))
     if md.certainty is not None:
         out.append(f"*{md.certainty.line()}*  ")
     if md.values_dropped:
@@ -226,4 +228,30 @@ def render_markdown(report: ResearchReport) -> str:  # noqa: C901
             f"{SOURCE_LABELS.get(s, s)}: {why}" for s, why in md.source_failures.items()
         )
         out.append(f"*Sources unavailable: {fails}.*")
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _grounding_line(gc: GroundingCheck, score: float | None) -> str:
+    """The grounding check's line: how many cited sentences a passage supports, and what
+    was removed or rewritten."""
+    how = (
+        f"NLI entailment ≥ {gc.nli_threshold:g}"
+        if gc.method == "embedding+nli" and gc.nli_threshold is not None
+        else f"cosine similarity ≥ {gc.threshold:g}"
+    )
+    if gc.sentences_checked and score is not None:
+        found = (
+            f"{gc.sentences_supported} of {gc.sentences_checked} cited sentences are"
+            f" supported by a passage of a cited source (grounding score"
+            f" {score:.2f}; {how})"
+        )
+    else:
+        found = "no cited sentence to check"
+    return (
+        f"*Grounding check: {found};"
+        f" {plural(gc.sentences_removed, 'unsupported sentence')},"
+        f" {plural(gc.citations_removed, 'unsupported citation')} and"
+        f" {plural(gc.references_removed, 'reference')} removed"
+        + (f"; {gc.sentences_rewritten} rewritten" if gc.sentences_rewritten else "")
+        + ".*  "
+    )
