@@ -72,7 +72,7 @@ valid.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from deepcritical.evidence.embeddings import Embedder
@@ -80,6 +80,7 @@ from deepcritical.evidence.grading import grade_evidence
 from deepcritical.models import (
     CitationValidation,
     Evidence,
+    GroundedClaim,
     GroundingCheck,
     ResearchReport,
     marker_ids,
@@ -281,6 +282,43 @@ def ground_report(
         claims = [*carried, *claims]
 
     notes = list(new.metadata.notes)
+    _apply_to_report(new, changes, notes)
+    dropped = _drop_uncited_references(new, evidence, cited_before)
+    removed_refs = list(
+        dict.fromkeys([*(previous.removed_reference_ids if previous else []), *dropped])
+    )
+    check = _check_record(
+        method, threshold, nli_threshold if nli is not None else None, claims, removed_refs
+    )
+    new.grounding = claims
+    new.metadata = new.metadata.model_copy(
+        update={
+            "grounding_check": check,
+            "grounding_score": (
+                round(check.sentences_supported / check.sentences_checked, 4)
+                if check.sentences_checked
+                else None
+            ),
+            "notes": notes,
+        }
+    )
+    if citation_problems(new, evidence):  # not expected: removal keeps every marker canonical
+        before = new.metadata.citation_validation
+        new = validate_report(new, evidence)
+        new.metadata.citation_validation = _merge_validation(
+            before, new.metadata.citation_validation
+        )
+    return new
+
+
+def _apply_to_report(
+    new: ResearchReport,
+    changes: Mapping[int, Mapping[tuple[int, int], str | None]],
+    notes: list[str],
+) -> None:
+    """Apply the sentence changes to ``new`` in place: the summary (part 0), each findings
+    section (parts 1..n; an emptied one is dropped and noted in ``notes``) and the
+    conclusion (part n + 1); an emptied summary or conclusion says so."""
     conclusion_part = len(new.findings) + 1
     if 0 in changes:
         new.executive_summary = _apply(new.executive_summary, changes[0])
@@ -303,6 +341,12 @@ def ground_report(
         if not new.conclusion.strip():
             new.conclusion = EmptiedPart["conclusion"]
 
+
+def _drop_uncited_references(
+    new: ResearchReport, evidence: Mapping[str, Evidence], cited_before: set[str]
+) -> list[str]:
+    """Drop from ``new`` the references cited before grounding and no longer cited, and
+    grade the study design of the others; returns the ids dropped."""
     cited_after = _all_cited(new)
     dropped = [
         r.evidence_id
@@ -313,14 +357,22 @@ def ground_report(
     for ref in new.references:
         if ref.evidence_id in evidence:
             ref.study_design = grade_evidence(evidence[ref.evidence_id])
+    return dropped
 
-    removed_refs = list(
-        dict.fromkeys([*(previous.removed_reference_ids if previous else []), *dropped])
-    )
-    check = GroundingCheck(
+
+def _check_record(
+    method: str,
+    threshold: float,
+    nli_threshold: float | None,
+    claims: Sequence[GroundedClaim],
+    removed_refs: list[str],
+) -> GroundingCheck:
+    """What the grounding check did, counted from its ``claims``, with the ids of the
+    references it removed (this time and before)."""
+    return GroundingCheck(
         method=method,
         threshold=threshold,
-        nli_threshold=nli_threshold if nli is not None else None,
+        nli_threshold=nli_threshold,
         sentences_checked=len(claims),
         sentences_supported=sum(c.supported for c in claims),
         sentences_removed=sum(c.removed for c in claims),
@@ -331,25 +383,6 @@ def ground_report(
         references_removed=len(removed_refs),
         removed_reference_ids=removed_refs,
     )
-    new.grounding = claims
-    new.metadata = new.metadata.model_copy(
-        update={
-            "grounding_check": check,
-            "grounding_score": (
-                round(check.sentences_supported / check.sentences_checked, 4)
-                if check.sentences_checked
-                else None
-            ),
-            "notes": notes,
-        }
-    )
-    if citation_problems(new, evidence):  # not expected: removal keeps every marker canonical
-        before = new.metadata.citation_validation
-        new = validate_report(new, evidence)
-        new.metadata.citation_validation = _merge_validation(
-            before, new.metadata.citation_validation
-        )
-    return new
 
 
 def _apply(text: str, changes: Mapping[tuple[int, int], str | None] | None) -> str:
