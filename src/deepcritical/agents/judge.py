@@ -136,6 +136,24 @@ class LLMJudge:
         prompt = self._prompt(plan, evidence, hypotheses, round_no, total_evidence, fence)
         output = await self._agent.run(instructions, prompt, None)
         coverage = plan.coverage()
+        sufficient, reasoning, reason = self._verdict(output, coverage)
+        return JudgeAssessment(
+            mechanism_score=output.mechanism_score,
+            clinical_evidence_score=output.clinical_evidence_score,
+            coverage=round(coverage, 4),
+            sufficient=sufficient,
+            recommendation="synthesize" if sufficient else "continue",
+            next_queries=[]
+            if sufficient
+            else fresh_queries(output.next_queries, [], MAX_NEXT_QUERIES),
+            reasoning=reasoning.strip(),
+            reason=reason[:MAX_REASON_CHARS],
+        )
+
+    def _verdict(self, output: JudgeOutput, coverage: float) -> tuple[bool, str, str]:
+        """``(sufficient, reasoning, reason)`` of the model's output: its first sentence as
+        the reason, and a "sufficient" overruled when checklist coverage is below
+        ``min_coverage_for_sufficient``."""
         sufficient = output.sufficient
         reasoning = " ".join(output.reasoning.split())
         sentences = split_sentences(reasoning)
@@ -151,18 +169,7 @@ class LLMJudge:
                 f"is {coverage:.0%}, below {self.min_coverage_for_sufficient:.0%}"
             )
             reasoning += f" ({reason[0].upper()}{reason[1:]}.)"
-        return JudgeAssessment(
-            mechanism_score=output.mechanism_score,
-            clinical_evidence_score=output.clinical_evidence_score,
-            coverage=round(coverage, 4),
-            sufficient=sufficient,
-            recommendation="synthesize" if sufficient else "continue",
-            next_queries=[]
-            if sufficient
-            else fresh_queries(output.next_queries, [], MAX_NEXT_QUERIES),
-            reasoning=reasoning.strip(),
-            reason=reason[:MAX_REASON_CHARS],
-        )
+        return sufficient, reasoning, reason
 
     def _prompt(
         self,

@@ -257,29 +257,12 @@ def ground_report(
         and previous.threshold == threshold
         and (nli is None or previous.nli_threshold == nli_threshold)
     )
-    carried = [c for c in new.grounding if c.removed]
-    flat = [
-        u for i, (location, text) in enumerate(_texts(new)) for u in _cited_units(text, i, location)
-    ]
-    earlier = [c for c in new.grounding if not c.removed]
-
-    if same and [(u.location, u.sentence) for u in flat] == [
-        (c.location, c.grounded_sentence) for c in earlier
-    ]:
+    if same and _unchanged_since_grounded(new):
         claims = list(new.grounding)  # grounded before with the same settings: nothing to do
         changes: dict[int, dict[tuple[int, int], str | None]] = {}
     else:
-        claims, changes = check_units(flat, evidence, embedder, threshold, nli, nli_threshold)
-        if rewrite is not None and max_rewrites > 0:
-            rewrite_unsupported(
-                flat,
-                claims,
-                changes,
-                Scorer(evidence, embedder, threshold, nli, nli_threshold),
-                rewrite,
-                max_rewrites,
-            )
-        claims = [*carried, *claims]
+        scorer = Scorer(evidence, embedder, threshold, nli, nli_threshold)
+        claims, changes = _check_again(new, scorer, rewrite, max_rewrites)
 
     notes = list(new.metadata.notes)
     _apply_to_report(new, changes, notes)
@@ -309,6 +292,41 @@ def ground_report(
             before, new.metadata.citation_validation
         )
     return new
+
+
+def _unchanged_since_grounded(report: ResearchReport) -> bool:
+    """Whether the report's cited sentences are those its kept claims were grounded on."""
+    flat = [
+        u
+        for i, (location, text) in enumerate(_texts(report))
+        for u in _cited_units(text, i, location)
+    ]
+    earlier = [c for c in report.grounding if not c.removed]
+    return [(u.location, u.sentence) for u in flat] == [
+        (c.location, c.grounded_sentence) for c in earlier
+    ]
+
+
+def _check_again(
+    report: ResearchReport,
+    scorer: Scorer,
+    rewrite: RewriteFunction | None,
+    max_rewrites: int,
+) -> tuple[list[GroundedClaim], dict[int, dict[tuple[int, int], str | None]]]:
+    """Every cited sentence of ``report`` checked (and, with ``rewrite``, up to
+    ``max_rewrites`` unsupported ones rewritten): the claims (those removed before first)
+    and the changes to make per part and sentence."""
+    flat = [
+        u
+        for i, (location, text) in enumerate(_texts(report))
+        for u in _cited_units(text, i, location)
+    ]
+    claims, changes = check_units(
+        flat, scorer.evidence, scorer.embedder, scorer.threshold, scorer.nli, scorer.nli_threshold
+    )
+    if rewrite is not None and max_rewrites > 0:
+        rewrite_unsupported(flat, claims, changes, scorer, rewrite, max_rewrites)
+    return [*(c for c in report.grounding if c.removed), *claims], changes
 
 
 def _apply_to_report(
