@@ -567,6 +567,91 @@ class RoleScript:
 
 
 # --------------------------------------------------------------------------- HTTP stub
+class _CompletionsHandler(BaseHTTPRequestHandler):
+    """The stub's request handler: ``stub`` is the :class:`ChatCompletionsStub` it answers
+    for (set on the subclass each stub makes)."""
+
+    stub: ChatCompletionsStub
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_POST(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            with self.stub._lock:
+                self.stub.requests.append(body)
+            rejected = self.stub.rejects(body)
+            if rejected:
+                self._send(500, {"error": {"message": rejected}})
+                return
+            completion = self.stub.rambling(body) or self.stub.complete(body)
+            if body.get("stream"):
+                self._send_sse(completion, body)
+            else:
+                self._send(200, completion)
+        except Exception as exc:  # noqa: BLE001 - a bug in the stub: report it, answer 500
+            self.stub.errors.append(f"{type(exc).__name__}: {exc}")
+            self._send(500, {"error": {"message": str(exc)}})
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_sse(self, completion: dict[str, Any], body: dict[str, Any]) -> None:
+        message = completion["choices"][0]["message"]
+        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        if message.get("tool_calls"):
+            delta["tool_calls"] = [
+                {"index": i, **call} for i, call in enumerate(message["tool_calls"])
+            ]
+        base = {k: completion[k] for k in ("id", "created", "model")}
+        chunks = [
+            {
+                **base,
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+            },
+            {
+                **base,
+                "object": "chat.completion.chunk",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {},
+                        "finish_reason": completion["choices"][0]["finish_reason"],
+                    }
+                ],
+            },
+        ]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append(
+                {
+                    **base,
+                    "object": "chat.completion.chunk",
+                    "choices": [],
+                    "usage": completion["usage"],
+                }
+            )
+        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        raw = data.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
 class ChatCompletionsStub:
     """An OpenAI Chat Completions server on 127.0.0.1 (ephemeral port) in a thread.
 
@@ -591,88 +676,8 @@ class ChatCompletionsStub:
         self.requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_POST(self) -> None:
-                try:
-                    length = int(self.headers.get("Content-Length") or 0)
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                    if self.path.rstrip("/") != "/v1/chat/completions":
-                        self._send(404, {"error": {"message": f"no route {self.path}"}})
-                        return
-                    with stub._lock:
-                        stub.requests.append(body)
-                    rejected = stub.rejects(body)
-                    if rejected:
-                        self._send(500, {"error": {"message": rejected}})
-                        return
-                    completion = stub.rambling(body) or stub.complete(body)
-                    if body.get("stream"):
-                        self._send_sse(completion, body)
-                    else:
-                        self._send(200, completion)
-                except Exception as exc:  # noqa: BLE001 - a bug in the stub: report it, answer 500
-                    stub.errors.append(f"{type(exc).__name__}: {exc}")
-                    self._send(500, {"error": {"message": str(exc)}})
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _send_sse(self, completion: dict[str, Any], body: dict[str, Any]) -> None:
-                message = completion["choices"][0]["message"]
-                delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-                if message.get("tool_calls"):
-                    delta["tool_calls"] = [
-                        {"index": i, **call} for i, call in enumerate(message["tool_calls"])
-                    ]
-                base = {k: completion[k] for k in ("id", "created", "model")}
-                chunks = [
-                    {
-                        **base,
-                        "object": "chat.completion.chunk",
-                        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
-                    },
-                    {
-                        **base,
-                        "object": "chat.completion.chunk",
-                        "choices": [
-                            {
-                                "index": 0,
-                                "delta": {},
-                                "finish_reason": completion["choices"][0]["finish_reason"],
-                            }
-                        ],
-                    },
-                ]
-                if (body.get("stream_options") or {}).get("include_usage"):
-                    chunks.append(
-                        {
-                            **base,
-                            "object": "chat.completion.chunk",
-                            "choices": [],
-                            "usage": completion["usage"],
-                        }
-                    )
-                data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-                raw = data.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        handler = type("Handler", (_CompletionsHandler,), {"stub": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
