@@ -274,14 +274,7 @@ class ExtractiveJudge:
         clinical_score = min(10, 2 * sum(weights))
         mechanistic = sum(is_mechanistic(e) for e in evidence)
         unsatisfied = plan.unsatisfied()
-        next_queries: list[str] = []
-        if not sufficient:
-            groups = [item_queries(plan, item) for item in unsatisfied]
-            if not on_question:
-                groups.insert(0, [key_term_query(list(terms))])
-            firsts = [g[0] for g in groups if g]
-            rest = [q for g in groups for q in g[1:]]
-            next_queries = fresh_queries([*firsts, *rest], [], MAX_NEXT_QUERIES)
+        next_queries = [] if sufficient else _next_queries(plan, terms, on_question)
         n_sat = sum(c.status == ChecklistStatus.SATISFIED for c in plan.checklist)
         n_part = sum(c.status == ChecklistStatus.PARTIAL for c in plan.checklist)
         if (full or enough) and not on_question:
@@ -329,3 +322,14 @@ class ExtractiveJudge:
             reasoning=reasoning,
             reason=why[:MAX_REASON_CHARS],
         )
+
+
+def _next_queries(plan: ResearchPlan, terms: Sequence[str], on_question: bool) -> list[str]:
+    """The next round's queries: the first query of each unsatisfied checklist item, then
+    their others; the question's key terms first when too few items mention them."""
+    groups = [item_queries(plan, item) for item in plan.unsatisfied()]
+    if not on_question:
+        groups.insert(0, [key_term_query(list(terms))])
+    firsts = [g[0] for g in groups if g]
+    rest = [q for g in groups for q in g[1:]]
+    return fresh_queries([*firsts, *rest], [], MAX_NEXT_QUERIES)
