@@ -45,7 +45,6 @@ from deepcritical.models import (
     GroundedClaim,
     Hypothesis,
     JudgeAssessment,
-    QuestionType,
     ReportPreferences,
     ResearchPlan,
     ResearchReport,
@@ -74,6 +73,13 @@ from deepcritical.orchestrators.progress import (
 )
 from deepcritical.report.finish import GroundingOptions, RunFacts, finish_report
 from deepcritical.report.grounding import RewriteFunction
+from deepcritical.report.methodology import (
+    CitationCounts,
+    FullTextCounts,
+    MethodologyRecord,
+    ScreeningCounts,
+    methodology_text,
+)
 from deepcritical.sources.bounded import bound_evidence
 from deepcritical.state.run_store import RunStore
 from deepcritical.state.sources import SourceCollector
@@ -99,36 +105,6 @@ def step(method: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[A
         return result
 
     return published
-
-
-_TYPE_LABELS = {
-    QuestionType.INTERVENTION: "intervention / therapy",
-    QuestionType.DIAGNOSIS_PROGNOSIS: "diagnosis / prognosis",
-    QuestionType.AETIOLOGY_RISK: "aetiology / risk",
-    QuestionType.MECHANISM: "mechanism",
-    QuestionType.PREVALENCE: "prevalence / epidemiology",
-    QuestionType.REPURPOSING: "drug repurposing",
-}
-
-
-def _question_line(plan: ResearchPlan) -> str:
-    """ "Question type: ... (population: ...; ...). " for the methodology; ``""`` for a plan
-    with no question type (saved before question types)."""
-    if plan.question_type is None:
-        return ""
-    pico = plan.pico
-    parts = [
-        f"{label}: {value}"
-        for label, value in (
-            ("population", pico.population),
-            ("intervention, exposure or test", pico.intervention),
-            ("comparator", pico.comparator),
-            ("outcome or condition", pico.outcome),
-        )
-        if value
-    ]
-    elements = f" ({'; '.join(parts)})" if parts else ""
-    return f"Question type (by rules): {_TYPE_LABELS[plan.question_type]}{elements}. "
 
 
 class ResearchRun:
@@ -933,153 +909,59 @@ class ResearchRun:
         best = max((h.confidence for h in self.state.hypotheses), default=coverage)
         return round(0.5 * coverage + 0.5 * best, 2)
 
-    def _screening_lines(self) -> list[str]:
-        """How the records were screened (by the search agent's model, by calibrated
-        relevance, or not at all), with the number found off-topic."""
-        state, calibration = self.state, self.deps.screening
-        retracted = len(self.retracted())
-        off_topic = len(self.store) - len(self.on_topic()) - retracted
-        kept_out = (
-            f"{off_topic} off-topic record(s) were kept out of the checklist, hypotheses, "
-            "judgement and report."
-        )
-        lines = []
-        screener = self.agents.screener
-        if state.model_screened and screener is not None and not screener.uses_tools:
-            lines.append(
-                f"The search agent's model screened {state.model_screened} record(s) against "
-                "the question and the checklist in one structured answer per round (a status, "
-                "the checklist questions it answers and a verbatim excerpt for each record); "
-                "each record it kept was saved with those questions, and every record it "
-                "called off-topic was screened out."
-            )
-        elif state.model_screened:
-            lines.append(
-                f"The search agent's model screened {state.model_screened} record(s) against "
-                "the question and the checklist: it saved each record that helps answer a "
-                "checklist question with the questions it answers and verbatim excerpts "
-                "(save_source), checked what was still missing (get_progress, "
-                "check_completion), and every record it did not save was screened out as "
-                "off-topic."
-            )
-        if state.calibrated_screened and calibration is not None:
-            which = (
-                f"The other {state.calibrated_screened} record(s) were"
-                if state.model_screened
-                else "Every record was"
-            )
-            lines.append(
-                f"{which} screened against the question by calibrated relevance (similarity "
-                f"and key concepts; off-topic below {calibration.partial_at:g})."
-            )
-        elif state.calibrated_screened:
-            lines.append(
-                f"{state.calibrated_screened} record(s) were not screened for relevance: the "
-                "relevance calibration holds for all-MiniLM-L6-v2 embeddings only."
-            )
-        if not lines:
-            return []
-        return [*lines[:-1], f"{lines[-1]} {kept_out}"]
-
-    def _full_text_line(self) -> str:
-        """How many records were read in full text (fetched in this run or imported as JATS
-        into the local corpus) against abstracts only, and the fetches that failed."""
-        records = self.store.all()
-        full = sum(e.full_text for e in records)
-        log = self.state.full_texts
-        line = (
-            f"Full texts: {full} of the {len(records)} records were read in full text "
-            "(open-access JATS, section by section); the others from their abstracts or "
-            "summaries only."
-        )
-        if self.deps.full_text is None:
-            line += " No full text was fetched in this run."
-        else:
-            line += (
-                f" {len(log.read)} full text(s) fetched from Europe PMC or PubMed Central "
-                f"(at most {self.settings.max_full_texts} per run, the most relevant on-topic "
-                "records with a PMCID first)."
-            )
-        if log.failed:
-            line += (
-                f" {len(log.failed)} could not be read and were used as abstracts: "
-                + "; ".join(
-                    f"{self.store.require(eid).citation.pmcid} ({reason})"
-                    for eid, reason in log.failed.items()
-                )
-                + "."
-            )
-        return line
-
-    def _citation_line(self) -> str | None:
-        """What citation tracking did (seeds, directions, records found, kept, screened);
-        ``None`` when the run has none (offline, no PubMed or OpenAlex, a budget of 0)."""
-        if self.deps.citations is None:
-            return None
-        log, s = self.state.citations, self.settings
-        head = (
-            "Citation tracking (once per run, after the first search round with on-topic records)"
-        )
-        if not log.done:
-            why = log.skipped or "no on-topic record with a PMID or DOI to start from"
-            return f"{head}: not done: {why}."
-        line = (
-            f"{head}: {len(log.seeds)} seed(s), the most relevant on-topic records with a PMID "
-            f"or DOI: {', '.join(log.seeds)}. Followed backward (their references: OpenAlex "
-            "referenced_works, PubMed elink pubmed_pubmed_refs, the JATS reference lists of "
-            "full texts read) and forward (papers citing them: OpenAlex cites:, PubMed "
-            "pubmed_pubmed_citedin)."
-        )
-        if log.skipped:
-            return f"{line} No record was added: {log.skipped}."
-        on_topic = len(log.added) - log.off_topic
-        line += (
-            f" {log.identified} record(s) found, {log.already_found} already found by the "
-            f"searches, {log.duplicates} duplicate(s) among them, {log.beyond_limit} beyond the "
-            f"cap of {s.citation_candidates} (the most relevant to the question kept); "
-            f"{len(log.added)} new record(s) added and screened like search results: "
-            f"{on_topic} on-topic, {log.off_topic} off-topic."
-        )
-        if log.failures:
-            line += " Lookups that failed: " + "; ".join(log.failures) + "."
-        return line
-
     def methodology(self) -> str:
-        """Factual account of the run (built from what happened, never by a model)."""
-        plan, state = self.plan, self.state
-        labels = [SOURCE_LABELS.get(s, s) for s in self.source_names]
-        searched = state.sources_answered or state.source_failures
-        lines = [
-            f"{'Sources searched' if searched else 'Sources chosen (none was searched)'}: "
-            f"{', '.join(labels)}. "
-            f"{state.rounds} search round(s), {len(state.queries)} queries, "
-            f"{len(self.store)} distinct records kept after de-duplication by identifier "
-            "(PMID, DOI, PMCID, NCT ID, URL) and by near-duplicate text.",
-            _question_line(plan)
-            + f"Checklist ({len(plan.checklist)} items, coverage {plan.coverage():.0%}): "
-            + "; ".join(f"{c.description} — {c.status.value}" for c in plan.checklist)
-            + ".",
-            f"Evidence for the report was chosen by maximal marginal relevance "
-            f"(λ = {self.settings.mmr_lambda:g}) among all records; every citation was checked "
-            "against the evidence collected in this run.",
-        ]
-        lines.extend(self._screening_lines())
-        retracted = self.retracted()
-        if retracted:
-            lines.append(
-                f"Integrity: {len(retracted)} on-topic record(s) marked as retracted by their "
-                "source (PubMed publication type or retraction notice, Europe PMC publication "
-                "type, OpenAlex is_retracted) were kept out of the checklist, hypotheses, "
-                "judgement, verdict and citations; they are listed in “Retracted or flagged "
-                "records found”."
+        """Factual account of the run (built from what happened, never by a model):
+        :func:`~deepcritical.report.methodology.methodology_text` of its record."""
+        state, records = self.state, self.store.all()
+        screener = self.agents.screener
+        calibration = self.deps.screening
+        citations = None
+        if self.deps.citations is not None:
+            log = state.citations
+            citations = CitationCounts(
+                done=log.done,
+                skipped=log.skipped,
+                seeds=list(log.seeds),
+                identified=log.identified,
+                already_found=log.already_found,
+                duplicates=log.duplicates,
+                beyond_limit=log.beyond_limit,
+                cap=self.settings.citation_candidates,
+                added=len(log.added),
+                off_topic=log.off_topic,
+                failures=list(log.failures),
             )
-        lines.append(self._full_text_line())
-        citation_line = self._citation_line()
-        if citation_line is not None:
-            lines.append(citation_line)
-        lines.extend(state.methodology)
-        if state.queries:
-            lines.append("Queries: " + "; ".join(f"“{q}”" for q in state.queries) + ".")
-        for src, reason in self._failed_sources().items():
-            lines.append(f"{SOURCE_LABELS.get(src, src)} unavailable: {reason}.")
-        return "\n\n".join(lines)
+        retracted = len(self.retracted())
+        return methodology_text(
+            MethodologyRecord(
+                sources=list(self.source_names),
+                searched=bool(state.sources_answered or state.source_failures),
+                rounds=state.rounds,
+                queries=list(state.queries),
+                records=len(self.store),
+                plan=self.plan,
+                mmr_lambda=self.settings.mmr_lambda,
+                screening=ScreeningCounts(
+                    by_model=state.model_screened,
+                    model_tools=screener is None or screener.uses_tools,
+                    by_relevance=state.calibrated_screened,
+                    off_topic_below=calibration.partial_at if calibration is not None else None,
+                    off_topic=len(self.store) - len(self.on_topic()) - retracted,
+                ),
+                retracted=retracted,
+                full_text=FullTextCounts(
+                    full=sum(e.full_text for e in records),
+                    records=len(records),
+                    fetching=self.deps.full_text is not None,
+                    fetched=len(state.full_texts.read),
+                    per_run=self.settings.max_full_texts,
+                    failed=[
+                        (self.store.require(eid).citation.pmcid, reason)
+                        for eid, reason in state.full_texts.failed.items()
+                    ],
+                ),
+                citations=citations,
+                extra=list(state.methodology),
+                unavailable=self._failed_sources(),
+            )
+        )
