@@ -40,6 +40,7 @@ import asyncio
 import html
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -715,45 +716,44 @@ def _show_the_answer_when_done(events: list[Any]) -> None:
         event.then(None, None, None, js=SHOW_ANSWER_JS, api_visibility="private")
 
 
-def _history_tab(
-    opener: hist.StoreOpener,
-    settings: Settings,
-    shelf: DownloadShelf,
-    outputs: list[Any],
-    run_outputs: list[Any],
-    access: Access,
-    resume_run: Any,
-    watched: Watcher,
-    backend: JobBackend | None,
-) -> tuple[Any, list[Any]]:
-    """The *History* tab: the caller's past runs from the durable store, listed when the tab
-    opens; a row click opens the run (report, evidence, hypotheses, downloads in their tabs,
-    and its report here); Resume and Export act on the selected run. Each handler asks
-    ``access`` who the caller is before it opens the store. In jobs mode (``backend``) a
-    queued or running run is followed live from its event log until it ends, as a run
-    started on this page (*Stop* cancels it). Returns the Resume event and the open events
-    (*Stop* cancels them)."""
+@dataclass(frozen=True)
+class _HistoryHandlers:
+    """The *History* tab's handlers over the durable store that ``opener`` opens: each asks
+    ``access`` who the caller is before it opens the store, and acts on that caller's runs
+    only."""
 
-    def with_store(action: Any) -> Any:
-        store = opener(settings)
+    opener: hist.StoreOpener
+    settings: Settings
+    shelf: DownloadShelf
+    run_outputs: list[Any]
+    access: Access
+    watched: Watcher
+    backend: JobBackend | None
+
+    def with_store(self, action: Any) -> Any:
+        """``action(store)`` on a store opened for it, closed after."""
+        store = self.opener(self.settings)
         try:
             return action(store)
         finally:
             store.close()
 
     def refresh(
-        request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
+        self, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
     ) -> tuple[list[list[str]], list[str]]:
+        """The caller's runs as table rows, and their ids (nothing before sign-in)."""
         try:
-            owner = access.owner(request, profile)
+            owner = self.access.owner(request, profile)
         except SignInRequired:
             return [], []
-        table: tuple[list[list[str]], list[str]] = with_store(
+        table: tuple[list[list[str]], list[str]] = self.with_store(
             lambda s: hist.history_table(s, owner)
         )
         return table
 
+    @staticmethod
     def pick(ids: list[str] | None, evt: gr.SelectData) -> Any:
+        """The run id of the row clicked."""
         index = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
         found = hist.selected_run_id(
             ids or [], index if isinstance(index, int) else None, evt.row_value
@@ -761,13 +761,18 @@ def _history_tab(
         return found if found is not None else gr.skip()
 
     async def open_run(
-        run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
+        self,
+        run_id: str,
+        request: gr.Request | None = None,
+        profile: gr.OAuthProfile | None = None,
     ) -> AsyncIterator[tuple[Any, ...]]:
-        skip = tuple(gr.skip() for _ in run_outputs)
+        """Open the caller's run ``run_id`` in the run tabs (its report also here); in jobs
+        mode follow a queued or running one live."""
+        skip = tuple(gr.skip() for _ in self.run_outputs)
         try:
-            owner = access.owner(request, profile)
+            owner = self.access.owner(request, profile)
             record, result = await asyncio.to_thread(
-                with_store, lambda s: hist.stored_run(s, run_id, owner)
+                self.with_store, lambda s: hist.stored_run(s, run_id, owner)
             )
         except (SignInRequired, RunNotFoundError) as exc:
             yield (*skip, f'<p class="dc-error">{html.escape(str(exc))}</p>', "")
@@ -781,8 +786,11 @@ def _history_tab(
             text = f"{hist.status_line(record)}. {more}"
             return f'<p class="dc-history-line" role="status">{html.escape(text)}</p>'
 
+        backend = self.backend
         if backend is not None and result is None and record.status in FOLLOWED_STATUSES:
-            follow = _follow_job(backend, record, owner, settings, watched, request, with_store)
+            follow = _follow_job(
+                backend, record, owner, self.settings, self.watched, request, self.with_store
+            )
             async for out in follow:
                 yield out
             return
@@ -791,22 +799,49 @@ def _history_tab(
             yield (*skip, line(more), "")
             return
         last: tuple[Any, ...] = ()
-        async for out in stream_run(hist.replay_events(record, result), settings, shelf, owner):
+        replayed = hist.replay_events(record, result)
+        async for out in stream_run(replayed, self.settings, self.shelf, owner):
             last = out
         opened = "Opened in the Report, Evidence, Hypotheses and Downloads tabs; report below."
         yield (*last, gr.skip(), gr.skip(), gr.skip(), line(opened), last[2])
 
     def export(
-        run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
+        self, run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
     ) -> str:
+        """A link to the caller's run ``run_id`` as JSON, served to that caller only."""
         try:
-            owner = access.owner(request, profile)
-            rid, data = with_store(lambda s: hist.export_of(s, run_id, owner))
+            owner = self.access.owner(request, profile)
+            rid, data = self.with_store(lambda s: hist.export_of(s, run_id, owner))
         except (SignInRequired, RunNotFoundError) as exc:
             return f'<p class="dc-error">{html.escape(str(exc))}</p>'
-        (path,) = shelf.shelve(owner, lambda folder: [hist.write_export(rid, data, folder)])
-        return export_html(shelf, path)
+        (path,) = self.shelf.shelve(owner, lambda folder: [hist.write_export(rid, data, folder)])
+        return export_html(self.shelf, path)
 
+
+def _history_tab(
+    opener: hist.StoreOpener,
+    settings: Settings,
+    shelf: DownloadShelf,
+    outputs: list[Any],
+    run_outputs: list[Any],
+    access: Access,
+    resume_run: Any,
+    watched: Watcher,
+    backend: JobBackend | None,
+) -> tuple[Any, list[Any]]:
+    """The *History* tab: the caller's past runs from the durable store, listed when the tab
+    opens; a row click opens the run (report, evidence, hypotheses, downloads in their tabs,
+    and its report here); Resume and Export act on the selected run (the handlers:
+    :class:`_HistoryHandlers`). In jobs mode (``backend``) a queued or running run is
+    followed live from its event log until it ends, as a run started on this page (*Stop*
+    cancels it). Returns the Resume event and the open events (*Stop* cancels them)."""
+    handlers = _HistoryHandlers(opener, settings, shelf, run_outputs, access, watched, backend)
+    refresh, pick, open_run, export = (
+        handlers.refresh,
+        handlers.pick,
+        handlers.open_run,
+        handlers.export,
+    )
     with gr.Tab("History", elem_id="dc-history-tab") as tab:
         gr.Markdown(
             "Your runs, newest first (listed when this tab opens). Click a row to open the "
