@@ -264,16 +264,13 @@ class _Count:
 def _counts(text: str, start: int, end: int) -> list[_Count]:
     """Every whole-number count of ``text[start:end]`` outside brackets that is not an age,
     year, duration, dose or a category number, with the phrase it counts."""
-    out = []
-    for m in _COUNT.finditer(text, start, end):
-        s, e = m.start("n"), m.end("n")
-        if not _plausible(text[s:e]) or _depth(text, start, s):
-            continue
-        if _NOT_A_COUNT_AFTER.match(text, e, end) or _NOT_A_COUNT_BEFORE.search(text, start, s):
-            continue
-        noun = _COUNT_PHRASE.match(text, e, end)
-        out.append(_Count(CountSpan(s, e, noun.end() if noun else e), noun is not None))
-    return out
+    return [
+        _Count(span, span.clause_end > span.end)
+        for span in number_spans(text, start, end)
+        if not _depth(text, start, span.start)
+        and not _NOT_A_COUNT_AFTER.match(text, span.end, end)
+        and not _NOT_A_COUNT_BEFORE.search(text, start, span.start)
+    ]
 
 
 _CLAUSE_JOIN = re.compile(
@@ -795,7 +792,7 @@ def find_sample_size(text: str) -> SampleSizeReading | None:
     best = max(c.reading.strength for c in found)
     top = [c for c in found if c.reading.strength == best]
     sure = [c for c in top if not c.ambiguous]
-    values = {_value(text, c.reading) for c in top}
+    values = {reading_value(text, c.reading) for c in top}
     if not sure or len(values) != 1:
         return None  # the firmest statements disagree, or describe groups that may not add up
     if any(not s <= sure[0].order < e or _beside(text, sure[0].reading, s, e) for s, e in controls):
@@ -806,13 +803,9 @@ def find_sample_size(text: str) -> SampleSizeReading | None:
     return sure[0].reading
 
 
-def _value(text: str, reading: SampleSizeReading) -> float:
-    return sum(parse_number(text[s.start : s.end]) or 0.0 for s in reading.spans)
-
-
 def reading_value(text: str, reading: SampleSizeReading) -> float:
     """The sample size ``reading`` states in ``text``: its total, or the sum of its parts."""
-    return _value(text, reading)
+    return sum(parse_number(text[s.start : s.end]) or 0.0 for s in reading.spans)
 
 
 def number_spans(text: str, start: int, end: int) -> list[CountSpan]:
@@ -828,36 +821,40 @@ def number_spans(text: str, start: int, end: int) -> list[CountSpan]:
     return out
 
 
-def count_cues(text: str, sentence: tuple[int, int], count: CountSpan) -> dict[str, float]:
-    """What the rules see around ``count`` in the sentence ``text[sentence[0]:sentence[1]]``,
-    as named cues (1.0 present, 0.0 absent, except ``verb``: 0 to 3 and ``depth``: 0 to 2):
-    ``counted`` (a count of people or units, not an age, year, dose or category number),
-    ``noun`` (a phrase of people or units follows), ``depth`` (brackets open before it),
-    ``subgroup`` ("61 (9%)"), ``numerator`` ("16 of 198"), ``denominator`` ("of 198"),
-    ``subject`` (the subject of its clause), ``total_before`` ("a total of", "we included"),
-    ``verb`` (the strength of the verb of the clause after it: 3 included/enrolled/randomised,
-    2 studied, analysed...), ``reject`` (that clause says excluded, refused, lost,
-    screened...)."""
+def count_cues(text: str, sentence: tuple[int, int]) -> list[tuple[CountSpan, dict[str, float]]]:
+    """Every number of the sentence ``text[sentence[0]:sentence[1]]`` (:func:`number_spans`)
+    with what the rules see around it, as named cues (1.0 present, 0.0 absent, except
+    ``verb``: 0 to 3 and ``depth``: 0 to 2): ``counted`` (a count of people or units, not an
+    age, year, dose or category number), ``noun`` (a phrase of people or units follows),
+    ``depth`` (brackets open before it), ``subgroup`` ("61 (9%)"), ``numerator`` ("16 of
+    198"), ``denominator`` ("of 198"), ``subject`` (the subject of its clause),
+    ``total_before`` ("a total of", "we included"), ``verb`` (the strength of the verb of the
+    clause after it: 3 included/enrolled/randomised, 2 studied, analysed...), ``reject``
+    (that clause says excluded, refused, lost, screened...)."""
     s, e = sentence
-    a, b = count.start, count.end
-    counted = next((c for c in _counts(text, s, e) if c.span.start == a), None)
-    before = text[_clause_start(text, s, a) : a]
-    clause = _clause_after(text, count, e)
-    return {
-        "counted": float(counted is not None),
-        "noun": float(counted is not None and counted.has_noun),
-        "depth": float(min(_depth(text, s, a), 2)),
-        "subgroup": float(
-            _SUBGROUP_AFTER.match(text, b, e) is not None
-            or _SUBGROUP_AFTER.match(text, count.clause_end, e) is not None
-        ),
-        "numerator": float(_NUMERATOR_AFTER.match(text, b, e) is not None),
-        "denominator": float(_DENOMINATOR_BEFORE.search(text[max(s, a - 30) : a]) is not None),
-        "subject": float(_INTRO.match(before) is not None),
-        "total_before": float(_TOTAL_BEFORE.search(before) is not None),
-        "verb": float(_verb_strength(clause)),
-        "reject": float(_REJECT_VERBS.search(clause) is not None),
-    }
+    counted = {c.span.start: c for c in _counts(text, s, e)}
+    out = []
+    for count in number_spans(text, s, e):
+        a, b = count.start, count.end
+        before = text[_clause_start(text, s, a) : a]
+        clause = _clause_after(text, count, e)
+        cues = {
+            "counted": float(a in counted),
+            "noun": float(a in counted and counted[a].has_noun),
+            "depth": float(min(_depth(text, s, a), 2)),
+            "subgroup": float(
+                _SUBGROUP_AFTER.match(text, b, e) is not None
+                or _SUBGROUP_AFTER.match(text, count.clause_end, e) is not None
+            ),
+            "numerator": float(_NUMERATOR_AFTER.match(text, b, e) is not None),
+            "denominator": float(_DENOMINATOR_BEFORE.search(text[max(s, a - 30) : a]) is not None),
+            "subject": float(_INTRO.match(before) is not None),
+            "total_before": float(_TOTAL_BEFORE.search(before) is not None),
+            "verb": float(_verb_strength(clause)),
+            "reject": float(_REJECT_VERBS.search(clause) is not None),
+        }
+        out.append((count, cues))
+    return out
 
 
 def states_exclusion(text: str, start: int) -> bool:

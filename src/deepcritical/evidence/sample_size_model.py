@@ -44,7 +44,6 @@ from deepcritical.evidence.sample_size import (
     SampleSizeReading,
     count_cues,
     find_sample_size,
-    number_spans,
     reading_value,
     states_exclusion,
 )
@@ -88,13 +87,15 @@ def _tokens(text: str) -> list[str]:
     return ["#" if t.isdigit() else t.lower() for t in _WORD.findall(text)]
 
 
-def _local_features(text: str, sentence: tuple[int, int], count: CountSpan) -> dict[str, float]:
-    """The words around ``count`` in its sentence and the rules' cues (see the module)."""
+def _local_features(
+    text: str, sentence: tuple[int, int], count: CountSpan, cues: dict[str, float]
+) -> dict[str, float]:
+    """The words around ``count`` in its sentence and the rules' ``cues`` (see the module)."""
     s, e = sentence
     a, b = count.start, count.end
     before = _tokens(text[max(s, a - 60) : a])[-6:]
     after = _tokens(text[b : min(e, b + 80)])[:8]
-    f = {f"cue:{k}": v for k, v in count_cues(text, sentence, count).items()}
+    f = {f"cue:{k}": v for k, v in cues.items()}
     f["word_number"] = float(not text[a].isdigit())
     f["opens_sentence"] = float(not text[s:a].strip())
     for i, t in enumerate(reversed(before)):
@@ -134,11 +135,11 @@ def sample_size_candidates(text: str) -> list[SampleSizeCandidate]:
     for section in sections_of(text):
         paragraph = section.label.split()[0] if section.label else "NONE"
         for k, sentence in enumerate(sentence_spans(text, section.start, section.end)):
-            for count in number_spans(text, *sentence):
+            for count, cues in count_cues(text, sentence):
                 value = parse_number(text[count.start : count.end])
                 if value is None:
                     continue
-                f = _local_features(text, sentence, count)
+                f = _local_features(text, sentence, count, cues)
                 f[f"section={paragraph}"] = 1.0
                 f[f"rank={section.rank}"] = 1.0
                 f["first_sentence"] = float(k == 0)
