@@ -257,12 +257,15 @@ def ground_report(
         and previous.threshold == threshold
         and (nli is None or previous.nli_threshold == nli_threshold)
     )
-    if same and _unchanged_since_grounded(new):
+    units = [
+        u for i, (location, text) in enumerate(_texts(new)) for u in _cited_units(text, i, location)
+    ]
+    if same and _unchanged_since_grounded(new, units):
         claims = list(new.grounding)  # grounded before with the same settings: nothing to do
         changes: dict[int, dict[tuple[int, int], str | None]] = {}
     else:
         scorer = Scorer(evidence, embedder, threshold, nli, nli_threshold)
-        claims, changes = _check_again(new, scorer, rewrite, max_rewrites)
+        claims, changes = _check_again(new, units, scorer, rewrite, max_rewrites)
 
     notes = list(new.metadata.notes)
     _apply_to_report(new, changes, notes)
@@ -294,38 +297,30 @@ def ground_report(
     return new
 
 
-def _unchanged_since_grounded(report: ResearchReport) -> bool:
-    """Whether the report's cited sentences are those its kept claims were grounded on."""
-    flat = [
-        u
-        for i, (location, text) in enumerate(_texts(report))
-        for u in _cited_units(text, i, location)
-    ]
+def _unchanged_since_grounded(report: ResearchReport, units: Sequence[Unit]) -> bool:
+    """Whether the report's cited sentences ``units`` are those its kept claims were
+    grounded on."""
     earlier = [c for c in report.grounding if not c.removed]
-    return [(u.location, u.sentence) for u in flat] == [
+    return [(u.location, u.sentence) for u in units] == [
         (c.location, c.grounded_sentence) for c in earlier
     ]
 
 
 def _check_again(
     report: ResearchReport,
+    units: Sequence[Unit],
     scorer: Scorer,
     rewrite: RewriteFunction | None,
     max_rewrites: int,
 ) -> tuple[list[GroundedClaim], dict[int, dict[tuple[int, int], str | None]]]:
-    """Every cited sentence of ``report`` checked (and, with ``rewrite``, up to
+    """Every cited sentence ``units`` of ``report`` checked (and, with ``rewrite``, up to
     ``max_rewrites`` unsupported ones rewritten): the claims (those removed before first)
     and the changes to make per part and sentence."""
-    flat = [
-        u
-        for i, (location, text) in enumerate(_texts(report))
-        for u in _cited_units(text, i, location)
-    ]
     claims, changes = check_units(
-        flat, scorer.evidence, scorer.embedder, scorer.threshold, scorer.nli, scorer.nli_threshold
+        units, scorer.evidence, scorer.embedder, scorer.threshold, scorer.nli, scorer.nli_threshold
     )
     if rewrite is not None and max_rewrites > 0:
-        rewrite_unsupported(flat, claims, changes, scorer, rewrite, max_rewrites)
+        rewrite_unsupported(units, claims, changes, scorer, rewrite, max_rewrites)
     return [*(c for c in report.grounding if c.removed), *claims], changes
 
 
