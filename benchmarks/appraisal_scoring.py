@@ -99,13 +99,14 @@ class Scores:
         self.misses += other.misses
 
 
-def _label_n(label: dict[str, Any]) -> str | None:
+def labelled_sample_size(label: dict[str, Any]) -> str | None:
+    """The label's sample size as written (``sample_size.value``), ``None`` when it has none."""
     size = label.get("sample_size")
     return size["value"] if size else None
 
 
 def _score_sizes(pmid: str, record: StudyRecord, label: dict[str, Any], out: Scores) -> None:
-    gold, gold_analysed = _label_n(label), label.get("analysed")
+    gold, gold_analysed = labelled_sample_size(label), label.get("analysed")
     shown = record.sample_size_text() if record.sample_size or record.sample_size_parts else None
     total = str(record.n) if shown is not None and record.n is not None else None
     _score_value(out, "sample size", pmid, total, gold, shown)

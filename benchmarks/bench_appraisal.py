@@ -56,7 +56,7 @@ def load_labels() -> dict[str, Any]:
     return data
 
 
-def _abstract_items(corpus_file: Path, pmids: set[str]) -> dict[str, Any]:
+def abstract_items(corpus_file: Path, pmids: set[str]) -> dict[str, Any]:
     """PMID -> the evidence item the local source makes of that corpus record."""
     from deepcritical.corpus.readers import read_jsonl
     from deepcritical.formats.pubmed_xml import article_to_evidence
@@ -84,7 +84,7 @@ def extraction_scores(corpus_file: Path, full_texts: Path = FULL_TEXTS) -> dict[
     from deepcritical.evidence.study_extraction import extract_study
 
     data = load_labels()
-    items = _abstract_items(corpus_file, {label["pmid"] for label in data["labels"]})
+    items = abstract_items(corpus_file, {label["pmid"] for label in data["labels"]})
     pairs = [(items[label["pmid"]], label) for label in data["labels"]]
     for label in data.get("full_texts", []):
         if (full_texts / label["file"]).is_file():

@@ -35,17 +35,15 @@ import numpy as np
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import LogisticRegression
 
-from benchmarks.appraisal_scoring import same_number
-from benchmarks.bench_appraisal import load_labels
+from benchmarks.appraisal_scoring import labelled_sample_size, same_number
+from benchmarks.bench_appraisal import abstract_items, load_labels
 from benchmarks.pubmedqa_data import DEFAULT_DATA
-from deepcritical.corpus.readers import read_jsonl
 from deepcritical.evidence.sample_size_model import (
     MODEL_FILE,
     SampleSizeCandidate,
     SampleSizeModel,
     sample_size_candidates,
 )
-from deepcritical.formats.pubmed_xml import article_to_evidence
 
 MODEL = Path(__file__).resolve().parents[1] / "src" / "deepcritical" / "evidence" / MODEL_FILE
 C = 0.3
@@ -72,18 +70,15 @@ class Abstract:
 def dev_abstracts(corpus_file: Path) -> list[Abstract]:
     """The dev half's labelled abstracts with their candidates."""
     labels = [x for x in load_labels()["labels"] if x["split"] == "dev"]
-    wanted = {x["pmid"] for x in labels}
-    texts = {
-        a.pmid: article_to_evidence(a, source="local").content
-        for a in read_jsonl(corpus_file)
-        if a.pmid in wanted
-    }
-    out = []
-    for label in labels:
-        size = label.get("sample_size")
-        gold = size["value"] if size else None
-        out.append(Abstract(label["pmid"], gold, sample_size_candidates(texts[label["pmid"]])))
-    return out
+    items = abstract_items(corpus_file, {x["pmid"] for x in labels})
+    return [
+        Abstract(
+            label["pmid"],
+            labelled_sample_size(label),
+            sample_size_candidates(items[label["pmid"]].content),
+        )
+        for label in labels
+    ]
 
 
 def fit(abstracts: list[Abstract], c: float = C) -> SampleSizeModel:

@@ -92,7 +92,7 @@ def _model_checks(settings: Settings) -> list[Check]:
 async def _source_checks(settings: Settings) -> list[Check]:
     from deepcritical.sources.reachability import api_roots, probe_reasons
 
-    roots = api_roots(settings, [name for name in settings.sources if name != "local"])
+    roots = api_roots(settings, settings.sources)  # local has no root: left out
     problems = await probe_reasons(roots, seconds=5.0)
     checks: list[Check] = []
     for name, url in roots.items():

@@ -205,7 +205,6 @@ class SourceHttp:
         options = options or HttpOptions()
         self.client = client
         self.source = source
-        self.options = options
         self.timeout_seconds = options.timeout_seconds
         self.tries = options.tries
         self.backoff_seconds = options.backoff_seconds

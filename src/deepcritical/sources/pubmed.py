@@ -70,9 +70,11 @@ class PubMedSource:
         self.base_url = base_url.rstrip("/")
         default_rate = RATE_WITH_KEY if self._api_key else RATE_WITHOUT_KEY
         self.http = SourceHttp(client, self.name, http, default_rate=default_rate)
-        self.tries = self.http.tries
-        self.backoff_seconds = self.http.backoff_seconds
-        self.requests_per_second = self.http.requests_per_second
+
+    @property
+    def requests_per_second(self) -> float:
+        """The rate limit in force: the one given, else NCBI's (3/s without a key, 10 with)."""
+        return self.http.requests_per_second
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
@@ -238,7 +240,7 @@ class PubMedSource:
         up to ``tries`` attempts in all, with exponential backoff from ``backoff_seconds``.
         """
         url = f"{self.base_url}/{endpoint}"
-        for attempt in range(1, self.tries + 1):
+        for attempt in range(1, self.http.tries + 1):
             try:
                 response = await self.http.get(url, params=params)
             except SourceError as exc:
@@ -249,10 +251,10 @@ class PubMedSource:
             if not _is_rate_limit_body(response):
                 return response
             logger.debug("pubmed %s: NCBI rate limit body (attempt %d)", what, attempt)
-            if attempt < self.tries:
-                await asyncio.sleep(self.backoff_seconds * 2 ** (attempt - 1))
+            if attempt < self.http.tries:
+                await asyncio.sleep(self.http.backoff_seconds * 2 ** (attempt - 1))
         raise SourceError(
-            self.name, f"{what}: NCBI API rate limit exceeded after {self.tries} tries"
+            self.name, f"{what}: NCBI API rate limit exceeded after {self.http.tries} tries"
         )
 
 

@@ -836,12 +836,6 @@ def _history_tab(
     followed live from its event log until it ends, as a run started on this page (*Stop*
     cancels it). Returns the Resume event and the open events (*Stop* cancels them)."""
     handlers = _HistoryHandlers(opener, settings, shelf, run_outputs, access, watched, backend)
-    refresh, pick, open_run, export = (
-        handlers.refresh,
-        handlers.pick,
-        handlers.open_run,
-        handlers.export,
-    )
     with gr.Tab("History", elem_id="dc-history-tab") as tab:
         gr.Markdown(
             "Your runs, newest first (listed when this tab opens). Click a row to open the "
@@ -867,13 +861,13 @@ def _history_tab(
         status = gr.HTML(elem_id="dc-history-status")
         stored_report = gr.HTML(elem_id="dc-history-report")
         exported = gr.HTML(elem_id="dc-history-export")
-    tab.select(refresh, None, [table, ids], api_visibility="private")
-    refresh_btn.click(refresh, None, [table, ids], api_visibility="private")
+    tab.select(handlers.refresh, None, [table, ids], api_visibility="private")
+    refresh_btn.click(handlers.refresh, None, [table, ids], api_visibility="private")
     open_outputs = [*run_outputs, status, stored_report]
-    opened = table.select(pick, [ids], run_id, api_visibility="private").then(
-        open_run, run_id, open_outputs, api_visibility="private"
+    opened = table.select(handlers.pick, [ids], run_id, api_visibility="private").then(
+        handlers.open_run, run_id, open_outputs, api_visibility="private"
     )
-    typed = run_id.submit(open_run, run_id, open_outputs, api_visibility="private")
-    export_btn.click(export, run_id, exported, api_visibility="private")
+    typed = run_id.submit(handlers.open_run, run_id, open_outputs, api_visibility="private")
+    export_btn.click(handlers.export, run_id, exported, api_visibility="private")
     resumed = resume_btn.click(resume_run, run_id, run_outputs, api_visibility="private")
     return resumed, [opened, typed]
