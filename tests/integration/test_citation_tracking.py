@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from deepcritical.config import Settings
-from deepcritical.events import ResearchEvent
+from deepcritical.events import EvidenceAddedData, ResearchEvent
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.models import Evidence, RunResult, Screening
 from deepcritical.testing.api_stub import (
@@ -136,15 +136,16 @@ async def test_both_directions_dedup_and_screening(
 
     # counted: the round's event, the flow of records, the methodology
     (added,) = [e for e in events if e.type == "evidence_added"]
-    tracking = added.data["citation_tracking"]
+    tracking = added.data_as(EvidenceAddedData).citation_tracking
+    assert tracking is not None
     assert "and 7 from citation tracking" in added.message
-    assert tracking["seeds"] == [f"PMID {PMID_ALL_SOURCES}"]
-    assert tracking["added"] == len(_tracked(result)) == 7
-    assert tracking["already_found"] == 2
+    assert tracking.seeds == [f"PMID {PMID_ALL_SOURCES}"]
+    assert tracking.added == len(_tracked(result)) == 7
+    assert tracking.already_found == 2
     flow = result.report.metadata.flow
     assert flow is not None
     assert flow.problems() == []
-    assert flow.identified_by_citation_tracking == tracking["identified"] >= 9
+    assert flow.identified_by_citation_tracking == tracking.identified >= 9
     assert "Records identified through citation tracking" in result.report.to_markdown()
     line = _tracking_line(result)
     seeds = f"1 seed(s), the most relevant on-topic records with a PMID or DOI: PMID {SEED}."
@@ -190,9 +191,9 @@ async def test_no_repeated_call_after_resume(
     )
     async with aclosing(stream):
         async for event in stream:
-            run_id = run_id or str(event.data.get("run_id", ""))
+            run_id = run_id or event.run_id or ""
             if event.type == "evidence_added":
-                assert "citation_tracking" in event.data
+                assert event.data_as(EvidenceAddedData).citation_tracking is not None
                 break  # the run is stopped here, after citation tracking
     assert run_id
     assert stub.requests_for("elink")

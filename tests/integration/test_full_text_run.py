@@ -28,7 +28,7 @@ import httpx
 import pytest
 
 from deepcritical.config import Settings
-from deepcritical.events import ResearchEvent
+from deepcritical.events import ResearchEvent, WarningData
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.formats.jats import parse_jats, read_jats
 from deepcritical.models import Evidence, GroundedClaim, Passage, RunResult, SupportingQuote
@@ -261,10 +261,12 @@ async def test_run_falls_back_to_the_abstract_when_both_full_text_routes_fail(
         target.question.question, fulltext_stub, tmp_path, minilm_embedder
     )
 
-    warnings = [e for e in events if e.type == "warning" and "full_text" in e.data]
-    assert [w.data["full_text"] for w in warnings] == [target.pmcid]
-    assert "500" in warnings[0].data["reason"]
-    assert "503" in warnings[0].data["reason"]
+    warnings = [
+        e.data for e in events if isinstance(e.data, WarningData) and e.data.full_text is not None
+    ]
+    assert [w.full_text for w in warnings] == [target.pmcid]
+    assert "500" in (warnings[0].reason or "")
+    assert "503" in (warnings[0].reason or "")
     assert fulltext_stub.requests_for("efetch_pmc")
 
     report = result.report

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from deepcritical.api import research
+from deepcritical.events import PlanningData
 from deepcritical.models import ReportPreferences
 from tests.integration.test_api_scripted_llm import (
     FENCED_BLOCK,
@@ -186,7 +187,7 @@ async def test_report_preferences_reach_the_plan_and_every_writer_prompt(
     assert result.plan is not None
     assert result.plan.preferences == preferences
     planning = next(e for e in events if e.type == "planning")
-    assert planning.data["preferences"]["audience"] == "clinicians"
+    assert planning.data_as(PlanningData).preferences.audience == "clinicians"
     writer_calls = [c for c in llm.calls if c.role in ("outline", "findings", "summary")]
     assert {c.role for c in writer_calls} == {"outline", "findings", "summary"}
     for call in writer_calls:

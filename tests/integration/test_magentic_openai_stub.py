@@ -22,7 +22,7 @@ import pytest
 
 from deepcritical.api import research
 from deepcritical.config import Settings
-from deepcritical.events import ResearchEvent
+from deepcritical.events import DoneData, ManagerData, ResearchEvent
 from deepcritical.llm.providers import ModelSpecError
 from deepcritical.models import RunResult
 from deepcritical.report.validation import citation_problems
@@ -192,7 +192,7 @@ async def test_research_run_through_an_openai_compatible_server(
         assert stub.manager.kinds[:2] == ["facts", "plan"]
         assert stub.manager.kinds[-1] == "final"
         assert {"SearchAgent", "ReportAgent"} <= set(
-            e.data.get("next_speaker") for e in events if e.type == "manager"
+            e.data.next_speaker for e in events if isinstance(e.data, ManagerData)
         )
         assert meta.stop_reason == "manager_finished"
         assert_usage_matches(result, stub.manager.tally, stub.roles.tally)
@@ -203,7 +203,7 @@ async def test_research_run_through_an_openai_compatible_server(
     probes = [r for r in stub.requests if request_kind(r) == "probe"]
     assert meta.usage.llm_total.requests == len(stub.requests) - len(probes)
     assert meta.usage.search["local"].calls >= 2
-    assert events[-1].data["usage"]["llm_total"]["requests"] == len(stub.requests) - len(probes)
+    assert events[-1].data_as(DoneData).usage.llm_total.requests == len(stub.requests) - len(probes)
 
 
 async def test_magentic_without_a_model_is_refused_before_any_work(tmp_path: Path) -> None:

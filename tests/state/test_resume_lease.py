@@ -189,7 +189,7 @@ async def test_resuming_a_running_run_is_refused_until_it_ends(
     )
     first = await anext(events)
     assert first.type == "started"
-    run_id = first.data["run_id"]
+    run_id = str(first.run_id)
     rest = asyncio.create_task(_drain(events))
     await asyncio.sleep(0.2)  # the run is now searching, held by the gate
     with pytest.raises(RunInProgressError, match=LIVE_MESSAGE):
@@ -267,7 +267,7 @@ async def test_a_run_stopped_by_its_time_budget_resumes_with_a_fresh_budget(
     assert report.findings == []
     assert report.metadata.sources_searched == []
     assert "hold no evidence" not in report.to_markdown()
-    run_id = events[0].data["run_id"]
+    run_id = str(events[0].run_id)
 
     again = await _drain(
         resume(run_id, settings, sources=[StalledSource("slow")], embedder=HashingEmbedder())

@@ -84,7 +84,7 @@ async def test_a_run_is_recorded_and_resumed_for_its_owner(
     )
     async for event in events:  # stop the run as soon as it is recorded
         if event.type == "started":
-            run_id = event.data["run_id"]
+            run_id = str(event.run_id)
             break
     await events.aclose()  # type: ignore[attr-defined]
     assert [r.id for r in runs.list_runs(owner=ALICE)] == [run_id]
@@ -101,7 +101,7 @@ async def test_a_run_is_recorded_and_resumed_for_its_owner(
         )
     ]  # fmt: skip
     assert resumed[-1].type == "done"
-    assert resumed[0].data["run_id"] == run_id
+    assert resumed[0].run_id == run_id
     record = runs.get_run(run_id, owner=ALICE)
     assert record is not None
     assert record.status in {"completed", "max_iterations"}

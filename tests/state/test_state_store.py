@@ -274,7 +274,7 @@ async def test_twenty_parallel_runs_lose_no_write_and_mix_no_source(
             embedder=embedder,
         ):
             if event.type == "started":
-                run_id = event.data["run_id"]
+                run_id = str(event.run_id)
             if event.type == "done" and event.result is not None:
                 ids = {e.id for e in event.result.evidence}
         return run_id, ids
@@ -330,7 +330,7 @@ async def test_resume_keeps_the_report_preferences(
     )
     async for event in events:  # stop the run as soon as it is recorded
         if event.type == "started":
-            run_id = event.data["run_id"]
+            run_id = str(event.run_id)
             break
     await events.aclose()  # type: ignore[attr-defined]
     store = RunStore.open_url(database_url)
@@ -393,7 +393,7 @@ async def test_any_time_budget_ends_with_a_report_and_its_stop_reason(
                 assert report.metadata.stop_reason in {"time_budget", "insufficient_evidence"}
             assert report.metadata.stop_reason != "error"
             assert report.to_markdown().strip()
-            record = store.get_run(events[0].data["run_id"])
+            record = store.get_run(str(events[0].run_id))
             assert record is not None
             assert record.report_markdown
     finally:

@@ -26,6 +26,7 @@ from deepcritical.agents.reflection import (
     apply_reflection,
 )
 from deepcritical.config import Settings
+from deepcritical.events import ReflectionData
 from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.models import (
     ChecklistItem,
@@ -270,7 +271,7 @@ async def test_the_run_stops_when_reflection_finds_every_item_satisfied() -> Non
     assert "follow-up 1" in report.metadata.queries
     reflections = [e for e in events if e.type == "reflection"]
     assert len(reflections) == 2
-    assert reflections[0].data["follow_up_queries"] == ["follow-up 1"]
+    assert reflections[0].data_as(ReflectionData).follow_up_queries == ["follow-up 1"]
 
 
 async def test_the_run_continues_while_reflection_finds_gaps() -> None:

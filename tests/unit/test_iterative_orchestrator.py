@@ -10,7 +10,7 @@ import pytest
 from deepcritical.agents.search import SearchAgent
 from deepcritical.api import research
 from deepcritical.config import Settings
-from deepcritical.events import ResearchEvent
+from deepcritical.events import PlanningData, ResearchEvent
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import (
     PICO,
@@ -240,8 +240,9 @@ async def test_runs_to_max_rounds_and_validates_citations() -> None:
     assert types[0] == "started"
     assert types[1] == "planning"
     # the question's type and PICO elements are shown in the plan and the methodology
-    assert events[1].data["question_type"] == "intervention"
-    assert events[1].data["pico"]["intervention"] == "metformin"
+    planning = events[1].data_as(PlanningData)
+    assert planning.question_type == "intervention"
+    assert planning.pico.intervention == "metformin"
     assert (
         "Question type (by rules): intervention / therapy (intervention, exposure or test: "
         "metformin; outcome or condition: glycaemic control)." in report.methodology

@@ -20,7 +20,7 @@ from deepcritical.agents.screener import (
     verbatim_excerpts,
 )
 from deepcritical.agents.search import SearchAgent
-from deepcritical.events import ResearchEvent
+from deepcritical.events import EvidenceAddedData, ResearchEvent
 from deepcritical.evidence.screening import default_calibration
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.agent_config import LLMConfig
@@ -322,7 +322,7 @@ async def test_iterative_run_screens_with_the_search_agents_tools() -> None:
     # the screener's next queries were offered to the next round's query generator
     assert "metformin screened follow-up" in roles.prompts["query_generator"][1]
     added = [e for e in events if e.type == "evidence_added"]
-    assert [e.data["off_topic"] for e in added] == [2, 2]
+    assert [e.data_as(EvidenceAddedData).off_topic for e in added] == [2, 2]
 
 
 async def test_invalid_screener_output_falls_back_to_calibrated_screening() -> None:

@@ -18,7 +18,7 @@ from agent_framework.orchestrations import MagenticProgressLedgerItem
 
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
-from deepcritical.events import ResearchEvent
+from deepcritical.events import DoneData, ManagerData, ResearchEvent, WorkflowSummary
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence, ResearchReport, RunResult
 from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
@@ -146,6 +146,18 @@ def assert_validated(result: RunResult) -> ResearchReport:
     return report
 
 
+def _manager(events: list[ResearchEvent], kind: str) -> list[ManagerData]:
+    """The data of the ``manager`` events of ``kind``, in order."""
+    return [e.data for e in events if isinstance(e.data, ManagerData) and e.data.kind == kind]
+
+
+def _workflow(event: ResearchEvent) -> WorkflowSummary:
+    """The workflow summary a ``done`` event carries."""
+    workflow = event.data_as(DoneData).workflow
+    assert workflow is not None
+    return workflow
+
+
 def types(events: list[ResearchEvent]) -> list[str]:
     return [e.type for e in events]
 
@@ -193,7 +205,7 @@ async def test_normal_finish_builds_a_validated_report_from_the_participants() -
         "done",
     } <= seen
     assert "warning" not in seen, [e.message for e in events if e.type == "warning"]
-    speakers = [e.data["next_speaker"] for e in events if e.data.get("kind") == "progress"]
+    speakers = [d.next_speaker for d in _manager(events, "progress")]
     assert speakers[:4] == NAMES
     # the manager's instruction is a request, turned into queries by the query generator
     assert (
@@ -209,8 +221,8 @@ async def test_normal_finish_builds_a_validated_report_from_the_participants() -
     assert any("Collection check: READY" in a for a in search_answers), search_answers
     assert "search agent's model screened 6 record(s)" in report.methodology
     done = events[-1]
-    assert done.data["workflow"]["satisfied"] is True
-    assert done.data["stop_reason"] == "manager_finished"
+    assert _workflow(done).satisfied is True
+    assert done.data_as(DoneData).stop_reason == "manager_finished"
 
 
 async def test_judge_sufficient_closes_the_search_in_code() -> None:
@@ -242,12 +254,14 @@ async def test_manager_that_never_calls_the_reporter_still_ends_in_a_report() ->
     assert report.references
     assert report.metadata.stop_reason == "max_rounds"
     assert report.metadata.iterations == 3
-    overruled = [e for e in events if e.type == "manager" and e.data["kind"] == "overruled"]
+    overruled = [
+        e for e in events if e.type == "manager" and e.data_as(ManagerData).kind == "overruled"
+    ]
     assert len(overruled) == 2  # after rounds 1 and 2; after round 3 the search was closed
     assert "search is still open (1 of 3 search round(s) used" in overruled[0].message
     assert "2 premature 'request satisfied' overruled" in report.methodology
-    assert events[-1].data["workflow"]["overruled"] == 2
-    assert events[-1].data["workflow"]["satisfied"] is True
+    assert _workflow(events[-1]).overruled == 2
+    assert _workflow(events[-1]).satisfied is True
 
 
 async def test_a_satisfied_manager_before_any_search_is_sent_to_search() -> None:
@@ -258,10 +272,10 @@ async def test_a_satisfied_manager_before_any_search_is_sent_to_search() -> None
     orch, store, client, _ = make(script)
     events = await collect(orch)
     report = assert_validated(result_of(events))
-    progress = [e for e in events if e.type == "manager" and e.data["kind"] == "progress"]
-    assert progress[0].data["satisfied"] is False  # the overruled ledger
-    assert progress[0].data["next_speaker"] == "SearchAgent"
-    assert progress[0].data["instruction"].startswith("Search for the evidence still missing")
+    progress = _manager(events, "progress")
+    assert progress[0].satisfied is False  # the overruled ledger
+    assert progress[0].next_speaker == "SearchAgent"
+    assert (progress[0].instruction or "").startswith("Search for the evidence still missing")
     assert any(m.author_name == "SearchAgent" for m in client.seen)
     assert len(store) > 0
     assert report.references
@@ -275,7 +289,7 @@ async def test_a_satisfied_manager_after_a_stop_rule_is_not_overruled() -> None:
     report = assert_validated(result_of(events))
     assert report.metadata.stop_reason == "sufficient"
     assert report.metadata.iterations == 1
-    assert not [e for e in events if e.type == "manager" and e.data["kind"] == "overruled"]
+    assert not _manager(events, "overruled")
     assert "overruled" not in report.methodology
 
 
@@ -289,7 +303,7 @@ async def test_round_limit_ends_in_a_report_not_canned_text() -> None:
     assert any("round limit (5 rounds)" in n for n in report.metadata.notes)
     assert any(e.type == "warning" and "round limit" in e.message for e in events)
     assert "Workflow terminated" not in report.to_markdown()
-    assert events[-1].data["workflow"]["final_answer"].startswith("Workflow terminated")
+    assert _workflow(events[-1]).final_answer.startswith("Workflow terminated")
     assert script.ledgers == 5
 
 
@@ -301,7 +315,7 @@ async def test_ledger_booleans_written_as_strings_are_coerced() -> None:
     # "false" was read as False: the run went through every participant, without stalls
     assert report.metadata.stop_reason == "manager_finished"
     assert {m.author_name for m in client.seen if m.author_name in NAMES} == set(NAMES)
-    assert events[-1].data["workflow"]["replans"] == 0
+    assert _workflow(events[-1]).replans == 0
     assert script.kinds.count("ledger") == 5
     # the trap: agent-framework keeps the string, and bool("false") is True
     assert bool(MagenticProgressLedgerItem.from_dict({"answer": "false"}).answer) is True
@@ -361,7 +375,10 @@ async def _cancel_after(orch: MagenticOrchestrator, event_type: str, kind: str |
 
     async def consume() -> None:
         async for event in orch.run(QUESTION):
-            if event.type == event_type and (kind is None or event.data.get("kind") == kind):
+            data = event.data
+            if event.type == event_type and (
+                kind is None or (isinstance(data, ManagerData) and data.kind == kind)
+            ):
                 reached.set()
 
     task = asyncio.create_task(consume())
@@ -478,8 +495,8 @@ async def test_a_stalling_manager_replans_then_ends_at_its_reset_limit() -> None
     report = assert_validated(result_of(events))
     assert report.metadata.stop_reason == "manager_stalled"
     assert {"facts_update", "plan_update"} <= set(script.kinds)
-    assert any(e.type == "manager" and e.data.get("kind") == "replan" for e in events)
-    assert events[-1].data["workflow"]["replans"] == 1
+    assert _manager(events, "replan")
+    assert _workflow(events[-1]).replans == 1
 
 
 class GarbageLedgers(ManagerScript):

@@ -9,6 +9,7 @@ from rich.console import Console
 from deepcritical.agents.search import SearchAgent, SearchRound
 from deepcritical.cli.run_output import print_usage
 from deepcritical.config import Settings
+from deepcritical.events import DoneData
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Citation, Evidence, ResearchReport, RunResult, UsageReport
 from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
@@ -55,7 +56,7 @@ async def test_magentic_usage_matches_what_the_models_reported() -> None:
         usage.stage_seconds
     )
     assert all(v >= 0 for v in usage.stage_seconds.values())
-    assert events[-1].data["usage"]["llm"]["manager"]["requests"] == manager.requests
+    assert events[-1].data_as(DoneData).usage.llm["manager"].requests == manager.requests
 
 
 def iterative(roles: RoleScript, sources: list[object]) -> IterativeOrchestrator:
@@ -97,7 +98,7 @@ async def test_iterative_usage_matches_what_the_models_reported() -> None:
     assert {"planning", "searching", "hypotheses", "judging", "writing", "validation"} <= set(
         usage.stage_seconds
     )
-    assert events[-1].data["usage"]["search_calls"] == 8
+    assert events[-1].data_as(DoneData).usage.search_calls == 8
 
 
 def test_record_search_counts_partial_failures_per_source() -> None:

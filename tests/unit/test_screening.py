@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
-from deepcritical.events import ResearchEvent
+from deepcritical.events import EvidenceAddedData, ResearchEvent
 from deepcritical.evidence.embeddings import DEFAULT_MODEL, SentenceTransformerEmbedder
 from deepcritical.evidence.screening import (
     RelevanceCalibration,
@@ -147,7 +147,7 @@ async def test_off_topic_records_stay_in_the_store_but_never_reach_the_report() 
     assert all(not off_ids & set(c.evidence_ids) for c in result.plan.checklist)  # type: ignore[union-attr]
     assert report.metadata.off_topic_excluded == len(OFF_TOPIC)
     added = [e for e in events if e.type == "evidence_added"]
-    assert added[0].data["off_topic"] == len(OFF_TOPIC)
+    assert added[0].data_as(EvidenceAddedData).off_topic == len(OFF_TOPIC)
     assert "off-topic record(s) were kept out" in report.methodology
     thin = [lim for lim in report.limitations if lim.startswith("Only 2 sources could be used")]
     assert len(thin) == 1  # n sources, their designs

@@ -135,7 +135,7 @@ async def test_stored_run_and_its_replay(store: FakeStore) -> None:
             hist.stored_run(store, run_id, owner)
     events = [e async for e in hist.replay_events(record, result)]
     assert [e.type for e in events] == ["started", "done"]
-    assert events[0].data["run_id"] == "r1"
+    assert events[0].run_id == "r1"
     assert events[1].result is result
 
 
@@ -183,7 +183,7 @@ async def test_resume_events_resumes_the_stripped_id(
     settings = Settings(data_dir=tmp_path, _env_file=None)
     events = [e async for e in hist.resume_events(" r1 ", settings, "user:alice")]
     assert seen == [("r1", settings, "user:alice")]
-    assert [e.data["run_id"] for e in events] == ["r1"]
+    assert [e.run_id for e in events] == ["r1"]
 
 
 async def test_resume_waits_for_a_run_just_stopped(monkeypatch: pytest.MonkeyPatch) -> None:

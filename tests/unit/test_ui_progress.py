@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from deepcritical.events import ResearchEvent
+import pytest
+from pydantic import ValidationError
+
+from deepcritical.events import ResearchEvent, SearchingData
 from deepcritical.ui.progress_view import MAX_LOG, ProgressView, fail, fold
 from tests.unit.ui_fixtures import run_result, script
 
@@ -112,16 +115,21 @@ def test_error_event_and_outside_failure() -> None:
     assert stopped.error == "Stopped"
 
 
-def test_malformed_data_is_ignored_and_log_is_bounded() -> None:
-    view = ProgressView()
-    view = fold(
-        view,
+def test_malformed_or_renamed_data_is_refused_where_the_event_is_made() -> None:
+    """Typed event data: a wrong value or a misspelt field fails when the event is built
+    (and when a stored one is read back), never silently in the view."""
+    with pytest.raises(ValidationError):
         ResearchEvent(
             type="evidence_added", message="x", data={"per_source": {"local": "many"}, "total": "?"}
-        ),
-    )
-    assert view.hits_per_source == {}
-    assert view.sources_found == 0
+        )
+    with pytest.raises(ValidationError, match="totl"):
+        ResearchEvent(type="evidence_added", message="x", data={"totl": 2})
+    with pytest.raises(ValidationError, match="cannot carry"):
+        ResearchEvent(type="warning", message="x", data=SearchingData(queries=["q"]))
+
+
+def test_the_log_is_bounded() -> None:
+    view = ProgressView()
     for i in range(MAX_LOG + 5):
         view = fold(view, ResearchEvent(type="warning", message=f"w{i}"))
     assert len(view.log) == MAX_LOG

@@ -88,7 +88,13 @@ def script(result: RunResult | None, run_id: str | None = "run-42") -> list[Rese
         ResearchEvent(
             type="planning",
             message="Plan",
-            data={"checklist": [{"key": "incidence", "status": "unsatisfied"}, {"key": "trials"}]},
+            data={
+                "refined_question": "How common is it?",
+                "checklist": [
+                    {"key": "incidence", "description": "incidence", "status": "unsatisfied"},
+                    {"key": "trials", "description": "trials"},
+                ],
+            },
         ),
         ResearchEvent(
             type="searching",

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from deepcritical.cli.context import console, fail, global_options
-from deepcritical.events import ResearchEvent
+from deepcritical.events import ResearchEvent, SearchingData
 from deepcritical.formats.references import (
     EXPORT_FORMATS,
     EXPORT_SUFFIXES,
@@ -248,8 +248,8 @@ async def _consume(
             async for event in start():
                 status.update(f"[bold]{event.type}[/bold]: {event.message[:100]}")
                 _print_event(event)
-                if event.type == "started" and event.data.get("run_id"):
-                    run_id = str(event.data["run_id"])
+                if event.run_id:
+                    run_id = event.run_id
                     outcome.run_id = run_id
                     console.print(
                         f"{'run id':>16} {run_id} (resume: deepcritical runs resume {run_id})"
@@ -347,8 +347,8 @@ def _print_event(event: ResearchEvent) -> None:
     prefix = f"[round {event.round}] " if event.round else ""
     label = event.type.replace("_", " ")  # "evidence added", never an identifier
     console.print(f"[{style}]{label:>16}[/{style}] {prefix}{event.message}")
-    if event.type == "searching":
-        for q in event.data.get("queries", []):
+    if isinstance(event.data, SearchingData):
+        for q in event.data.queries:
             console.print(f"{'':>17} · {q}")
 
 

@@ -62,7 +62,7 @@ from agent_framework.orchestrations import (
 )
 from pydantic_ai.usage import RunUsage
 
-from deepcritical.events import ResearchEvent
+from deepcritical.events import ManagerData, ResearchEvent, WorkflowSummary
 from deepcritical.llm.llm_errors import describe_error
 from deepcritical.llm.usage import UsageTracker
 from deepcritical.models import ReportPreferences, ResearchPlan, StopReason
@@ -543,7 +543,7 @@ class MagenticOrchestrator:
             draft = None
         if draft is None:
             draft = await run.write_draft()
-        await run.finish(draft, done_data={"workflow": self._workflow_summary(end, progress)})
+        await run.finish(draft, workflow=self._workflow_summary(end, progress))
 
     # --- workflow -----------------------------------------------------------------------------
 
@@ -626,7 +626,7 @@ class MagenticOrchestrator:
                 type="manager",
                 round=state.rounds,
                 message=f"Manager: 'the request is satisfied' overruled: {reason} → {search}",
-                data={"kind": "overruled", "reason": reason, "next_speaker": search},
+                data=ManagerData(kind="overruled", reason=reason, next_speaker=search),
             )
         )
         return Overrule(
@@ -683,15 +683,15 @@ class MagenticOrchestrator:
                     type="manager",
                     round=run.state.rounds,
                     message=message,
-                    data={
-                        "kind": "progress",
-                        "manager_round": progress.rounds,
-                        "satisfied": satisfied,
-                        "next_speaker": speaker,
-                        "instruction": instruction,
-                        "in_loop": bool(ledger.is_in_loop.answer),
-                        "progress": bool(ledger.is_progress_being_made.answer),
-                    },
+                    data=ManagerData(
+                        kind="progress",
+                        manager_round=progress.rounds,
+                        satisfied=satisfied,
+                        next_speaker=speaker,
+                        instruction=instruction,
+                        in_loop=bool(ledger.is_in_loop.answer),
+                        progress=bool(ledger.is_progress_being_made.answer),
+                    ),
                 )
             if isinstance(data.content, Message):
                 replanned = kind == MagenticOrchestratorEventType.REPLANNED
@@ -700,10 +700,9 @@ class MagenticOrchestrator:
                     type="manager",
                     round=run.state.rounds,
                     message="Manager: stalled, replanned" if replanned else "Manager: plan ready",
-                    data={
-                        "kind": "replan" if replanned else "plan",
-                        "plan": data.content.text[:4000],
-                    },
+                    data=ManagerData(
+                        kind="replan" if replanned else "plan", plan=data.content.text[:4000]
+                    ),
                 )
             return None
         if event.type == "output" and event.executor_id == WORKFLOW_ORCHESTRATOR_ID:
@@ -801,14 +800,14 @@ class MagenticOrchestrator:
         return "the workflow ended without a final answer", "manager_finished"
 
     @staticmethod
-    def _workflow_summary(end: _WorkflowEnd, progress: _Progress) -> dict[str, Any]:
-        return {
-            "manager_rounds": progress.rounds,
-            "replans": progress.replans,
-            "overruled": progress.overruled,
-            "satisfied": progress.satisfied,
-            "timed_out": end.timed_out,
-            "error": None if end.error is None else describe_error(end.error),
-            "speakers": dict(progress.speakers),
-            "final_answer": progress.final_text[:2000],
-        }
+    def _workflow_summary(end: _WorkflowEnd, progress: _Progress) -> WorkflowSummary:
+        return WorkflowSummary(
+            manager_rounds=progress.rounds,
+            replans=progress.replans,
+            overruled=progress.overruled,
+            satisfied=progress.satisfied,
+            timed_out=end.timed_out,
+            error=None if end.error is None else describe_error(end.error),
+            speakers=dict(progress.speakers),
+            final_answer=progress.final_text[:2000],
+        )

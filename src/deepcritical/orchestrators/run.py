@@ -32,7 +32,22 @@ from deepcritical.agents.reflection import Reflection, apply_reflection
 from deepcritical.agents.screener import LLMSourceScreener
 from deepcritical.agents.search import SearchRound
 from deepcritical.environment import software_environment
-from deepcritical.events import ResearchEvent
+from deepcritical.events import (
+    CitationTrackingData,
+    DoneData,
+    EvidenceAddedData,
+    HypothesisData,
+    JudgeAssessmentData,
+    PlanningData,
+    ReflectionData,
+    ReportSectionData,
+    ResearchEvent,
+    SearchingData,
+    StartedData,
+    WarningData,
+    WorkflowSummary,
+    WritingData,
+)
 from deepcritical.evidence.embeddings import embedder_name
 from deepcritical.evidence.screening import screen_items
 from deepcritical.evidence.store import AddResult
@@ -198,11 +213,13 @@ class ResearchRun:
             self.collector.syllabus = Syllabus.from_checklist(self.plan.checklist)
         return self.collector
 
-    def warn(self, note: str, *, data: dict[str, Any] | None = None) -> None:
+    def warn(self, note: str, *, data: WarningData | None = None) -> None:
         """Record ``note`` in the report metadata and emit it as a ``warning``."""
         self.state.notes.append(note)
         self.emit(
-            ResearchEvent(type="warning", round=self.state.rounds, message=note, data=data or {})
+            ResearchEvent(
+                type="warning", round=self.state.rounds, message=note, data=data or WarningData()
+            )
         )
 
     @property
@@ -254,19 +271,28 @@ class ResearchRun:
     # --- steps ------------------------------------------------------------------------------
 
     @step
-    async def start(self, **details: Any) -> None:
-        """Emit ``started``: the question, the sources, the model, the orchestrator and
-        ``details`` (orchestrator-specific limits)."""
+    async def start(
+        self,
+        *,
+        max_round_count: int | None = None,
+        max_stall_count: int | None = None,
+        max_reset_count: int | None = None,
+    ) -> None:
+        """Emit ``started``: the question, the sources, the model, the orchestrator and (the
+        ``magentic`` orchestrator) its manager's limits (see
+        :class:`~deepcritical.events.StartedData`)."""
         self.emit(
             ResearchEvent(
                 type="started",
                 message=f"Researching: {self.question}",
-                data={
-                    "sources": self.source_names,
-                    "llm": self.llm_label,
-                    "orchestrator": self.orchestrator,
-                    **details,
-                },
+                data=StartedData(
+                    sources=list(self.source_names),
+                    llm=self.llm_label,
+                    orchestrator=self.orchestrator,
+                    max_round_count=max_round_count,
+                    max_stall_count=max_stall_count,
+                    max_reset_count=max_reset_count,
+                ),
             )
         )
 
@@ -293,18 +319,18 @@ class ResearchRun:
             ResearchEvent(
                 type="planning",
                 message=f"Plan: {len(plan.checklist)} checklist items",
-                data={
-                    "refined_question": plan.refined_question,
-                    "question_type": plan.question_type.value if plan.question_type else "",
-                    "pico": plan.pico.model_dump(mode="json"),
-                    "checklist": [c.model_dump(mode="json") for c in plan.checklist],
-                    "queries": plan.queries,
-                    "scope_in": plan.scope_in,
-                    "scope_out": plan.scope_out,
-                    "mesh_terms": plan.mesh_terms,
-                    "sub_questions": [q.model_dump(mode="json") for q in plan.sub_questions],
-                    "preferences": plan.preferences.model_dump(mode="json"),
-                },
+                data=PlanningData(
+                    refined_question=plan.refined_question,
+                    question_type=plan.question_type.value if plan.question_type else "",
+                    pico=plan.pico.model_copy(deep=True),
+                    checklist=[c.model_copy(deep=True) for c in plan.checklist],
+                    queries=list(plan.queries),
+                    scope_in=list(plan.scope_in),
+                    scope_out=list(plan.scope_out),
+                    mesh_terms=list(plan.mesh_terms),
+                    sub_questions=[q.model_copy(deep=True) for q in plan.sub_questions],
+                    preferences=plan.preferences.model_copy(),
+                ),
             )
         )
         return plan
@@ -343,7 +369,7 @@ class ResearchRun:
                 message=(
                     f"Round {round_no}: {len(queries)} queries × {len(self.source_names)} sources"
                 ),
-                data={"queries": list(queries), "sources": self.source_names},
+                data=SearchingData(queries=list(queries), sources=list(self.source_names)),
             )
         )
 
@@ -367,7 +393,7 @@ class ResearchRun:
                     type="warning",
                     round=round_no,
                     message=f"{SOURCE_LABELS.get(source, source)} unavailable: {reason}",
-                    data={"source": source, "reason": reason},
+                    data=WarningData(source=source, reason=reason),
                 )
             )
         for source, reason in result.partial_failures.items():
@@ -378,7 +404,7 @@ class ResearchRun:
                     type="warning",
                     round=round_no,
                     message=f"{label} partly failed: {reason}",
-                    data={"source": source, "reason": reason, "partial": True},
+                    data=WarningData(source=source, reason=reason, partial=True),
                 )
             )
         state.sources_answered.update(
@@ -396,27 +422,27 @@ class ResearchRun:
                 message=(
                     f"{len(result.added_ids)} new evidence items "
                     + (
-                        f"and {tracked.get('added', 0)} from citation tracking "
+                        f"and {tracked.added} from citation tracking "
                         if tracked is not None
                         else ""
                     )
                     + f"({len(self.store)} in store, coverage {plan.coverage():.0%})"
                 ),
-                data={
-                    "added": len(result.added_ids),
-                    "added_ids": result.added_ids,
-                    "merged": len(result.merged),
-                    "near_duplicates": len(result.near_duplicates),
-                    "per_source": result.hits_per_source,
-                    "off_topic": off_topic,
-                    "full_texts": full_texts,
-                    "full_texts_total": len(state.full_texts.read),
-                    **({"citation_tracking": tracked} if tracked else {}),
-                    "on_topic_total": len(self.on_topic_ids()),
-                    "total": len(self.store),
-                    "coverage": plan.coverage(),
-                    "checklist": {c.key: c.status.value for c in plan.checklist},
-                },
+                data=EvidenceAddedData(
+                    added=len(result.added_ids),
+                    added_ids=list(result.added_ids),
+                    merged=len(result.merged),
+                    near_duplicates=len(result.near_duplicates),
+                    per_source=dict(result.hits_per_source),
+                    off_topic=off_topic,
+                    full_texts=full_texts,
+                    full_texts_total=len(state.full_texts.read),
+                    citation_tracking=tracked,
+                    on_topic_total=len(self.on_topic_ids()),
+                    total=len(self.store),
+                    coverage=plan.coverage(),
+                    checklist={c.key: c.status.value for c in plan.checklist},
+                ),
             )
         )
         return result
@@ -483,12 +509,12 @@ class ResearchRun:
                     type="warning",
                     round=round_no,
                     message=f"full text of {pmcid} not read ({reason}); its abstract is used",
-                    data={"full_text": pmcid, "evidence_id": evidence_id, "reason": reason},
+                    data=WarningData(full_text=pmcid, evidence_id=evidence_id, reason=reason),
                 )
             )
         return len(outcome.read)
 
-    async def _track_citations(self, round_no: int) -> dict[str, Any] | None:
+    async def _track_citations(self, round_no: int) -> CitationTrackingData | None:
         """Citation tracking, once per run (:mod:`~deepcritical.orchestrators.citation_tracking`):
         after the first round that leaves on-topic records with a PMID or DOI, follow the
         references and citing papers of the ``citation_seeds`` most relevant, add at most
@@ -511,7 +537,7 @@ class ResearchRun:
         room = min(s.citation_candidates, max(s.max_sources - len(self.store), 0))
         if room <= 0:
             log.skipped = f"the run already holds max_sources ({s.max_sources}) records"
-            return {"seeds": log.seeds, "skipped": log.skipped}
+            return CitationTrackingData(seeds=list(log.seeds), skipped=log.skipped)
         with self.accounting.stage("citation tracking"):
             limit = per_seed_limit(s.citation_candidates, len(seeds))
             lists, log.failures = await follow_citations(linker, seeds, limit)
@@ -521,15 +547,15 @@ class ResearchRun:
         if log.failures:
             self.warn(
                 "citation tracking partly failed: " + "; ".join(log.failures[:3]),
-                data={"citation_tracking": True},
+                data=WarningData(citation_tracking=True),
             )
-        return {
-            "seeds": log.seeds,
-            "identified": log.identified,
-            "already_found": log.already_found,
-            "added": len(log.added),
-            "off_topic": log.off_topic,
-        }
+        return CitationTrackingData(
+            seeds=list(log.seeds),
+            identified=log.identified,
+            already_found=log.already_found,
+            added=len(log.added),
+            off_topic=log.off_topic,
+        )
 
     def _add_candidates(self, lists: Sequence[Sequence[Evidence]], room: int) -> AddResult:
         """Bound, choose and store citation-tracking records (at most ``room`` new ones, the
@@ -669,7 +695,7 @@ class ResearchRun:
                     type="hypothesis",
                     round=round_no,
                     message=h.statement,
-                    data=h.model_dump(mode="json"),
+                    data=HypothesisData.model_validate(h.model_dump()),
                 )
             )
 
@@ -698,7 +724,7 @@ class ResearchRun:
                     + (f": {assessment.reason}" if assessment.reason else "")
                     + f" → {assessment.recommendation}"
                 ),
-                data=assessment.model_dump(mode="json"),
+                data=JudgeAssessmentData.model_validate(assessment.model_dump()),
             )
         )
         return assessment
@@ -734,7 +760,7 @@ class ResearchRun:
                     f"{counts['unsatisfied']} unsatisfied; "
                     f"{len(reflection.follow_up_queries)} follow-up searches"
                 ),
-                data=reflection.model_dump(mode="json"),
+                data=ReflectionData.model_validate(reflection.model_dump(mode="json")),
             )
         )
         return reflection
@@ -757,7 +783,7 @@ class ResearchRun:
                 type="writing",
                 round=state.rounds,
                 message=f"Writing the report from {plural(len(selected), 'evidence item')}",
-                data={"evidence": len(selected)},
+                data=WritingData(evidence=len(selected)),
             )
         )
 
@@ -768,12 +794,13 @@ class ResearchRun:
 
     @step
     async def finish(
-        self, draft: ResearchReport | None, done_data: dict[str, Any] | None = None
+        self, draft: ResearchReport | None, workflow: WorkflowSummary | None = None
     ) -> RunResult | None:
         """Turn ``draft`` into the run's validated, grounded report
         (:func:`~deepcritical.report.finish.finish_report`); emit a warning for every report
         step that was skipped, ``report_section`` events and ``done`` (``error`` when there
-        is no draft or validation left problems). ``done_data`` is added to ``done``'s data.
+        is no draft or validation left problems). ``workflow`` (the ``magentic``
+        orchestrator's) goes into ``done``'s data.
         """
         state = self.state
         if draft is None:
@@ -815,7 +842,7 @@ class ResearchRun:
                 ResearchEvent(
                     type="report_section",
                     message=section.heading,
-                    data={"heading": section.heading},
+                    data=ReportSectionData(heading=section.heading),
                 )
             )
         cv = report.metadata.citation_validation
@@ -832,11 +859,11 @@ class ResearchRun:
                     f"removed {plural(cv.references_removed, 'reference')} and "
                     f"{plural(cv.markers_removed, 'citation')}"
                 ),
-                data={
-                    "stop_reason": report.metadata.stop_reason,
-                    "usage": report.metadata.usage.model_dump(mode="json"),
-                    **(done_data or {}),
-                },
+                data=DoneData(
+                    stop_reason=report.metadata.stop_reason,
+                    usage=report.metadata.usage.model_copy(deep=True),
+                    workflow=workflow,
+                ),
                 result=result,
             )
         )

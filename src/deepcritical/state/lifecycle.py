@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deepcritical.config import Settings
-from deepcritical.events import ResearchEvent
+from deepcritical.events import ResearchEvent, StartedData
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.model_cache import CachedModel
 from deepcritical.sources.base import SearchSource
@@ -174,8 +174,8 @@ class PersistentRun:
     async def record(self, event: ResearchEvent) -> ResearchEvent | None:
         """Checkpoint after ``event`` (``started`` gets ``run_id`` in its data); a warning
         event to pass on when saving failed."""
-        if event.type == "started":
-            event.data["run_id"] = self.run_id
+        if isinstance(event.data, StartedData):
+            event.data.run_id = self.run_id
         if self.recorder is None:
             return None
         return await self.recorder.record(event)

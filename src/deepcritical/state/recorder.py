@@ -22,7 +22,13 @@ from typing import Any
 import structlog
 from sqlalchemy.orm import Session
 
-from deepcritical.events import ResearchEvent
+from deepcritical.events import (
+    DoneData,
+    EvidenceAddedData,
+    PlanningData,
+    ResearchEvent,
+    SearchingData,
+)
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.model_cache import CachedModel
@@ -198,38 +204,38 @@ class RunRecorder:
 
     def _observe(self, event: ResearchEvent) -> None:
         data = event.data
-        if event.type == "planning":
-            self.refined_question = data.get("refined_question")
-            self.checklist_spec = [ChecklistItem.model_validate(c) for c in data["checklist"]]
+        if isinstance(data, PlanningData):
+            self.refined_question = data.refined_question
+            self.checklist_spec = [c.model_copy(deep=True) for c in data.checklist]
             if self.collector.syllabus is None or not self.fixed_syllabus:
                 self.collector.syllabus = Syllabus.from_checklist(self.checklist_spec)
-        elif event.type == "searching":
-            queries = list(data.get("queries", []))
-            sources = list(data.get("sources", []))
+        elif isinstance(data, SearchingData):
+            queries, sources = list(data.queries), list(data.sources)
             for name in sources:
                 self.queries_per_source[name] = self.queries_per_source.get(name, 0) + len(queries)
             self.iterations = [i for i in self.iterations if i["round"] != event.round]
             self.iterations.append({"round": event.round, "queries": queries, "sources": sources})
-        elif event.type == "evidence_added":
+        elif isinstance(data, EvidenceAddedData):
+            tracked = data.citation_tracking
             self._iteration(event.round).update(
                 {
-                    "results_per_source": data.get("per_source", {}),
-                    "new_items": data.get("added", 0),
-                    "merged": data.get("merged", 0),
-                    "total_items": data.get("total", len(self.store)),
-                    "coverage": data.get("coverage"),
-                    "checklist": data.get("checklist", {}),
+                    "results_per_source": dict(data.per_source),
+                    "new_items": data.added,
+                    "merged": data.merged,
+                    "total_items": data.total,
+                    "coverage": data.coverage,
+                    "checklist": dict(data.checklist),
                     **(
-                        {"citation_tracking": data["citation_tracking"]}
-                        if "citation_tracking" in data
+                        {"citation_tracking": tracked.model_dump(mode="json")}
+                        if tracked is not None
                         else {}
                     ),
                 }
             )
         elif event.type == "judge_assessment":
             self._iteration(event.round)["judge"] = event.message[:500]
-        elif event.type == "done":
-            self.usage = data.get("usage")
+        elif isinstance(data, DoneData):
+            self.usage = data.usage.model_dump(mode="json")
         self.progress = max(self.progress, self._progress_of(event))
 
     def _iteration(self, round_no: int) -> dict[str, Any]:
@@ -323,7 +329,7 @@ class RunRecorder:
         row.iterations = [dict(i) for i in self.iterations]
         row.metrics = self.metrics()
         if event.type == "done" and event.result is not None:
-            stop = event.data.get("stop_reason")
+            stop = event.data.stop_reason if isinstance(event.data, DoneData) else None
             row.status = _FINAL_STATUS.get(str(stop), "completed")
             row.result = event.result.model_dump(mode="json")
             row.report_markdown = event.result.report.to_markdown()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from deepcritical.config import Settings
-from deepcritical.events import ResearchEvent
+from deepcritical.events import DoneData, ResearchEvent, StartedData
 from deepcritical.models import RunResult
 from deepcritical.state import (
     RunInProgressError,
@@ -174,12 +174,18 @@ async def replay_events(record: RunRecord, result: RunResult) -> AsyncIterator[R
     ``run_id``, ``done`` with its result), for the app's streaming handler: an opened run is
     rendered exactly as a finished live one."""
     yield ResearchEvent(
-        type="started", message=f"Opened run {record.id} from history", data={"run_id": record.id}
+        type="started",
+        message=f"Opened run {record.id} from history",
+        data=StartedData(run_id=record.id),
     )
     yield ResearchEvent(
         type="done",
         message=f"Stored report ({record.status})",
         round=result.report.metadata.iterations,
+        data=DoneData(
+            stop_reason=result.report.metadata.stop_reason,
+            usage=result.report.metadata.usage.model_copy(deep=True),
+        ),
         result=result,
     )
 

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from deepcritical.config import Settings
-from deepcritical.events import ResearchEvent
+from deepcritical.events import ResearchEvent, StartedData
 from deepcritical.state.event_log import LoggedEvent
 from deepcritical.ui.mcp_tool import ResearchFn
 from deepcritical.ui.streams import closing
@@ -114,7 +114,7 @@ def submitted_event(run_id: str) -> ResearchEvent:
     return ResearchEvent(
         type="started",
         message=f"Run {run_id} submitted as a job; waiting for a worker",
-        data={"run_id": run_id, "job": True},
+        data=StartedData(run_id=run_id, job=True),
     )
 
 
@@ -137,7 +137,7 @@ async def reattach_events(
     yield ResearchEvent(
         type="started",
         message=f"Following run {run_id} ({status})",
-        data={"run_id": run_id, "job": True},
+        data=StartedData(run_id=run_id, job=True),
     )
     async for event in follow_events(backend, run_id, settings, owner):
         yield event

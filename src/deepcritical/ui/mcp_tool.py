@@ -156,8 +156,8 @@ async def run_deep_research(
         stream = run(question, run_settings, context=context or None, owner=owner)
         async with closing(stream) as events:
             async for event in events:
-                if event.type == "started" and event.data.get("run_id"):
-                    trace_id = str(event.data["run_id"])
+                if event.run_id:
+                    trace_id = event.run_id
                 elif event.type == "error":
                     return DeepResearchOutput(
                         trace_id=trace_id, status="error", error=event.message

@@ -8,12 +8,21 @@ on its own; :mod:`deepcritical.ui.render` turns a view into HTML.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
-from deepcritical.events import ResearchEvent
-from deepcritical.models import Screening
+from deepcritical.events import (
+    DoneData,
+    ErrorData,
+    EvidenceAddedData,
+    HypothesisData,
+    JudgeAssessmentData,
+    PlanningData,
+    ResearchEvent,
+    SearchingData,
+    StartedData,
+    WarningData,
+)
+from deepcritical.models import RunResult, Screening
 
 STAGES: dict[str, str] = {
     "started": "Starting",
@@ -84,99 +93,93 @@ class ProgressView(BaseModel):
     events: int = 0
 
 
-def _checklist(items: Any) -> dict[str, str]:
-    """``planning`` carries ``[{"key":..., "status":...}, ...]``; ``evidence_added`` a dict."""
-    if isinstance(items, dict):
-        return {str(k): str(v) for k, v in items.items()}
-    if isinstance(items, list):
-        return {
-            str(i["key"]): str(i.get("status", "unsatisfied"))
-            for i in items
-            if isinstance(i, dict) and "key" in i
-        }
-    return {}
-
-
 def _coverage(checklist: dict[str, str]) -> float:
     if not checklist:
         return 0.0
     return sum(1 for s in checklist.values() if s == "satisfied") / len(checklist)
 
 
-# Complexity: one branch per event type.
-def fold(view: ProgressView, event: ResearchEvent) -> ProgressView:  # noqa: C901
+def _evidence_added(v: ProgressView, data: EvidenceAddedData) -> None:
+    for source, hits in data.per_source.items():
+        v.hits_per_source[source] = v.hits_per_source.get(source, 0) + hits
+    v.sources_found = data.total
+    v.on_topic = data.on_topic_total
+    if data.checklist:
+        v.checklist = dict(data.checklist)
+    v.coverage = data.coverage
+
+
+def _hypothesis(v: ProgressView, round_no: int, data: HypothesisData, message: str) -> None:
+    h = HypothesisView(
+        id=data.id or message,
+        statement=data.statement or message,
+        confidence=data.confidence,
+        supporting=len(data.supporting_evidence_ids),
+        contradicting=len(data.contradicting_evidence_ids),
+    )
+    if round_no != v.hypotheses_round:  # a new round's set replaces the last one
+        v.hypotheses, v.hypotheses_round = [], round_no
+    others = [x for x in v.hypotheses if x.id != h.id]
+    index = next((i for i, x in enumerate(v.hypotheses) if x.id == h.id), len(others))
+    v.hypotheses = [*others[:index], h, *others[index:]]
+
+
+def _done(v: ProgressView, result: RunResult | None) -> None:
+    v.finished = True
+    if result is None:
+        return
+    v.sources_found = max(v.sources_found, len(result.evidence))
+    v.on_topic = sum(e.screening != Screening.OFF_TOPIC for e in result.evidence)
+    if result.plan is not None:
+        v.checklist = {c.key: c.status.value for c in result.plan.checklist}
+        v.coverage = result.plan.coverage()
+
+
+def _apply(v: ProgressView, event: ResearchEvent) -> None:
+    """Fold the typed data of ``event`` into ``v`` (one case per event type that changes
+    more than the stage and the log)."""
+    match event.data:
+        case StartedData(run_id=run_id):
+            v.run_id = run_id or v.run_id
+        case PlanningData(checklist=items):
+            v.checklist = {c.key: c.status.value for c in items}
+            v.coverage = _coverage(v.checklist)
+        case SearchingData(queries=queries, sources=sources):
+            for source in sources:
+                v.queries_per_source[source] = v.queries_per_source.get(source, 0) + len(queries)
+        case EvidenceAddedData() as data:
+            _evidence_added(v, data)
+        case HypothesisData() as data:
+            _hypothesis(v, event.round, data, event.message)
+        case JudgeAssessmentData() as data:
+            if not v.checklist:
+                v.coverage = data.coverage
+            v.judge_sufficient = data.sufficient
+            v.judge_reason = data.reason
+        case WarningData():
+            v.warnings = [*v.warnings, event.message][-MAX_LOG:]
+        case DoneData():
+            _done(v, event.result)
+        case ErrorData():
+            v.finished = True
+            v.failed = True
+            v.error = event.message
+
+
+def fold(view: ProgressView, event: ResearchEvent) -> ProgressView:
     """The view after ``event``; ``view`` is not modified.
 
-    Reads the ``data`` each orchestrator event type carries (see
-    :mod:`deepcritical.events`); unknown or malformed data is ignored, never
-    raised, because a display must not kill a run.
+    Reads the typed ``data`` of each orchestrator event type (see
+    :mod:`deepcritical.events`); a type that carries nothing to show only moves the stage,
+    the round and the log.
     """
     v = view.model_copy(deep=True)
-    data = event.data or {}
     v.events += 1
     v.stage = STAGES.get(event.type, v.stage)
     v.round = max(v.round, event.round)
-    if event.type not in {"report_section"}:
+    if event.type != "report_section":
         v.log = [*v.log, event.message][-MAX_LOG:]
-    if event.type == "started":
-        run_id = data.get("run_id")
-        v.run_id = str(run_id) if run_id else v.run_id
-    elif event.type == "planning":
-        v.checklist = _checklist(data.get("checklist"))
-        v.coverage = _coverage(v.checklist)
-    elif event.type == "searching":
-        queries = data.get("queries") or []
-        for source in data.get("sources") or []:
-            v.queries_per_source[str(source)] = v.queries_per_source.get(str(source), 0) + len(
-                queries
-            )
-    elif event.type == "evidence_added":
-        for source, hits in (data.get("per_source") or {}).items():
-            if isinstance(hits, int):
-                v.hits_per_source[str(source)] = v.hits_per_source.get(str(source), 0) + hits
-        if isinstance(data.get("total"), int):
-            v.sources_found = data["total"]
-        if isinstance(data.get("on_topic_total"), int):
-            v.on_topic = data["on_topic_total"]
-        checklist = _checklist(data.get("checklist"))
-        if checklist:
-            v.checklist = checklist
-        coverage = data.get("coverage")
-        v.coverage = float(coverage) if isinstance(coverage, int | float) else _coverage(checklist)
-    elif event.type == "hypothesis":
-        h = HypothesisView(
-            id=str(data.get("id") or event.message),
-            statement=str(data.get("statement") or event.message),
-            confidence=float(data.get("confidence") or 0.0),
-            supporting=len(data.get("supporting_evidence_ids") or []),
-            contradicting=len(data.get("contradicting_evidence_ids") or []),
-        )
-        if event.round != v.hypotheses_round:  # a new round's set replaces the last one
-            v.hypotheses, v.hypotheses_round = [], event.round
-        others = [x for x in v.hypotheses if x.id != h.id]
-        index = next((i for i, x in enumerate(v.hypotheses) if x.id == h.id), len(others))
-        v.hypotheses = [*others[:index], h, *others[index:]]
-    elif event.type == "judge_assessment":
-        coverage = data.get("coverage")
-        if isinstance(coverage, int | float) and not v.checklist:
-            v.coverage = float(coverage)
-        v.judge_sufficient = bool(data.get("sufficient"))
-        v.judge_reason = str(data.get("reason") or "")
-    elif event.type == "warning":
-        v.warnings = [*v.warnings, event.message][-MAX_LOG:]
-    elif event.type == "done":
-        v.finished = True
-        result = event.result
-        if result is not None:
-            v.sources_found = max(v.sources_found, len(result.evidence))
-            v.on_topic = sum(e.screening != Screening.OFF_TOPIC for e in result.evidence)
-            if result.plan is not None:
-                v.checklist = {c.key: c.status.value for c in result.plan.checklist}
-                v.coverage = result.plan.coverage()
-    elif event.type == "error":
-        v.finished = True
-        v.failed = True
-        v.error = event.message
+    _apply(v, event)
     return v
 
 
