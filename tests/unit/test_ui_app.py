@@ -16,8 +16,9 @@ import rispy
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
-from deepcritical.ui.app import build_app, stream_run
+from deepcritical.ui.app import build_app
 from deepcritical.ui.downloads import NO_DOWNLOADS_HTML, DownloadShelf, write_downloads
+from deepcritical.ui.live_run import stream_run
 from tests.unit.test_ui_history import FakeStore, Record
 from tests.unit.ui_fixtures import FakeResearch, run_result, script
 

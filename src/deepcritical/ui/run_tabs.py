@@ -1,0 +1,46 @@
+"""The tabs a run fills: *Report* (the answer card, its charts and flow diagram above the
+report: :mod:`deepcritical.ui.answer`), *Evidence* (the sortable, filterable table:
+:mod:`deepcritical.ui.evidence_table`), *Hypotheses* and *Downloads*. What goes into them is
+:func:`deepcritical.ui.live_run.stream_run`'s outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from deepcritical.ui.answer import AnswerPanel, answer_panel
+from deepcritical.ui.downloads import NO_DOWNLOADS_HTML
+from deepcritical.ui.evidence_table import evidence_panel
+
+
+@dataclass(frozen=True)
+class RunTabs:
+    """The run's components in :func:`run_tabs`: the report, the evidence table, the
+    hypotheses, the download links and the answer panel."""
+
+    report: gr.HTML
+    evidence: gr.HTML
+    hypotheses: gr.HTML
+    files: gr.HTML
+    answer: AnswerPanel
+
+    def outputs(self) -> list[gr.components.Component]:
+        """The components in the order of :data:`~deepcritical.ui.live_run.Outputs` after
+        its notice and progress panel."""
+        return [self.report, self.evidence, self.hypotheses, self.files, *self.answer.outputs()]
+
+
+def run_tabs() -> RunTabs:
+    """Build the Report, Evidence, Hypotheses and Downloads tabs inside the current
+    ``gr.Tabs``, empty until a run streams into them."""
+    with gr.Tab("Report"):
+        answer = answer_panel()
+        report = gr.HTML(elem_id="dc-report")
+    with gr.Tab("Evidence"):
+        evidence = evidence_panel().table
+    with gr.Tab("Hypotheses"):
+        hypotheses = gr.HTML(elem_id="dc-hypotheses")
+    with gr.Tab("Downloads"):
+        files = gr.HTML(NO_DOWNLOADS_HTML, elem_id="dc-downloads")
+    return RunTabs(report, evidence, hypotheses, files, answer)
