@@ -25,7 +25,8 @@ from pathlib import Path
 
 from benchmarks.offline import use_offline_environment
 from benchmarks.pubmedqa_data import DEFAULT_DATA, pubmedqa_files
-from deepcritical.corpus.index import LocalCorpus, SearchMode
+from deepcritical.corpus.hybrid import SearchMode
+from deepcritical.corpus.index import LocalCorpus
 from deepcritical.evidence.embeddings import shared_embedder
 
 CUTOFFS = (1, 5, 10)

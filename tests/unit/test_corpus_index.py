@@ -22,7 +22,8 @@ from deepcritical.corpus.corpus_errors import (
     CorpusNotFoundError,
     EmptyCorpusError,
 )
-from deepcritical.corpus.index import LocalCorpus, file_sha256
+from deepcritical.corpus.index import LocalCorpus
+from deepcritical.corpus.ingest import file_sha256
 from deepcritical.corpus.readers import read_corpus_file
 from deepcritical.formats.pubmed_xml import AbstractSection, PubmedArticle
 from deepcritical.testing.embedders import HashingEmbedder

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from deepcritical.corpus.index import LocalCorpus, SearchMode
+from deepcritical.corpus.hybrid import SearchMode
+from deepcritical.corpus.index import LocalCorpus
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.sources.local import LocalCorpusSource
 

@@ -1,7 +1,7 @@
-"""The reference-manager export (:mod:`deepcritical.formats.references`): every format parsed
-back with a library that reads it (rispy, bibtexparser, json + citeproc-py rendering a bundled
-CSL style) gives the same references in the same order, identifiers kept, keys unique, and no
-record's text can break the file or add a field."""
+"""The reference-manager export (:mod:`deepcritical.formats.references` and its writers):
+every format parsed back with a library that reads it (rispy, bibtexparser, json +
+citeproc-py rendering a bundled CSL style) gives the same references in the same order,
+identifiers kept, keys unique, and no record's text can break the file or add a field."""
 
 from __future__ import annotations
 
@@ -27,17 +27,12 @@ from citeproc import (
 from citeproc.source.json import CiteProcJSON
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
 
-from deepcritical.formats.references import (
-    EXPORT_FORMATS,
-    NO_TITLE_NOTE,
-    Name,
-    citation_keys,
-    export_references,
-    parse_author,
-    to_bibtex,
-    to_csl_json,
-    to_ris,
-)
+from deepcritical.formats.author_names import Name, parse_author
+from deepcritical.formats.bibtex import to_bibtex
+from deepcritical.formats.citation_records import NO_TITLE_NOTE, citation_keys
+from deepcritical.formats.csl_json import to_csl_json
+from deepcritical.formats.references import EXPORT_FORMATS, export_references
+from deepcritical.formats.ris import to_ris
 from deepcritical.models import (
     Citation,
     Evidence,

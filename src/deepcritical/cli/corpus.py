@@ -24,7 +24,8 @@ from deepcritical.cli.context import console, fail, out_console, settings_from_o
 from deepcritical.config import Settings
 
 if TYPE_CHECKING:
-    from deepcritical.corpus.index import ImportResult, LocalCorpus
+    from deepcritical.corpus.index import LocalCorpus
+    from deepcritical.corpus.ingest import ImportResult
 
 __all__ = ["corpus_app"]
 

@@ -12,7 +12,9 @@ from deepcritical.corpus.corpus_errors import (
     CorpusNotFoundError,
     EmptyCorpusError,
 )
-from deepcritical.corpus.index import ImportResult, LocalCorpus, ScoredDocument
+from deepcritical.corpus.hybrid import ScoredDocument
+from deepcritical.corpus.index import LocalCorpus
+from deepcritical.corpus.ingest import ImportResult
 from deepcritical.corpus.readers import read_corpus_file
 
 __all__ = [

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 
 from deepcritical.config import MAX_EVIDENCE_CHARS
-from deepcritical.corpus.index import LocalCorpus, ScoredDocument
+from deepcritical.corpus.hybrid import ScoredDocument
+from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.records import check_record
 from deepcritical.evidence.titles import with_derived_title
 from deepcritical.formats.pubmed_xml import article_to_evidence
