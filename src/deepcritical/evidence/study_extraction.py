@@ -17,7 +17,8 @@ tables (``Evidence.passages``). It looks for the standard reporting patterns:
   [CI], 0.33 to 0.63", "(RR 0.8; 95% CI 0.6–0.9; p = 0.02)", "AUC of 0.87 (95% CI:
   0.82-0.91)", "sensitivity 92%", and an estimate with a CI but no named measure (measure
   ``estimate``); the measure is normalised to a short code (``OR``, ``HR``, ``RR``, ``IRR``,
-  ``MD``, ``SMD``, ``RD``, ``beta``, ``AUC``, ``sensitivity``...);
+  ``MD``, ``SMD``, ``RD``, ``beta``, ``AUC``, ``sensitivity``...); a table's CI columns
+  (:mod:`deepcritical.evidence.table_estimates`);
 - population (a PARTICIPANTS / PATIENTS / SUBJECTS / POPULATION section, else the sample-size
   clause), setting (SETTING section, else "at/in ... hospital/centre/clinic"), intervention
   and comparator (INTERVENTION section, "randomised to X or Y", "X versus Y" in the aim),
@@ -35,8 +36,8 @@ check applies to a model's record (:mod:`deepcritical.agents.appraiser`), whose 
 first located in the text with :func:`locate_quote`.
 
 Limits: patterns, not understanding. About half of the labelled sample sizes are shown (the
-model abstains on the rest); a CI given before its estimate or in a table's separate columns
-is usually missed; the "primary" estimate is the first one reported with a CI, not
+model abstains on the rest); a CI given apart from its estimate without the words "CI" or
+"confidence" is missed; the "primary" estimate is the first one reported with a CI, not
 necessarily the primary outcome's. ``benchmarks/bench_appraisal.py`` measures precision and
 recall on hand-labelled abstracts.
 """
@@ -51,6 +52,7 @@ from deepcritical.evidence.effect_estimates import EffectSpan, find_effects
 from deepcritical.evidence.grading import grade_evidence
 from deepcritical.evidence.sample_size import CountSpan, SampleSizeReading, find_analysed
 from deepcritical.evidence.sample_size_model import read_sample_size
+from deepcritical.evidence.table_estimates import effects_of_table
 from deepcritical.models import (
     EffectEstimate,
     Evidence,
@@ -90,11 +92,13 @@ def span(text: str, start: int, end: int, passage: int | None = None) -> TextSpa
 
 @dataclass(frozen=True)
 class _Source:
-    """One text the rules read: the abstract (``passage`` None) or one passage."""
+    """One text the rules read: the abstract (``passage`` None) or one passage (``table``:
+    a table's caption and rows)."""
 
     text: str
     passage: int | None
     where: str
+    table: bool = False
 
     def value(self, start: int, end: int, value: str | None = None) -> ExtractedValue:
         quote_end = min(end, start + MAX_VALUE_CHARS)
@@ -263,7 +267,7 @@ def _sources(evidence: Evidence) -> Iterator[_Source]:
         if p.kind is PassageKind.TABLE or any(
             k in path for k in ("result", "method", "patient", "participant", "finding")
         ):
-            yield _Source(p.text, i, p.locator())
+            yield _Source(p.text, i, p.locator(), p.kind is PassageKind.TABLE)
 
 
 SizeReader = Callable[[str], SampleSizeReading | None]
@@ -293,7 +297,8 @@ def _read_source(record: StudyRecord, src: _Source, read_size: SizeReader) -> No
     """Fill the record's empty fields from ``src`` (effects are appended)."""
     sections = sections_of(src.text)
     _read_sample_size(record, src, read_size)
-    record.effects += [_effect(src, found) for found in find_effects(src.text)]
+    effects = effects_of_table(src.text) if src.table else find_effects(src.text)
+    record.effects += [_effect(src, found) for found in effects]
     if src.passage is not None:
         return
     population = _sections_value(src, sections, _POPULATION_LABELS)
