@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from deepcritical.evidence.study_extraction import (
-    appraise_items,
-    checked_record,
-    extract_study,
-    locate_quote,
-)
+from deepcritical.evidence.proofs import checked_record, locate_quote
+from deepcritical.evidence.study_extraction import appraise_items, extract_study
 from deepcritical.models import (
     Citation,
     EffectEstimate,
