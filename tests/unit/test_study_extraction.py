@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from deepcritical.evidence.study_extraction import (
-    appraise_items,
-    checked_record,
-    extract_study,
-    locate_quote,
-)
+from deepcritical.evidence.proofs import checked_record, locate_quote
+from deepcritical.evidence.study_extraction import appraise_items, extract_study
 from deepcritical.models import (
     Citation,
     EffectEstimate,
@@ -216,6 +212,26 @@ def test_near_misses_give_no_sample_size() -> None:
             "194",
             None,
         ),
+        # issue 28's third pass
+        (
+            "RESULTS: Hospice deaths were less likely for those born in 'other' geographical "
+            "regions (PR0.90[95% 0.82-0.98]p<0.001).",
+            "PR",
+            "0.90",
+            "0.82",
+            "0.98",
+            None,
+        ),
+        (
+            "RESULTS: The cumulative dose of regular insulin showed a positive and significant "
+            "relation with CIMT: increase of 21 microm in CIMT per S.D. of insulin use (95% CI: "
+            "8-35 adjusted for gender and age).",
+            "estimate",
+            "21",
+            "8",
+            "35",
+            None,
+        ),
     ],
 )
 def test_effect_patterns_are_read_with_their_span(
@@ -233,6 +249,94 @@ def test_effect_patterns_are_read_with_their_span(
         p,
     )
     assert_proven(e, record)
+
+
+def test_a_change_names_what_it_changes_as_its_outcome() -> None:
+    record = extract_study(
+        item(
+            "RESULTS: The cumulative dose of regular insulin showed a positive relation with "
+            "CIMT: increase of 21 microm in CIMT per S.D. of insulin use (95% CI: 8-35)."
+        )
+    )
+    outcome = record.effects[0].outcome
+    assert outcome is not None
+    assert outcome.value == "CIMT per S.D. of insulin use"
+
+
+def test_values_in_the_nested_brackets_of_their_header_are_read_in_later_sentences() -> None:
+    text = (
+        "RESULTS: By use of the MIXED group as reference, the risk of death (risk ratio [95% "
+        "CI]) was 1.12 (0.94-1.34) in the CARD-only group, 1.26 (1.15-1.38) in the GM-only "
+        "group, and 1.48 (1.28-1.72) in the no-GM/CARD group. Cohort-2 results were consistent "
+        "with cohort 1 for most covariates, and significant survival differences were again "
+        "found between GM-only and the MIXED group (1.25 [1.14-1.37])."
+    )
+    e = item(text)
+    record = extract_study(e)
+    assert [(x.measure, x.value, x.ci_low, x.ci_high) for x in record.effects] == [
+        ("RR", "1.12", "0.94", "1.34"),
+        ("RR", "1.26", "1.15", "1.38"),
+        ("RR", "1.48", "1.28", "1.72"),
+        ("RR", "1.25", "1.14", "1.37"),
+    ]
+    assert_proven(e, record)
+    # written in other brackets than its header's, a later value is not read
+    other = text.replace("(1.25 [1.14-1.37])", "1.25 (1.14-1.37)")
+    assert len(extract_study(item(other)).effects) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        (
+            "RESULTS: Before evacuation the serum inhibin concentrations (median 8.3 U/ml; 95% "
+            "confidence interval 2.4 to 34.5) were significantly greater than in 21 normal women "
+            "at the same stage of pregnancy (2.8 U/ml; 2.1 to 3.6), and inhibin in molar tissue "
+            "was also present in high concentrations (578 U/ml cytosol; 158 to 1162).",
+            [("8.3", "2.4", "34.5"), ("2.8", "2.1", "3.6"), ("578", "158", "1162")],
+        ),
+        (
+            "RESULTS: Compared with nondrinkers, an inverse trend in risk was observed when "
+            "alcohol was consumed during meals only (for>or =3 drinks per day: OR = 0.50; 95% CI "
+            "= 0.30-0.82). In contrast, no consistent trend in risk was found for subjects "
+            "drinking outside of meals (for>or =3 drinks per day: 0.98; 0.49-1.96).",
+            [("0.50", "0.30", "0.82"), ("0.98", "0.49", "1.96")],
+        ),
+    ],
+)
+def test_values_written_in_the_shape_of_a_first_estimate_share_its_ci_reading(
+    text: str, values: list[tuple[str, str, str]]
+) -> None:
+    e = item(text)
+    record = extract_study(e)
+    assert [(x.value, x.ci_low, x.ci_high) for x in record.effects] == values
+    assert len({x.measure for x in record.effects}) == 1
+    assert_proven(e, record)
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        # no estimate with its CI named sets the shape
+        ("RESULTS: Women were older (45 years; 20 to 70) than men (41 years; 18 to 66).", []),
+        # the first estimate joins its bounds with "to", the later bracket with a dash
+        (
+            "RESULTS: Levels were high (median 8.3 U/ml; 95% CI 2.4 to 34.5) and fell in 21 "
+            "women (2.8 U/ml; 2.1-3.6).",
+            ["8.3"],
+        ),
+        # the first estimate gives its CI after a comma, not ";"
+        (
+            "RESULTS: Levels were high (median 8.3 U/ml, 95% CI 2.4 to 34.5) and fell in 21 "
+            "women (2.8 U/ml; 2.1 to 3.6).",
+            ["8.3"],
+        ),
+    ],
+)
+def test_a_bracket_of_value_and_bounds_needs_a_first_estimate_of_its_shape(
+    text: str, values: list[str]
+) -> None:
+    assert [x.value for x in extract_study(item(text)).effects] == values
 
 
 def test_near_miss_effects_are_not_read() -> None:

@@ -3,9 +3,9 @@ population, setting, sample size, intervention and comparator, outcomes, effect 
 follow-up (``prompts/appraiser.md``), each value with a verbatim quote.
 
 The model's quotes are located in the item's abstract or full-text passages
-(:func:`~deepcritical.evidence.study_extraction.locate_quote`, exact up to white space) and
+(:func:`~deepcritical.evidence.proofs.locate_quote`, exact up to white space) and
 then pass the same verbatim check as the rules' records
-(:func:`~deepcritical.evidence.study_extraction.checked_record`): a value whose quote is
+(:func:`~deepcritical.evidence.proofs.checked_record`): a value whose quote is
 not found, or that is not in its quote, is dropped and counted in ``values_dropped``, never
 kept. What a model does not read (randomisation, blinding, single or multiple centres,
 dose-response: the certainty rules' cues) is taken from the rules' record of the same item.
@@ -23,8 +23,9 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from deepcritical.evidence.effect_estimates import inside_ci
+from deepcritical.evidence.proofs import checked_record, locate_quote
 from deepcritical.evidence.sample_size import names_other_count
-from deepcritical.evidence.study_extraction import checked_record, extract_study, locate_quote
+from deepcritical.evidence.study_extraction import extract_study
 from deepcritical.llm.agent_config import LLMConfig
 from deepcritical.llm.fencing import fence_evidence, new_fence
 from deepcritical.llm.templates import render_prompt

@@ -5,13 +5,19 @@ Forms read (:func:`find_effects`), every value as written:
 - a named measure with its value and CI: "OR 2.4, 95% CI 1.3, 4.6", "hazard ratio, 0.45; 95%
   confidence interval [CI], 0.33 to 0.63", "(RR 0.8; 95% CI 0.6–0.9; p = 0.02)", "AUC of
   0.87 (95% CI: 0.82-0.91)", "odds ratio OR: 1.3; 95% confidence intervals CI: 1.2-1.5",
-  "HR 6 (1.2 to 34.2)" (a named measure's CI without the words, read only when the value lies
-  inside it);
+  "HR 6 (1.2 to 34.2)", "(PR0.90[95% 0.82-0.98])" (a named measure's CI without the words,
+  read only when the value lies inside it);
 - a CI before its estimate: "(95% confidence interval 0.38, 1.49, odds ratio = 0.75)";
 - a measure named further before its value: "the relative risk ... was 1.47 (95% CI
   1.15-1.88)";
 - a measure named once for a list of values: "the risk of death (risk ratio [95% CI]) was
-  1.12 (0.94-1.34) in the CARD-only group, 1.26 (1.15-1.38) in ...";
+  1.12 (0.94-1.34) in the CARD-only group, 1.26 (1.15-1.38) in ...", and in later sentences
+  of the paragraph the values in the header's own nested brackets ("(1.25 [1.14-1.37])");
+- values continuing an estimate with its CI: listed after it ("(OR 2.3 [95% CI 1.2-4.6]),
+  with WG (2.7 [1.2-5.8])"), or later in its paragraph in the bracketed shape it set ("(median
+  8.3 U/ml; 95% confidence interval 2.4 to 34.5) ... (2.8 U/ml; 2.1 to 3.6)");
+- a change with what it changes before its CI: "an increase of 21 microm in CIMT per S.D. of
+  insulin use (95% CI: 8-35 ...)";
 - a value with a CI and no named measure ("a median of 20 months (95% CI 15 to 25)", "£1,245
   [95% CI £500 to £2,000]", "12.5% (95% CI 10.1-14.9)"): its measure read from a name
   shortly before it in the sentence, else ``estimate``;
@@ -23,8 +29,9 @@ The measure is normalised to a short code (``OR``, ``HR``, ``RR``, ``IRR``, ``PR
 that says what it measures (:func:`outcome_of`): the words after the measure's name ("hazard
 ratio for death"), the noun phrase the estimate's brackets follow ("higher risk for abruptio
 placentae (OR: 1.3; ...)"), the subject of "was" ("the risk of death ... was 1.12"), or "for
-X" right after it ("-9.1 percentage points for ultrasound (95% CI ...)"); ``None`` when none
-of these is there.
+X" right after it ("-9.1 percentage points for ultrasound (95% CI ...)"), what a change
+changes ("in CIMT per S.D. of insulin use"); ``None`` when none of these is there. A table's
+CI columns are read by :mod:`deepcritical.evidence.table_estimates`.
 
 Measured against hand labels by ``benchmarks/bench_appraisal.py`` (tuned on the dev half).
 """
@@ -38,7 +45,7 @@ from typing import overload
 from deepcritical.models import parse_number
 from deepcritical.text.abstract_sections import sentence_around
 
-__all__ = ["EffectSpan", "find_effects", "inside_ci", "outcome_of"]
+__all__ = ["EffectSpan", "find_effects", "inside_ci", "measure_named_in", "outcome_of"]
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _CUR = r"(?:[£$€¥]\s?|US\$\s?)?"
@@ -82,9 +89,11 @@ _TAIL = (
 )
 _EFFECT_NAMED = re.compile(rf"{_MEASURE}{_LINK}(?P<v>{_VAL})(?:{_TAIL}{_CI}{_P})?")
 _EFFECT_NAMED_BARE_CI = re.compile(
-    rf"{_MEASURE}{_LINK}(?P<v>{_VAL})\s*(?:[(\[]|;)\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,)\s*"
-    rf"(?P<hi>{_VAL})\s*[)\]]"
+    rf"{_MEASURE}{_LINK}(?P<v>{_VAL})\s*(?:[(\[](?:\s*(?:95|90|99)\s*%)?|;)\s*(?P<lo>{_VAL})"
+    rf"\s*(?:to|-|–|—|,)\s*(?P<hi>{_VAL})\s*[)\]]"
 )
+"""A named measure's CI in brackets without the words, or with its level only: "HR 6 (1.2 to
+34.2)", "(PR0.90[95% 0.82-0.98]p<0.001)"."""
 _EFFECT_TIMES = re.compile(
     rf"(?<![\w.,])(?P<v>{_NUM})\s+times\b[^\d;()\[\]\n]{{0,80}}?[(\[]\s*{_CI}{_P}"
 )
@@ -94,6 +103,15 @@ _EFFECT_FAR = re.compile(
     rf"{_MEASURE}\b[^.;\n]{{0,80}}?(?:\b(?:was|were|of|is)\s+|,\s*)(?P<v>{_VAL})"
     rf"\s*(?:[(\[]|[;,])\s*{_CI}{_P}"
 )
+_EFFECT_CHANGE = re.compile(
+    rf"\b(?:increase|decrease|reduction|rise|fall|decline|change|difference|gain|loss)\s+"
+    rf"(?:of|by)\s+(?P<v>{_VAL})(?:\s*[^\s\d;()\[\]]+)??\s+(?:in|of)\s+"
+    rf"(?P<o>(?:(?!\.\s+(?-i:[A-Z]))[^\d;()\[\]\n]){{3,60}}?)\s*[(\[]\s*{_CI}{_P}",
+    re.I,
+)
+"""A change stated as such, with what it changes and its CI in the brackets after that: "an
+increase of 21 microm in CIMT per S.D. of insulin use (95% CI: 8-35 ...)"; the outcome is
+what it changes (group ``o``)."""
 _EFFECT_CI_FIRST = re.compile(rf"[(\[]\s*{_CI}\s*,\s*{_MEASURE}\s*[=:]?\s*(?P<v>{_VAL})")
 _EFFECT_BARE = re.compile(rf"(?<![\w.,])(?P<v>{_VAL}){_TAIL}{_CI}{_P}")
 _HEADER = re.compile(
@@ -102,6 +120,28 @@ _HEADER = re.compile(
 _LISTED = re.compile(
     rf"(?<![\w.,])(?P<v>{_VAL})\s*[(\[]\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,)\s*(?P<hi>{_VAL})\s*[)\]]"
 )
+_MIRRORED = {
+    (opener, inner): re.compile(
+        rf"{re.escape(opener)}\s*(?P<v>{_VAL})\s*{re.escape(inner)}\s*(?P<lo>{_VAL})\s*"
+        rf"(?:to|-|–|—|,)\s*(?P<hi>{_VAL})\s*{re.escape(close)}\s*{re.escape(outer_close)}"
+    )
+    for opener, outer_close, inner, close in (("(", ")", "[", "]"), ("[", "]", "(", ")"))
+}
+"""A value with its CI in the nested brackets of a header "(risk ratio [95% CI])": "(1.25
+[1.14-1.37])", keyed by the outer and inner opening brackets."""
+_SHAPED = re.compile(
+    rf"[(\[](?:[^()\[\]\n]{{0,60}}?:\s*)?(?P<v>{_VAL})[^\d;()\[\]\n]{{0,20}}?\s*;\s*"
+    rf"(?P<lo>{_VAL})\s*(?P<sep>to|-|–|—)\s*(?P<hi>{_VAL})\s*[)\]]"
+)
+"""A bracket holding a value, ";" and its two bounds: "(2.8 U/ml; 2.1 to 3.6)", "(for>or =3
+drinks per day: 0.98; 0.49-1.96)"; read only after an estimate written the same way with its CI
+named (:data:`_SHAPE_SET`)."""
+_SHAPE_SET = re.compile(
+    rf"[^\d;()\[\]\n]{{0,30}}?;\s*{_CI_INTRO}\s*[:=]?\s*{_VAL}(?:\s*{_UNIT})?\s*"
+    rf"(?P<sep>to|-|–|—)"
+)
+"""After an estimate's value: ";", its CI named, the low bound and the word or dash that joins
+the bounds ("8.3 U/ml; 95% confidence interval 2.4 to ...")."""
 
 _MEASURE_CODES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"standardi[sz]ed\s+mean|^SMD", re.I), "SMD"),
@@ -146,6 +186,13 @@ def _measure_code(name: str) -> str:
         if pattern.search(name.strip()):
             return code
     return "estimate"
+
+
+def measure_named_in(text: str) -> str:
+    """The code of the first measure ``text`` names (a table's column header: "Odds ratio
+    (OR)", "HR (95% CI)"), else ``estimate``."""
+    m = re.search(_MEASURE, text)
+    return _measure_code(m.group("m")) if m else "estimate"
 
 
 @overload
@@ -221,20 +268,34 @@ def _span_of(text: str, m: re.Match[str], measure: str, start: int | None = None
         ci_low=_bare(groups.get("lo")),
         ci_high=_bare(groups.get("hi")),
         p_value=_p_value(text, m),
-        outcome=outcome_of(text, at, m.start("v"), m.end(), groups.get("m")),
+        outcome=_trim(text, m.start("o"), m.end("o"))
+        if groups.get("o") is not None
+        else outcome_of(text, at, m.start("v"), m.end(), groups.get("m")),
     )
 
 
-def _listed_under_headers(text: str) -> list[tuple[re.Match[str], str, int]]:
+def _paragraph_end(text: str, at: int) -> int:
+    stop = text.find("\n", at)
+    return len(text) if stop < 0 else stop
+
+
+def _listed_under_headers(text: str) -> list[tuple[re.Match[str], str]]:
     """Values listed after a measure named once with "[95% CI]" ("risk ratio [95% CI]) was
-    1.12 (0.94-1.34) in ..., 1.26 (1.15-1.38) in ..."): ``(match, code, header start)``."""
+    1.12 (0.94-1.34) in ..., 1.26 (1.15-1.38) in ..."): ``(match, code)``. A header in nested
+    brackets ("(risk ratio [95% CI])") also gives the values written in the same nested
+    brackets later in its paragraph ("... between GM-only and the MIXED group (1.25
+    [1.14-1.37])")."""
     out = []
     for header in _HEADER.finditer(text):
+        code = _measure_code(header.group("m"))
         _, stop = sentence_around(text, header.start())
         stop = stop if stop > header.end() else len(text)
-        for m in _LISTED.finditer(text, header.end(), stop):
-            if _plausible(m):
-                out.append((m, _measure_code(header.group("m")), header.start()))
+        found = list(_LISTED.finditer(text, header.end(), stop))
+        inner = header.group(0)[len(header.group("m")) :].lstrip()[:1]
+        mirrored = _MIRRORED.get((text[header.start() - 1 : header.start()], inner))
+        if mirrored is not None:
+            found += mirrored.finditer(text, stop, _paragraph_end(text, stop))
+        out += [(m, code) for m in found if _plausible(m)]
     return out
 
 
@@ -248,7 +309,7 @@ def find_effects(text: str) -> list[EffectSpan]:
         if all(m.end() <= f.start or s >= f.end for f in found):
             found.append(_span_of(text, m, code, start))
 
-    for m, code, _ in _listed_under_headers(text):
+    for m, code in _listed_under_headers(text):
         add(m, code, m.start())
     for pattern, with_ci in (
         (_EFFECT_NAMED, True),
@@ -266,12 +327,17 @@ def find_effects(text: str) -> list[EffectSpan]:
             add(
                 m, _measure_code(m.group("m")) if "m" in m.re.groupindex else _named_before(text, m)
             )
+    for m in _EFFECT_CHANGE.finditer(text):
+        if _plausible(m):
+            add(m, _named_before(text, m), m.start("v"))
     for m in _EFFECT_BARE.finditer(text):
         if _plausible(m):
             add(m, _named_before(text, m))
     for f in [f for f in found if f.ci_low is not None]:
         for m in _continued(text, f):
             add(m, f.measure)
+        for m in _same_shape(text, f):
+            add(m, f.measure, m.start("v"))
     return sorted(found, key=lambda f: f.start)
 
 
@@ -288,8 +354,7 @@ def _continued(text: str, first: EffectSpan) -> list[re.Match[str]]:
     [1.9-21.6])", "were 70% (95% CI 53-83%), 90% (76-97%) and 72% (55-85%)". They share its
     measure. Later sentences of the paragraph continue it only in the same brackets ("... was
     associated with PSV (2.2 [1.2-3.8])")."""
-    stop = text.find("\n", first.end)
-    stop = len(text) if stop < 0 else stop
+    stop = _paragraph_end(text, first.end)
     bracket = "[" if re.search(r"\[[^\]]*$", text[first.start : first.end - 1]) else "("
     out = []
     at = first.end
@@ -303,6 +368,19 @@ def _continued(text: str, first: EffectSpan) -> list[re.Match[str]]:
         out.append(m)
         at = m.end()
     return out
+
+
+def _same_shape(text: str, first: EffectSpan) -> list[re.Match[str]]:
+    """The values written later in the paragraph in the bracketed shape ``value; low to high``
+    that ``first`` set with its CI named ("(median 8.3 U/ml; 95% confidence interval 2.4 to
+    34.5) ... than in 21 normal women (2.8 U/ml; 2.1 to 3.6)"): the same ";" and the same word
+    or dash between the bounds, each value within its bounds. They share its measure."""
+    at = text.find(first.value, first.start, first.end)
+    shape = _SHAPE_SET.match(text, at + len(first.value)) if at >= 0 else None
+    if shape is None or text.rfind("(", 0, at) <= text.rfind(")", 0, at):
+        return []
+    found = _SHAPED.finditer(text, first.end, _paragraph_end(text, first.end))
+    return [m for m in found if m.group("sep") == shape.group("sep") and _plausible(m)]
 
 
 # --- outcomes ------------------------------------------------------------------------------
