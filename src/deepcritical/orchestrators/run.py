@@ -24,8 +24,6 @@ import functools
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar
 
-import structlog
-
 from deepcritical.agents.checklist import assign_keys, assign_to_checklist
 from deepcritical.agents.queries import fresh_queries
 from deepcritical.agents.reflection import Reflection, apply_reflection
@@ -39,6 +37,7 @@ from deepcritical.evidence.store import AddResult
 from deepcritical.evidence.study_extraction import appraise_items
 from deepcritical.llm.llm_errors import describe_error
 from deepcritical.llm.usage import UsageTracker
+from deepcritical.logs import get_logger
 from deepcritical.models import (
     SOURCE_LABELS,
     Evidence,
@@ -87,7 +86,7 @@ from deepcritical.state.syllabus import Syllabus
 
 __all__ = ["ResearchRun"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 T = TypeVar("T")
 P = ParamSpec("P")
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +49,7 @@ from pydantic import SecretStr, ValidationError
 
 from deepcritical.config import Settings, redact_model_spec
 from deepcritical.events import ResearchEvent
+from deepcritical.logs import get_logger
 from deepcritical.models import RunResult, error_text
 from deepcritical.state import RunNotFoundError, RunRecord, RunStore
 from deepcritical.ui import history as hist
@@ -108,7 +108,7 @@ from deepcritical.ui.stop_resume import RunWatch, resumable, stopped_html
 from deepcritical.ui.streams import closing
 from deepcritical.ui.theme import THEME_CSS
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 MODEL_CHOICES = [
     "none",
@@ -233,7 +233,7 @@ async def stream_run(
                     break
                 yield out(view, report, evidence, hypotheses, files)
     except Exception as exc:  # noqa: BLE001 - shown to the user (keys redacted by out())
-        log.warning("run failed: %s", type(exc).__name__)
+        log.warning("run failed", error=type(exc).__name__)
         view = fail(view, error_text(exc))
     if result is None:
         if not view.finished:
@@ -647,7 +647,9 @@ def _cancel_job(
         owner = access.owner(request, profile)
         backend.cancel(view.run_id, settings, owner=owner)
     except Exception as exc:  # noqa: BLE001 - Stop must always answer
-        log.warning("could not cancel job %s: %s: %s", view.run_id, type(exc).__name__, exc)
+        log.warning(
+            "could not cancel job", run_id=view.run_id, error=f"{type(exc).__name__}: {exc}"
+        )
 
 
 def _line_html(text: str) -> str:
