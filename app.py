@@ -18,10 +18,13 @@ try:
 except ImportError:  # a Space installs requirements.txt only: use the source tree
     sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 
+from deepcritical.logs import configure_logging
 from deepcritical.ui.auth import Access
 from deepcritical.ui.downloads import DownloadShelf
-from deepcritical.ui.launch import build_from_env, launch
+from deepcritical.ui.launch import build_from_env, launch, show_app_warnings
 
+configure_logging()  # errors on standard error, as `deepcritical serve` logs
+show_app_warnings()
 access = Access.from_env()
 downloads = DownloadShelf()
 demo = build_from_env(access, downloads)

@@ -164,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     if not corpus_file.is_file():
         print(f"skipped: PubMedQA data not found in {args.data}")
         return 0
-    import logging
+    from deepcritical.logs import configure_logging
 
-    logging.disable(logging.WARNING)
+    configure_logging("ERROR", library_level="ERROR")  # errors only
     start = time.perf_counter()
     halves = extraction_scores(corpus_file)
     print(f"study records read by rules in {time.perf_counter() - start:.2f} s")

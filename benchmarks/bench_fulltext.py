@@ -178,9 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: the six JATS articles are not in {FULLTEXT_DIR}")
         return 0
 
-    import logging
+    from deepcritical.logs import configure_logging
 
-    logging.disable(logging.WARNING)
+    configure_logging("ERROR", library_level="ERROR")  # errors only
     from deepcritical.config import Settings
     from deepcritical.evidence.onnx_embeddings import run_embedder
     from deepcritical.formats.jats import read_jats

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import signal
 import statistics
@@ -202,7 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     if postgres_bin() is None:
         print("skipped: PostgreSQL binaries absent (make postgresql)")
         return 0
-    logging.disable(logging.WARNING)
+    from deepcritical.logs import configure_logging
+
+    configure_logging("ERROR", library_level="ERROR")  # errors only
     from deepcritical.corpus.index import LocalCorpus
     from deepcritical.evidence.onnx_embeddings import run_embedder
 

@@ -1028,9 +1028,9 @@ def main(argv: list[str] | None = None) -> int:
         calibrate(args.data)
         return 0
 
-    import logging
+    from deepcritical.logs import configure_logging
 
-    logging.disable(logging.WARNING)
+    configure_logging("ERROR", library_level="ERROR")  # errors only
     from deepcritical.config import Settings
     from deepcritical.corpus.embedding import corpus_embedder
     from deepcritical.corpus.index import LocalCorpus

@@ -142,9 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     corpus_file, questions_file = files
 
-    import logging
+    from deepcritical.logs import configure_logging
 
-    logging.disable(logging.WARNING)
+    configure_logging("ERROR", library_level="ERROR")  # errors only
     from deepcritical.config import Settings
     from deepcritical.corpus.index import LocalCorpus
     from deepcritical.evidence.onnx_embeddings import run_embedder

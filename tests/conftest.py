@@ -1,19 +1,23 @@
-"""Shared fixtures: paths to ../shared data (skipping when absent), embedders, live marker."""
+"""Shared fixtures: paths to ../shared data (skipping when absent), embedders, live marker, and
+logging left as each test found it."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
+from deepcritical.logs import HANDLER_NAME, NOISY_LIBRARIES, OWN_HANDLER_LIBRARIES
 from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.testing.shared import SHARED_DIR
 
@@ -31,6 +35,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "live" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_found() -> Iterator[None]:
+    """Logging as the test found it: a test that runs a command (whose callback configures
+    logging for the process, :func:`deepcritical.logs.configure_logging`) or that configures
+    logging itself leaves structlog's configuration, the root handlers and the levels it set
+    behind, so the next test sees what the one before it saw."""
+    configured = structlog.is_configured()
+    config = structlog.get_config()
+    config["processors"] = list(config["processors"])  # capture_logs edits the list in place
+    names = ["", "deepcritical.ui", *NOISY_LIBRARIES, *OWN_HANDLER_LIBRARIES]
+    levels = {name: logging.getLogger(name).level for name in names}
+    handlers = {name: list(logging.getLogger(name).handlers) for name in names}
+    yield
+    for name in names:
+        logger = logging.getLogger(name)
+        logger.setLevel(levels[name])
+        for handler in logger.handlers[:]:
+            ours = handler.get_name() == HANDLER_NAME or isinstance(handler, logging.NullHandler)
+            if ours and handler not in handlers[name]:
+                logger.removeHandler(handler)
+    if configured:
+        structlog.configure(**config)
+    else:
+        structlog.reset_defaults()
 
 
 @pytest.fixture(scope="session")

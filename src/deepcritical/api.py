@@ -196,7 +196,6 @@ async def _research(
 ) -> AsyncGenerator[ResearchEvent, None]:
     question = check_question(question, settings.max_question_chars)
     context = check_context(context)
-    _log_to_stderr()
     models = await resolve_models(settings, given)
     async with AsyncExitStack() as stack:
         persisted: PersistentRun | None = None
@@ -243,14 +242,3 @@ async def _research(
             persisted.end("failed", describe_error(exc)[:2000])
             raise
         persisted.end("failed", "the run ended without a report")
-
-
-def _log_to_stderr() -> None:
-    """structlog prints to stdout by default; a library must not write into its caller's
-    stdout, so send our log lines to stderr unless the application configured structlog."""
-    import sys
-
-    import structlog
-
-    if not structlog.is_configured():
-        structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))

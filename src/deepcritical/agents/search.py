@@ -23,20 +23,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import structlog
 
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.fusion import RRF_K, rrf_score
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.evidence.mmr import unit_rows
 from deepcritical.evidence.store import EvidenceStore, embedding_text
+from deepcritical.logs import get_logger
 from deepcritical.models import Evidence
 from deepcritical.sources.base import SearchSource, SourceError
 from deepcritical.sources.query_syntax import query_for_source
 
 __all__ = ["RELEVANCE_WEIGHT", "RRF_K", "SearchAgent", "SearchRound", "fuse_ranked", "rerank"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 RELEVANCE_WEIGHT = 0.5
 """Weight of relevance to the question/checklist against fused rank in :func:`rerank`."""

@@ -8,12 +8,10 @@ when the work failed, 2 when the input was wrong (bad option, unknown run, inval
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import structlog
 import typer
 from pydantic import ValidationError
 from rich.console import Console
@@ -22,7 +20,6 @@ from deepcritical.config import Settings
 
 __all__ = [
     "GlobalOptions",
-    "configure_logging",
     "console",
     "fail",
     "global_options",
@@ -32,8 +29,6 @@ __all__ = [
 
 console = Console(stderr=True)
 out_console = Console()
-
-NOISY_LIBRARIES = ("bm25s", "chromadb", "httpx", "sentence_transformers", "transformers")
 
 
 @dataclass
@@ -46,16 +41,6 @@ class GlobalOptions:
 
 global_options = GlobalOptions()
 """The global options of this invocation; set by the app's callback before any command runs."""
-
-
-def configure_logging(verbose: bool) -> None:
-    """Send library log messages to standard error: all of them (DEBUG) with ``--verbose``,
-    else only errors (the run events already report warnings)."""
-    level = logging.DEBUG if verbose else logging.ERROR
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in NOISY_LIBRARIES:
-        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.WARNING)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from deepcritical.cli.context import configure_logging, global_options
+from deepcritical.cli.context import global_options
 from deepcritical.cli.corpus import corpus_app
 from deepcritical.cli.doctor import doctor
 from deepcritical.cli.jobs import cancel, follow, submit, worker
@@ -24,6 +24,7 @@ from deepcritical.cli.research import research
 from deepcritical.cli.runs import runs_app
 from deepcritical.cli.serve import serve
 from deepcritical.environment import software_environment
+from deepcritical.logs import configure_logging
 
 __all__ = ["app", "main"]
 
@@ -84,7 +85,12 @@ def _global_options(
     ] = False,
 ) -> None:
     global_options.data_dir = data_dir
-    configure_logging(verbose)
+    # library log messages on standard error: all of them with --verbose, else only errors
+    # (the run events already report warnings) and the noisy libraries' warnings
+    if verbose:
+        configure_logging("DEBUG", library_level="DEBUG")
+    else:
+        configure_logging("ERROR", library_level="WARNING")
 
 
 app.add_typer(corpus_app, name="corpus")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 import typer
 
 from deepcritical.cli.context import fail, global_options
+from deepcritical.logs import get_logger
 
 __all__ = ["serve"]
 
@@ -48,7 +48,13 @@ def serve(
     from deepcritical.ui.app import build_app
     from deepcritical.ui.auth import Access, AuthConfigError
     from deepcritical.ui.downloads import DownloadShelf
-    from deepcritical.ui.launch import concurrency_from_env, launch, server_settings
+    from deepcritical.ui.launch import (
+        UI_LOGGER,
+        concurrency_from_env,
+        launch,
+        server_settings,
+        show_app_warnings,
+    )
     from deepcritical.ui.source_check import SourceCheck
 
     settings = server_settings(global_options.data_dir)
@@ -56,15 +62,13 @@ def serve(
         access = Access.from_env(settings.data_dir)
     except AuthConfigError as exc:
         raise fail(f"sign-in settings: {exc}", 2) from None
-    # a server shows the app's warnings (the shared history's), which the CLI's errors-only
-    # logging would hide
-    ui_log = logging.getLogger("deepcritical.ui")
-    if ui_log.getEffectiveLevel() > logging.WARNING:
-        ui_log.setLevel(logging.WARNING)
+    show_app_warnings()
     if jobs is not None:
         settings = settings.model_copy(update={"jobs": jobs})
     if settings.jobs:
-        ui_log.warning("jobs mode: research runs execute in `deepcritical worker` processes")
+        get_logger(UI_LOGGER).warning(
+            "jobs mode: research runs execute in `deepcritical worker` processes"
+        )
     downloads = DownloadShelf()
     demo = build_app(
         settings,

@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import structlog
 from numpy.typing import NDArray
 
 from deepcritical.config import EmbeddingBackend
@@ -64,8 +63,9 @@ from deepcritical.evidence.embeddings import (
     resolve_model_path,
     shared_embedder,
 )
+from deepcritical.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 ONNX_INT8_SUFFIX = "#onnx-int8"
 EXPORT_FORMAT = 2  # bump when the exported graph, the quantisation or the files change

@@ -27,7 +27,6 @@ used, then the PubMed record's ``History`` date (``PubStatus="pubmed"`` / ``"ent
 from __future__ import annotations
 
 import gzip
-import logging
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -38,6 +37,7 @@ from pydantic import BaseModel, Field
 
 from deepcritical.formats.mathml import local_name, math_text
 from deepcritical.formats.safe_xml import safe_iterparse, safe_parser
+from deepcritical.logs import get_logger
 from deepcritical.models import (
     DOI_PREFIX,
     PMCID,
@@ -49,7 +49,7 @@ from deepcritical.models import (
     union_flags,
 )
 
-logger = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 _Element = etree._Element
 
@@ -528,7 +528,7 @@ def parse_pubmed_xml(data: bytes | str) -> list[PubmedArticle]:
     for el in records:
         parsed = parse_article_element(el)
         if parsed is None:
-            logger.warning("skipping a PubMed record without a PMID")
+            log.warning("skipping a PubMed record without a PMID")
             continue
         out.append(parsed)
     return out
@@ -634,7 +634,7 @@ def iter_pubmed_updates(source: str | Path | BinaryIO) -> Iterator[PubmedUpdate]
                     while el.getprevious() is not None:
                         del parent[0]
                 if item is None:
-                    logger.warning("skipping a PubMed record without a PMID in %s", name)
+                    log.warning("skipping a PubMed record without a PMID", file=name)
                     continue
                 yield item
         except etree.XMLSyntaxError as exc:

@@ -21,18 +21,17 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import cast
 
-import structlog
-
 from deepcritical.api import resume
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
+from deepcritical.logs import get_logger
 from deepcritical.state.errors import RunInProgressError
 from deepcritical.state.lease import LIVE_STATUSES
 from deepcritical.state.run_store import FINISHED_STATUSES, RunStore
 
 __all__ = ["CANCEL_POLL_SECONDS", "execute_run"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 CANCELLED_NOTE = "the run was cancelled"
 CANCEL_POLL_SECONDS = 0.5

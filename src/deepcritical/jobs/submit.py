@@ -10,10 +10,9 @@ not yet started never starts.
 
 from __future__ import annotations
 
-import structlog
-
 from deepcritical.config import Settings
 from deepcritical.jobs.engine import QUEUE, WORKFLOW, open_client
+from deepcritical.logs import get_logger
 from deepcritical.models import ReportPreferences
 from deepcritical.orchestrators.deps import check_context, check_question
 from deepcritical.state.run_store import RunStore
@@ -21,7 +20,7 @@ from deepcritical.state.syllabus import Syllabus
 
 __all__ = ["cancel_run", "submit_run"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def submit_run(

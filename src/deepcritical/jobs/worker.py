@@ -26,17 +26,16 @@ import socket
 import threading
 from dataclasses import dataclass
 
-import structlog
-
 from deepcritical.config import Settings
 from deepcritical.jobs.engine import QUEUE, QUEUE_POLL_SECONDS, WORKFLOW, dbos_config
 from deepcritical.jobs.execute import execute_run
+from deepcritical.logs import get_logger
 from deepcritical.state.lease import abandon_runs, dead_workers
 from deepcritical.state.run_store import STALE_AFTER_SECONDS, RunStore
 
 __all__ = ["MAX_RECOVERY_ATTEMPTS", "RECOVERY_POLL_SECONDS", "default_worker_id", "run_worker"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 MAX_RECOVERY_ATTEMPTS = 5
 """How often one job is recovered after its worker died before DBOS gives up on it."""

@@ -18,7 +18,6 @@ import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-import structlog
 from agent_framework import (
     ChatOptions,
     ChatResponse,
@@ -29,13 +28,14 @@ from agent_framework import (
 )
 
 from deepcritical.llm.model_cache import CallStore, request_key, stable_prompt_text, strip_volatile
+from deepcritical.logs import get_logger
 
 if TYPE_CHECKING:
     from agent_framework import CompactionStrategy, TokenizerProtocol
 
 __all__ = ["CachedChatClient", "chat_request_key"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 KIND = "chat"
 """``call_cache.kind`` of the chat-client entries (and the key of ``CallCache.stats``)."""

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
-import structlog
 from pydantic import BaseModel, Field
 
 from deepcritical.config import Settings
@@ -36,6 +35,7 @@ from deepcritical.llm.providers import ModelSpec, ModelSpecError, build_model, p
 from deepcritical.llm.runner import StructuredAgent
 from deepcritical.llm.structured import OUTPUT_STRATEGIES, OutputStrategy
 from deepcritical.llm.usage import UsageTracker
+from deepcritical.logs import get_logger
 
 __all__ = [
     "EndpointCheck",
@@ -48,7 +48,7 @@ __all__ = [
     "resolve_endpoint",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 PROBE_INSTRUCTIONS = "Answer in JSON with the fields asked for, and nothing else."
 PROBE_PROMPT = (

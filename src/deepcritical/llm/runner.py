@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import date
 from typing import Generic, TypeVar
 
-import structlog
 from pydantic_ai import Agent, AgentRunResult, ModelRetry, RunContext
 from pydantic_ai.exceptions import (
     AgentRunError,
@@ -39,10 +38,11 @@ from deepcritical.llm.structured import (
     output_spec,
 )
 from deepcritical.llm.usage import UsageTracker
+from deepcritical.logs import get_logger
 
 __all__ = ["TODAY_LINE", "ModelRetry", "StructuredAgent"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 TODAY_LINE = "Today's date is {date}."
 """The first line of every call's instructions (``{date}``: ISO date); the call cache

@@ -22,10 +22,9 @@ import asyncio
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
-import structlog
-
 from deepcritical.events import ResearchEvent
 from deepcritical.llm.llm_errors import describe_error
+from deepcritical.logs import get_logger
 from deepcritical.models import JudgeAssessment, ReportPreferences, StopReason
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.progress import gathering_stop_rule
@@ -33,7 +32,7 @@ from deepcritical.orchestrators.run import ResearchRun
 
 __all__ = ["IterativeOrchestrator"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class IterativeOrchestrator:

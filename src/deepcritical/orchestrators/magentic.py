@@ -38,7 +38,6 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import structlog
 from agent_framework import (
     Agent,
     AgentContext,
@@ -65,6 +64,7 @@ from pydantic_ai.usage import RunUsage
 from deepcritical.events import ManagerData, ResearchEvent, WorkflowSummary
 from deepcritical.llm.llm_errors import describe_error
 from deepcritical.llm.usage import UsageTracker
+from deepcritical.logs import get_logger
 from deepcritical.models import ReportPreferences, ResearchPlan, StopReason
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.magentic_agents import (
@@ -88,7 +88,7 @@ __all__ = [
     "parse_progress_ledger",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 MANAGER_ROLE = "manager"
 """Usage role (and stage) of the Magentic manager's own model calls."""

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
-import structlog
-
 from deepcritical.environment import software_environment
 from deepcritical.events import DoneData, ReportSectionData, ResearchEvent, WorkflowSummary
 from deepcritical.evidence.embeddings import embedder_name
+from deepcritical.logs import get_logger
 from deepcritical.models import (
     GroundedClaim,
     ResearchReport,
@@ -31,7 +30,7 @@ from deepcritical.report.methodology import (
 
 __all__ = ["finish_run"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 async def finish_run(

@@ -24,8 +24,6 @@ import functools
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar
 
-import structlog
-
 from deepcritical.agents.queries import fresh_queries
 from deepcritical.agents.reflection import Reflection
 from deepcritical.agents.search import SearchRound
@@ -73,7 +71,6 @@ from deepcritical.state.syllabus import Syllabus
 
 __all__ = ["ResearchRun"]
 
-log = structlog.get_logger(__name__)
 T = TypeVar("T")
 P = ParamSpec("P")
 

@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import structlog
 from numpy.typing import NDArray
 
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.mmr import unit_rows
 from deepcritical.evidence.passages import rank_passages
+from deepcritical.logs import get_logger
 from deepcritical.models import (
     CITATION_MARKER,
     Evidence,
@@ -55,7 +55,7 @@ __all__ = [
     "source_passages",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 NLI_CANDIDATES = 3
 """Passages of each cited item (the most similar ones) given to the NLI callable."""

@@ -25,7 +25,6 @@ third-party notes cite about 50 requests per minute per IP. One search is usuall
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import httpx
 
 from deepcritical.evidence.identifiers import normalize_nct
+from deepcritical.logs import get_logger
 from deepcritical.models import Citation, Evidence, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.html_text import collapse_whitespace
@@ -40,7 +40,7 @@ from deepcritical.sources.http import HttpOptions, SourceHttp
 from deepcritical.sources.paging import collect_token_pages, page_token
 from deepcritical.sources.payload import as_list, as_mapping, json_object, parse_each
 
-logger = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -382,7 +382,7 @@ def parse_studies(payload: Any) -> tuple[list[Evidence], str | None]:
     if not isinstance(studies, list):
         raise SourceError(SOURCE, f"unexpected response from {LABEL}: no 'studies' list")
     skipped = f"skipping a {LABEL} study without a valid NCT ID"
-    items = parse_each(studies, study_to_evidence, logger, skipped)
+    items = parse_each(studies, study_to_evidence, log, skipped)
     return items, page_token(payload.get("nextPageToken"))
 
 

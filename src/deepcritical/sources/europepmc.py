@@ -19,7 +19,6 @@ no per-second limit); 429/5xx replies are retried honouring ``Retry-After``
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -27,6 +26,7 @@ from typing import Any, Literal
 import httpx
 
 from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
+from deepcritical.logs import get_logger
 from deepcritical.models import Citation, Evidence, SourceName, flags_from_publication_types
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.html_text import collapse_whitespace, html_to_text, strip_tags
@@ -34,7 +34,7 @@ from deepcritical.sources.http import HttpOptions, SourceHttp
 from deepcritical.sources.paging import collect_token_pages, page_token
 from deepcritical.sources.payload import as_list, as_mapping, json_object, parse_each
 
-logger = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -237,7 +237,7 @@ def parse_search(payload: Any) -> tuple[list[Evidence], str | None]:
             raise SourceError(SOURCE, f"{LABEL} error: {message[:200]}")
         raise SourceError(SOURCE, f"unexpected response from {LABEL}: no 'resultList.result'")
     skipped = f"skipping a {LABEL} result without any identifier"
-    items = parse_each(results, result_to_evidence, logger, skipped)
+    items = parse_each(results, result_to_evidence, log, skipped)
     return items, page_token(payload.get("nextCursorMark"))
 
 

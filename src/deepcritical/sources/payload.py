@@ -7,10 +7,10 @@ without ``isinstance`` checks at every step, and check the top level once.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from deepcritical.logs import Logger
 from deepcritical.sources.base import SourceError
 
 __all__ = ["UNEXPECTED_TOP_LEVEL", "as_list", "as_mapping", "json_object", "parse_each"]
@@ -53,7 +53,7 @@ def json_object(
 def parse_each(
     values: list[Any],
     parse: Callable[[Mapping[str, Any]], T | None],
-    log: logging.Logger,
+    log: Logger,
     skipped: str,
 ) -> list[T]:
     """``parse`` applied to each JSON object in ``values`` (a page of API records), in order.
@@ -66,7 +66,7 @@ def parse_each(
     for value in values:
         item = parse(value) if isinstance(value, Mapping) else None
         if item is None:
-            log.warning("%s", skipped)
+            log.warning(skipped)
             continue
         parsed.append(item)
     return parsed

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Sequence
 
 import httpx
@@ -22,12 +21,13 @@ from deepcritical.formats.pubmed_xml import (
     article_to_evidence,
     parse_pubmed_xml,
 )
+from deepcritical.logs import get_logger
 from deepcritical.models import Evidence
 from deepcritical.sources.base import SourceError, relevance_from_rank
 from deepcritical.sources.http import HttpOptions, SourceHttp, decode_json, json_or_none
 from deepcritical.sources.payload import json_object
 
-logger = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_BASE_URL = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
 EFETCH_BATCH_SIZE = 200
@@ -116,7 +116,7 @@ class PubMedSource:
         for rank, pmid in enumerate(pmids):
             article = by_pmid.get(pmid)
             if article is None:
-                logger.debug("pubmed: efetch returned no record for PMID %s", pmid)
+                log.debug("efetch returned no record", pmid=pmid)
                 continue
             out.append(
                 article_to_evidence(article, query=query, relevance=relevance_from_rank(rank, n))
@@ -160,7 +160,7 @@ class PubMedSource:
         for key in ("errorlist", "warninglist"):
             notes = result.get(key)
             if isinstance(notes, dict) and any(notes.values()):
-                logger.debug("pubmed esearch %s: %s", key, self._scrub(json.dumps(notes)))
+                log.debug("esearch notes", kind=key, notes=self._scrub(json.dumps(notes)))
         return pmids
 
     async def efetch(self, pmids: Sequence[str]) -> list[PubmedArticle]:
@@ -250,7 +250,7 @@ class PubMedSource:
                 raise SourceError(self.name, f"{what}: {type(exc).__name__}") from exc
             if not _is_rate_limit_body(response):
                 return response
-            logger.debug("pubmed %s: NCBI rate limit body (attempt %d)", what, attempt)
+            log.debug("NCBI rate limit body", request=what, attempt=attempt)
             if attempt < self.http.tries:
                 await asyncio.sleep(self.http.backoff_seconds * 2 ** (attempt - 1))
         raise SourceError(

@@ -30,7 +30,6 @@ network) raise ``SourceError("web search failed: ...")``; "no results" is an emp
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -42,12 +41,13 @@ from ddgs.exceptions import DDGSException
 
 from deepcritical.evidence.identifiers import normalize_url
 from deepcritical.evidence.titles import with_derived_title
+from deepcritical.logs import get_logger
 from deepcritical.models import Citation, Evidence, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.http import HttpOptions, SourceHttp, decode_json, json_or_none
 from deepcritical.sources.netguard import Resolver, UnsafeURLError, check_public_url_async
 
-logger = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 SOURCE = SourceName.WEB.value
 DEFAULT_REQUESTS_PER_SECOND = 2.0
@@ -196,7 +196,7 @@ def extract_main_text(page: FetchedPage) -> str:
             deduplicate=False,  # True keeps a process-wide cache: a page seen twice loses text
         )
     except Exception:  # trafilatura/lxml on hostile input: treat as "no text"
-        logger.debug("extraction failed for %s", page.url, exc_info=True)
+        log.debug("extraction failed", url=page.url, exc_info=True)
         return ""
     return _tidy_lines(extracted) if isinstance(extracted, str) else ""
 
@@ -382,7 +382,7 @@ class WebSearchSource:
         try:
             await self._checked(hit.url)
         except UnsafeURLError as exc:
-            logger.info("web result dropped: %s", exc)
+            log.info("web result dropped", reason=str(exc))
             return None
         key = normalize_url(hit.url)
         page_text = await self._main_text(hit.url, key) if fetch and key else ""
@@ -405,7 +405,7 @@ class WebSearchSource:
                     self.pages_fetched += 1
                     text = await asyncio.to_thread(extract_main_text, page)
                 except (UnsafeURLError, PageFetchError) as exc:
-                    logger.info("page not used, snippet kept: %s", exc)
+                    log.info("page not used, snippet kept", reason=str(exc))
                 self._page_text[key] = text
             return self._page_text[key]
 

@@ -19,7 +19,6 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-import structlog
 from sqlalchemy.orm import Session
 
 from deepcritical.events import (
@@ -32,6 +31,7 @@ from deepcritical.events import (
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.model_cache import CachedModel
+from deepcritical.logs import get_logger
 from deepcritical.models import ChecklistItem, utc_now
 from deepcritical.state.cache import CachedSource, CallCache
 from deepcritical.state.event_log import append_event
@@ -41,7 +41,7 @@ from deepcritical.state.syllabus import Syllabus
 
 __all__ = ["RunRecorder"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 STAGES = {
     "started": "starting",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from deepcritical.config import Settings
+from deepcritical.logs import get_logger, show_level
 from deepcritical.ui.app import CSS, build_app
 from deepcritical.ui.auth import Access
 from deepcritical.ui.download_route import DownloadRoute
@@ -29,7 +29,16 @@ SHARED_HISTORY_WARNING = (
 )
 AUTH_MESSAGE = "Sign in to DeepCritical: each user sees only their own runs."
 
-log = logging.getLogger(__name__)
+UI_LOGGER = "deepcritical.ui"
+"""The logger of the web app's modules (and the parent of their own)."""
+
+log = get_logger(__name__)
+
+
+def show_app_warnings() -> None:
+    """Let the web app's warnings (the shared history's, jobs mode's, a failed run's) through
+    the process's logging, which the command line configures to show errors only."""
+    show_level(UI_LOGGER, "WARNING")
 
 
 def server_settings(data_dir: Path | None = None) -> Settings:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ import gradio as gr
 
 from deepcritical.config import Settings, redact_model_spec
 from deepcritical.events import ResearchEvent
+from deepcritical.logs import get_logger
 from deepcritical.models import RunResult, error_text
 from deepcritical.ui.answer import (
     answer_card_html,
@@ -44,7 +44,7 @@ from deepcritical.ui.session import mode_notice, redact, secret_values
 from deepcritical.ui.stop_resume import RunWatch, resumable, stopped_html
 from deepcritical.ui.streams import closing
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 Outputs = tuple[str, str, str, str, str, str, str, Any, Any, str]
 """(notice, progress, report, evidence, hypotheses, download links, answer card, evidence by
@@ -140,7 +140,7 @@ async def stream_run(
                     break
                 yield out(view, report, evidence, hypotheses, files)
     except Exception as exc:  # noqa: BLE001 - shown to the user (keys redacted by out())
-        log.warning("run failed: %s", type(exc).__name__)
+        log.warning("run failed", error=type(exc).__name__)
         view = fail(view, error_text(exc))
     if result is None:
         if not view.finished:

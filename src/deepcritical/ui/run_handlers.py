@@ -11,7 +11,6 @@ cancels the job in its worker.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -20,6 +19,7 @@ import gradio as gr
 from pydantic import SecretStr
 
 from deepcritical.config import Settings
+from deepcritical.logs import get_logger
 from deepcritical.ui import history as hist
 from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.jobs_mode import JOB_KEY_REFUSED, JobBackend
@@ -30,7 +30,7 @@ from deepcritical.ui.session import SessionChoice, SettingsError, visitor_settin
 from deepcritical.ui.source_check import SourceCheck, default_sources, sources_note, sources_on_md
 from deepcritical.ui.stop_resume import resumable, stopped_html
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 SOURCE_WAIT = 3.0
 """Seconds the page load waits for the source check started with the app."""
@@ -94,7 +94,9 @@ def _cancel_job(
         owner = access.owner(request, profile)
         backend.cancel(view.run_id, settings, owner=owner)
     except Exception as exc:  # noqa: BLE001 - Stop must always answer
-        log.warning("could not cancel job %s: %s: %s", view.run_id, type(exc).__name__, exc)
+        log.warning(
+            "could not cancel job", run_id=view.run_id, error=f"{type(exc).__name__}: {exc}"
+        )
 
 
 @dataclass(frozen=True)

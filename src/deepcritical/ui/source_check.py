@@ -11,18 +11,18 @@ unreachable ones are named in the note (:func:`sources_note`).
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from deepcritical.config import Settings
+from deepcritical.logs import get_logger
 from deepcritical.models import SOURCE_LABELS
 from deepcritical.sources.reachability import TIMEOUT, api_roots, probe
 
 __all__ = ["Prober", "SourceCheck", "default_sources", "sources_note", "sources_on_md"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 Prober = Callable[[Mapping[str, str]], Coroutine[Any, Any, dict[str, bool]]]
 """Asks each ``name -> url`` and returns ``name -> reachable``."""
@@ -53,12 +53,12 @@ class SourceCheck:
         try:
             self._result = asyncio.run(self._prober(self._roots))
         except Exception as exc:  # noqa: BLE001 - a failed check means "unreachable"
-            log.warning("source reachability check failed: %s", type(exc).__name__)
+            log.warning("source reachability check failed", error=type(exc).__name__)
             self._result = dict.fromkeys(self._roots, False)
         finally:
             unreachable = sorted(n for n in self._roots if not self._result.get(n))
             if unreachable:
-                log.info("sources unreachable from this server: %s", ", ".join(unreachable))
+                log.info("sources unreachable from this server", sources=", ".join(unreachable))
             self._done.set()
 
     def wait(self, timeout: float) -> dict[str, bool] | None:
