@@ -47,3 +47,24 @@ def test_the_run_module_keeps_the_state_and_the_sequence_of_steps_only() -> None
     text = (SRC / "orchestrators" / "run.py").read_text(encoding="utf-8")
     assert "class ResearchRun" in text
     assert text.count("\n") < 450
+
+
+CITATION_GRAMMAR = ("E\\d+", "PMC\\d", "NCT\\d", "10\\.\\d", "PMID\\s")
+"""Regular-expression fragments of the citation-marker and identifier grammar."""
+
+
+def test_the_citation_grammar_has_one_home() -> None:
+    """Citation markers and the identifiers a citation names are written as regular
+    expressions in ``models/_markers.py`` only; every other module builds on its pieces, so
+    two modules cannot disagree on where a marker or a DOI ends (the test doubles of
+    ``testing/`` apart: they read prompts, not citations)."""
+    home = SRC / "models" / "_markers.py"
+    assert all(fragment in home.read_text(encoding="utf-8") for fragment in CITATION_GRAMMAR[:2])
+    elsewhere = {
+        f"{path.relative_to(SRC)}: {fragment}"
+        for path in SRC.rglob("*.py")
+        if path != home and "testing" not in path.parts
+        for fragment in CITATION_GRAMMAR
+        if fragment in path.read_text(encoding="utf-8")
+    }
+    assert elsewhere == set()

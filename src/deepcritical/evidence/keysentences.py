@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.mmr import unit_rows
 from deepcritical.evidence.passages import PASSAGES_PER_QUERY, rank_passages
-from deepcritical.models import Evidence
+from deepcritical.models import MARKER_START, Evidence
 from deepcritical.text.sentences import prose_spans
 from deepcritical.text.terms import matched_terms
 
@@ -268,7 +268,7 @@ def _usable(sentence: KeySentence) -> bool:
 
 
 _UNQUOTABLE = re.compile(
-    r"\[\s*(?:E\d+|PMID|PMC|NCT|doi)"  # anything our citation validation would read as a marker
+    rf"\[\s*{MARKER_START}"  # anything our citation validation would read as a marker
     r"|\b(?:ignore|disregard|forget)\b[^.]{0,40}\b(?:instructions?|prompts?|rules)\b"
     r"|\b(?:system prompt|you are (?:an?|the) (?:ai|assistant|language model)|as an ai)\b",
     re.IGNORECASE,

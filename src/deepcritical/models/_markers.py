@@ -30,24 +30,44 @@ __all__ = [
     "DOI_PREFIX",
     "DOI_TOKEN",
     "DOI_WHOLE",
+    "EVIDENCE_ID",
     "E_ID",
+    "FOREIGN_MARKER_START",
+    "LOOSE_E_ID",
+    "MARKER_IDS",
+    "MARKER_START",
     "NCT_ID",
+    "NUMBERED_MARKER_IDS",
     "PMCID",
+    "PMCID_LABEL",
     "PMCID_TOKEN",
+    "PMID_LABEL",
     "PMID_TOKEN",
     "clean_doi",
     "marker_ids",
     "numbered",
 ]
 
-CITATION_MARKER = re.compile(r"\[(E\d+(?:\s*,\s*E\d+)*)\]")
+EVIDENCE_ID = r"E\d+"
+"""An evidence store id: ``E3`` (stores count from ``E1``)."""
+MARKER_IDS = rf"{EVIDENCE_ID}(?:\s*,\s*{EVIDENCE_ID})*"
+"""The ids inside a canonical marker: ``E3`` or ``E3, E7``."""
+CITATION_MARKER = re.compile(rf"\[({MARKER_IDS})\]")
 """Inline citation marker: ``[E3]`` or ``[E3, E7]``; group 1 holds the comma-separated ids."""
+NUMBERED_MARKER_IDS = r"\d+(?:\s*,\s*\d+)*"
+"""The numbers inside a rendered marker (:func:`numbered`): ``1`` or ``1, 4``."""
 
-E_ID = r"E\d+(?:\s*[-–]\s*E\d+)?"
+E_ID = rf"{EVIDENCE_ID}(?:\s*[-–]\s*{EVIDENCE_ID})?"
 """An evidence id, or a range of them: ``E3``, ``E3-E5``."""
-PMID_TOKEN = r"PMID\s*:?\s*\d+"
+LOOSE_E_ID = r"[Ee]\s?\d+(?:\s*[-–]\s*[Ee]?\s?\d+)?"
+"""An evidence id or range as a writer may mistype it: ``e3``, ``E 3``, ``E3-5``."""
+PMID_LABEL = r"PMID\s*:?\s*"
+"""The label before a cited PMID's digits: ``PMID:``, ``PMID ``."""
+PMID_TOKEN = rf"{PMID_LABEL}\d+"
 """A PMID as cited: ``PMID: 123``, ``PMID 123`` (match case-insensitively)."""
-PMCID_TOKEN = r"(?:PMCID\s*:?\s*)?PMC\d+"  # PMCID, with its optional label
+PMCID_LABEL = r"(?:PMCID\s*:?\s*)?PMC"
+"""What stands before a cited PMCID's digits: ``PMC``, ``PMCID: PMC``."""
+PMCID_TOKEN = rf"{PMCID_LABEL}\d+"
 """A PMCID as cited: ``PMC123``, ``PMCID: PMC123`` (match case-insensitively)."""
 PMCID = r"PMC\d+"
 """A PMCID itself: ``PMC`` and its digits."""
@@ -62,6 +82,12 @@ DOI_WHOLE = r"10\.\d+(?:\.\d+)*/\S+"
 """A whole DOI, as an identifier field holds it (any non-space after the ``/``)."""
 DOI_TOKEN = rf"{DOI_PREFIX}{DOI_BODY}"
 """A DOI as cited in a marker: with its prefix (``[doi:10.1/x]``)."""
+FOREIGN_MARKER_START = r"(?:PMID|PMCID|PMC\d|NCT\d|doi\b|https?://(?:dx\.)?doi\.org/)"
+"""What opens a marker that names a paper by another identifier than its evidence id:
+``[PMID: 1]``, ``[PMC1]``, ``[NCT01234567]``, ``[doi:10.1/x]``, ``[https://doi.org/10.1/x]``
+(match case-insensitively)."""
+MARKER_START = rf"(?:{EVIDENCE_ID}|PMID|PMC|NCT|doi)"
+"""What opens any bracket citation validation reads as a marker (match case-insensitively)."""
 
 _DOI_PREFIX = re.compile(rf"^{DOI_PREFIX}", re.IGNORECASE)
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}

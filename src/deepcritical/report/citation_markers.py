@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from deepcritical.models import (
     CITATION_MARKER,
     DOI_BODY,
+    FOREIGN_MARKER_START,
+    LOOSE_E_ID,
+    MARKER_IDS,
     NCT_ID,
     PMCID,
     Evidence,
@@ -33,20 +36,16 @@ __all__ = [
 ]
 
 # "[e3]", "[E3; E7]", "[E 3,E7]", "[E3-E5]" (never parentheses: "(E2)" is estradiol)
-_E_TOKEN = r"[Ee]\s?\d+(?:\s*[-–]\s*[Ee]?\s?\d+)?"
-_LOOSE_MARKER = re.compile(rf"\[\s*({_E_TOKEN}(?:\s*[,;]\s*(?:and\s+)?{_E_TOKEN})*)\s*\]")
+_LOOSE_MARKER = re.compile(rf"\[\s*({LOOSE_E_ID}(?:\s*[,;]\s*(?:and\s+)?{LOOSE_E_ID})*)\s*\]")
 # markers naming a paper by another identifier: [PMID: 1], [PMID 1, 2], [PMC1], [NCT01234567],
 # [doi:10.1/x], [https://doi.org/10.1/x]
-_FOREIGN_MARKER = re.compile(
-    r"\[\s*(?:PMID|PMCID|PMC\d|NCT\d|doi\b|https?://(?:dx\.)?doi\.org/)[^\[\]]*\]",
-    re.IGNORECASE,
-)
+_FOREIGN_MARKER = re.compile(rf"\[\s*{FOREIGN_MARKER_START}[^\[\]]*\]", re.IGNORECASE)
 _FOREIGN_TOKEN = re.compile(
     rf"(?P<pmc>{PMCID})|(?P<nct>{NCT_ID})|(?P<doi>{DOI_BODY})|(?P<num>\d+)",
     re.IGNORECASE,
 )
-_ADJACENT = re.compile(r"\[(E\d+(?:, E\d+)*)\]\s*[,;]?\s*\[(E\d+(?:, E\d+)*)\]")
-_LEADING_MARKERS = re.compile(r"^((?:\s*\[E\d+(?:\s*,\s*E\d+)*\])+)\s*")
+_ADJACENT = re.compile(rf"\[({MARKER_IDS})\]\s*[,;]?\s*\[({MARKER_IDS})\]")
+_LEADING_MARKERS = re.compile(rf"^((?:\s*\[{MARKER_IDS}\])+)\s*")
 _UNRESOLVED = "E0"  # never a store id (stores count from E1): stands for a foreign id
 _MAX_RANGE = 50
 

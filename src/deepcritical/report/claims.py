@@ -29,6 +29,7 @@ from deepcritical.evidence.passages import rank_passages
 from deepcritical.logs import get_logger
 from deepcritical.models import (
     CITATION_MARKER,
+    MARKER_IDS,
     Evidence,
     GroundedClaim,
     SupportingQuote,
@@ -72,7 +73,7 @@ RewriteFunction = Callable[[GroundedClaim], "str | None"]
 
 
 _LABEL = re.compile(r"^[ \t]*[A-Z][A-Za-z0-9 /&,()'-]{0,60}?[ \t]*:[ \t]+(?=\S)")
-_MARKER_WITH_SPACE = re.compile(r"(?P<space>[ \t]*)\[(?P<ids>E\d+(?:\s*,\s*E\d+)*)\]")
+_MARKER_WITH_SPACE = re.compile(rf"(?P<space>[ \t]*)\[(?P<ids>{MARKER_IDS})\]")
 _EMPHASIS = re.compile(r"\*\*|__|`|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)")
 
 

@@ -63,7 +63,9 @@ from deepcritical.models import (
     E_ID,
     NCT_ID,
     PMCID,
+    PMCID_LABEL,
     PMCID_TOKEN,
+    PMID_LABEL,
     PMID_TOKEN,
     CitationValidation,
     Evidence,
@@ -88,8 +90,8 @@ _MAX_RANGE = 50  # [E3-E60] would be a typo, not a citation of 58 items
 _TOKEN = re.compile(
     r"(?P<erange>E(?P<e1>\d+)\s*[-–]\s*E(?P<e2>\d+))"
     r"|(?P<e>E(?P<en>\d+))"
-    r"|(?:PMID\s*:?\s*(?P<pmid>\d+))"
-    r"|(?:(?:PMCID\s*:?\s*)?PMC(?P<pmc>\d+))"
+    rf"|(?:{PMID_LABEL}(?P<pmid>\d+))"
+    rf"|(?:{PMCID_LABEL}(?P<pmc>\d+))"
     rf"|(?P<nct>{NCT_ID})"
     rf"|(?:{DOI_PREFIX}(?P<doi>{DOI_BODY}))"
     r"|(?P<num>\d+(?:\s*[-–]\s*\d+)?)",

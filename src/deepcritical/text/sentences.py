@@ -38,7 +38,7 @@ from typing import Literal
 
 import pysbd  # type: ignore[import-untyped]
 
-from deepcritical.models import DOI_TOKEN, E_ID, NCT_ID, PMCID, PMCID_TOKEN, PMID_TOKEN
+from deepcritical.models import DOI_TOKEN, E_ID, EVIDENCE_ID, NCT_ID, PMCID, PMCID_TOKEN, PMID_TOKEN
 
 __all__ = [
     "CITATION_GROUP",
@@ -89,7 +89,7 @@ CITATION_RUN = re.compile(rf"{_GROUP}(?:[ \t]*[,;–-]?[ \t]*{_GROUP})*", re.IGN
 """Adjacent citation groups read as one marker: ``[E3][E4]``, ``[E3] [E4]``, ``[1]–[3]``."""
 
 _LOOSE = (
-    rf"\[(?=[^\[\]\n]*(?:\bE\d+\b|(?i:\bPMID\b|\bPMCID\b|\b{PMCID}\b|\b{NCT_ID}\b|\bdoi\s*:)))"
+    rf"\[(?=[^\[\]\n]*(?:\b{EVIDENCE_ID}\b|(?i:\bPMID\b|\bPMCID\b|\b{PMCID}\b|\b{NCT_ID}\b|\bdoi\s*:)))"
     r"[^\[\]\n]{1,200}\]"
 )
 LOOSE_CITATION_GROUP = re.compile(_LOOSE)

@@ -25,7 +25,13 @@ import lxml.html
 import nh3
 from lxml.html import HtmlElement
 
-from deepcritical.models import Citation, RunResult, SupportingQuote
+from deepcritical.models import (
+    MARKER_IDS,
+    NUMBERED_MARKER_IDS,
+    Citation,
+    RunResult,
+    SupportingQuote,
+)
 from deepcritical.models._markers import numbered
 from deepcritical.ui.render import (
     ALLOWED_ATTRIBUTES,
@@ -45,8 +51,8 @@ __all__ = [
 ]
 
 REF_ID = re.compile(r"dc-ref-\d+")
-NUMBER_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-E_MARKER = re.compile(r"\[E\d+(?:\s*,\s*E\d+)*\]|\[\d+(?:\s*,\s*\d+)*\]")
+NUMBER_MARKER = re.compile(rf"\[({NUMBERED_MARKER_IDS})\]")
+E_MARKER = re.compile(rf"\[{MARKER_IDS}\]|\[{NUMBERED_MARKER_IDS}\]")
 SKIPPED = {"code", "pre", "a", "h1", "h2", "h3", "h4", "h5", "h6", "script", "style"}
 MAX_TITLE_QUOTE_CHARS = 300
 MAX_LISTED_QUOTES = 5
