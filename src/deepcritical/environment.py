@@ -43,7 +43,7 @@ RESULT_PACKAGES: tuple[str, ...] = (
     "sentence-transformers",  # the embedder under the 'torch' backend, and the fallback
     "pysbd",  # sentence boundaries: key sentences, the extractive writer, grounding
     "chromadb",  # the local corpus: dense index
-    "bm25s",  # a full text's passages: lexical ranking; the corpus's query stopwords
+    "bm25s",  # a full text's passages: lexical ranking
     "PyStemmer",  # the stemmer of that ranking
     "pydantic-ai-slim",  # the LLM roles and writers
     "agent-framework-core",  # the Magentic orchestrator

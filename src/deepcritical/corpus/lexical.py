@@ -11,10 +11,12 @@ it indexes (no rebuild, no second store to keep in step). Layout:
   A row is removed with FTS5's ``'delete'`` command given the text it was indexed with.
 
 Ranking is FTS5's ``bm25()`` (Okapi BM25, k1 = 1.2, b = 0.75). A query is reduced to its
-words (``\\b\\w\\w+\\b``, lower-cased, as bm25s tokenised it before), the English stopwords of
-bm25s removed, each word quoted as an FTS5 string (so ``"``, ``AND``, ``OR``, ``NOT``,
-``NEAR``, ``*``, ``^``, ``:``, parentheses in a user's query are plain words or dropped,
-never syntax) and the words joined by ``OR``: a document matching any word is ranked.
+words (``\\b\\w\\w+\\b``, lower-cased, as bm25s tokenised it before), the stop words of
+:mod:`deepcritical.text.stopwords` removed (on the query side only: the index holds every
+word, so the list never enters a stored corpus), each word quoted as an FTS5 string (so
+``"``, ``AND``, ``OR``, ``NOT``, ``NEAR``, ``*``, ``^``, ``:``, parentheses in a user's query
+are plain words or dropped, never syntax) and the words joined by ``OR``: a document matching
+any word is ranked.
 
 FTS5 scores every row that matches (about 5 µs a row here), so the cost of a query grows with
 the rows its words occur in. When they occur in more than :data:`POSTINGS_BUDGET` rows
@@ -32,7 +34,8 @@ import sqlite3
 from collections.abc import Iterable
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN
+
+from deepcritical.text.stopwords import STOPWORDS
 
 LEXICAL_VERSION = "fts5-porter-unicode61-v1"
 """Names the lexical index; a corpus whose ``meta.lexical`` differs has it (re)built once."""
@@ -50,13 +53,12 @@ POSTINGS_BUDGET = 40_000
 (about 50 ms of FTS5 scoring on a loaded 2-core machine)."""
 
 _WORD = re.compile(r"\b\w\w+\b")
-_STOPWORDS = frozenset(STOPWORDS_EN)
 _MAX_TERMS = 64  # distinct query words kept (a pasted abstract as a query stays fast)
 
 
 def query_words(query: str) -> list[str]:
     """The distinct non-stopword words of a user's query, lower-cased, in order (at most 64)."""
-    words = [w for w in _WORD.findall(query.lower()) if w not in _STOPWORDS]
+    words = [w for w in _WORD.findall(query.lower()) if w not in STOPWORDS]
     return list(dict.fromkeys(words))[:_MAX_TERMS]
 
 

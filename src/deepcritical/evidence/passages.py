@@ -8,9 +8,10 @@ documents:
 
 - dense: cosine similarity of the passage's embedding (its section path and text) to the
   query's;
-- lexical: BM25 (bm25s, ``lucene`` variant, k1 = 1.5, b = 0.75, English stopwords removed,
-  Snowball stems: the corpus's settings) of the query over the paper's passages (section
-  path, label and text), an index built per call (a paper has tens to hundreds of passages).
+- lexical: BM25 (bm25s, ``lucene`` variant, k1 = 1.5, b = 0.75, the stop words of
+  :mod:`deepcritical.text.stopwords` removed, Snowball stems) of the query over the paper's
+  passages (section path, label and text), an index built per call (a paper has tens to
+  hundreds of passages).
 
 Passage embeddings are computed once per text and embedding model per process and kept in a
 bounded cache (:data:`MAX_CACHED_VECTORS` vectors, oldest dropped first); they hold only the
@@ -34,6 +35,7 @@ from deepcritical.evidence.embeddings import Embedder, embedder_name
 from deepcritical.evidence.fusion import reciprocal_rank_fusion
 from deepcritical.evidence.mmr import unit_rows
 from deepcritical.models import Evidence, Passage
+from deepcritical.text.stopwords import STOPWORDS
 
 __all__ = [
     "MAX_CACHED_VECTORS",
@@ -107,15 +109,18 @@ def _passage_text(passage: Passage) -> str:
     return " ".join([*passage.section, passage.label, passage.text]).strip()
 
 
+_STOPWORDS = sorted(STOPWORDS)  # bm25s takes a language name or a list
+
+
 def _bm25_ranking(texts: Sequence[str], query: str) -> list[int]:
     """Indexes of ``texts`` sharing a (stemmed, non-stopword) term with ``query``, by BM25
     score, best first (ties in text order)."""
     stemmer = Stemmer.Stemmer("english")  # not thread-safe: one per call
     retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
-    tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer, show_progress=False)
+    tokens = bm25s.tokenize(list(texts), stopwords=_STOPWORDS, stemmer=stemmer, show_progress=False)
     retriever.index(tokens, show_progress=False)
     words = bm25s.tokenize(
-        [query], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
+        [query], stopwords=_STOPWORDS, stemmer=stemmer, return_ids=False, show_progress=False
     )[0]
     known = [w for w in words if w in retriever.vocab_dict]
     if not known:

@@ -2,7 +2,8 @@
 
 A key (BibTeX key, CSL ``id``, RIS ``ID``) is written in lower-case ASCII letters and digits
 (``muller2020effect``: the first author's family name, or the first word of a literal name;
-the year; the first word of the title that is not a stop word), each part at most 24
+the year; the first word of the title that is not a stop word of
+:mod:`deepcritical.text.stopwords`), each part at most 24
 characters, ``anon`` and ``nd`` standing in for a missing author or year
 (:func:`base_key`). Keys shared by several records of one list get ``a``, ``b``... suffixes in
 order (:func:`unique_keys`), so the keys of a list are unique and the same for the same list.
@@ -16,6 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from deepcritical.formats.author_names import Name
+from deepcritical.text.stopwords import STOPWORDS
 
 __all__ = ["base_key", "unique_keys"]
 
@@ -26,41 +28,13 @@ def _ascii_word(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", folded.lower())
 
 
-_STOPWORDS = frozenset(
-    {
-        "a",
-        "an",
-        "and",
-        "as",
-        "at",
-        "by",
-        "for",
-        "from",
-        "in",
-        "into",
-        "is",
-        "of",
-        "on",
-        "or",
-        "the",
-        "to",
-        "with",
-        "does",
-        "do",
-        "are",
-        "was",
-        "were",
-    }
-)
-
-
 def base_key(record_names: Sequence[Name], year: int | None, title: str) -> str:
     """The key of a record with these authors, year and (clean) title before it is made
     unique: ``[a-z0-9]`` only (see the module docstring)."""
     first = record_names[0] if record_names else Name()
     author = _ascii_word(first.family) or _ascii_word((first.literal.split() or [""])[0])
     words = [_ascii_word(w) for w in title.split()]
-    word = next((w for w in words if w and w not in _STOPWORDS), "")
+    word = next((w for w in words if w and w not in STOPWORDS), "")
     return f"{(author or 'anon')[:24]}{year or 'nd'}{word[:24]}"
 
 

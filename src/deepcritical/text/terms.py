@@ -1,9 +1,10 @@
 """Key terms of a research question, without a model.
 
-A small RAKE-like extractor: the question is cut into candidate phrases at stopwords, generic
-research words and punctuation; phrases keep biomedical multiword terms together ("type 2
-diabetes", "Alzheimer's disease"), acronyms and gene/drug-like tokens ("SGLT2", "IL-6",
-"COVID-19") stay as they are written. Used by the extractive planner, query generator and judge.
+A small RAKE-like extractor: the question is cut into candidate phrases at stop words
+(:mod:`deepcritical.text.stopwords`), generic research words and punctuation; phrases keep
+biomedical multiword terms together ("type 2 diabetes", "Alzheimer's disease"), acronyms and
+gene/drug-like tokens ("SGLT2", "IL-6", "COVID-19") stay as they are written. Used by the
+extractive planner, query generator and judge.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from deepcritical.text.stopwords import STOPWORDS
+
 __all__ = [
     "GENERIC_WORDS",
-    "STOPWORDS",
     "content_stems",
     "extract_key_terms",
     "key_term_query",
@@ -24,20 +26,6 @@ __all__ = [
     "slugify",
     "stems",
 ]
-
-_STOPWORD_TEXT = """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each either else
-    ever few for from further had has have having he her here hers him his how however i if in
-    into is it its itself just may me might more most must my neither no nor not now of off on
-    once only or other ought our ours out over own per same shall she should so some such than
-    that the their theirs them then there these they this those through to too under until up
-    upon us very via was we were what when where whether which while who whom whose why will
-    with within without would yet you your versus vs etc also among amongst across toward
-    towards whereas thus hence therefore unless rather
-"""
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-"""English function words (lower case)."""
 
 _GENERIC_TEXT = """
     effect effects affect affects affected role roles impact impacts use used uses using
@@ -170,8 +158,9 @@ def stems(text: str) -> set[str]:
 
 
 def content_stems(text: str) -> set[str]:
-    """:func:`stems` of the words of ``text`` that are neither :data:`STOPWORDS` nor
-    :data:`GENERIC_WORDS`: what a sentence must share with a question to be about it.
+    """:func:`stems` of the words of ``text`` that are neither stop words
+    (:data:`~deepcritical.text.stopwords.STOPWORDS`) nor :data:`GENERIC_WORDS`: what a
+    sentence must share with a question to be about it.
 
     >>> sorted(content_stems("Does metformin reduce the risk of cancer?"))
     ['cancer', 'metformin']
