@@ -3,7 +3,9 @@
 The public API, imported lazily so that ``import deepcritical`` stays cheap:
 
 - :func:`research` (``async for event in research(question, settings): ...``) and
-  :func:`resume` (continue a stored run), from :mod:`deepcritical.api`;
+  :func:`resume` (continue a stored run) and :func:`ask` (``await ask(run_id, question,
+  settings)``: a follow-up question on a finished run, answered from that run's evidence
+  only, a :class:`~deepcritical.models.FollowUp`), from :mod:`deepcritical.api`;
 - :class:`Settings` (:mod:`deepcritical.config`);
 - :class:`ResearchEvent` (:mod:`deepcritical.events`): what a run streams, the last being
   ``done`` (with its :class:`RunResult`) or ``error``;
@@ -21,27 +23,31 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = [
+    "FollowUp",
     "ReportPreferences",
     "ResearchEvent",
     "ResearchReport",
     "RunResult",
     "Settings",
     "__version__",
+    "ask",
     "export_references",
     "research",
     "resume",
 ]
 
 if TYPE_CHECKING:
-    from deepcritical.api import research, resume
+    from deepcritical.api import ask, research, resume
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
-    from deepcritical.models import ReportPreferences, ResearchReport, RunResult
+    from deepcritical.models import FollowUp, ReportPreferences, ResearchReport, RunResult
 
 _PUBLIC = {
     "research": "deepcritical.api",
     "resume": "deepcritical.api",
+    "ask": "deepcritical.api",
+    "FollowUp": "deepcritical.models",
     "Settings": "deepcritical.config",
     "ResearchEvent": "deepcritical.events",
     "RunResult": "deepcritical.models",

@@ -1,4 +1,5 @@
-"""The programmatic entry point: ``async for event in research(question, settings): ...``.
+"""The programmatic entry point: ``async for event in research(question, settings): ...``, and
+``await ask(run_id, question, settings)``, a follow-up question on a finished run.
 
 Opens the run's record, has its parts assembled
 (:mod:`deepcritical.orchestrators.assembly`: models, HTTP client, sources, evidence store,
@@ -21,14 +22,15 @@ from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.llm.llm_errors import describe_error
-from deepcritical.models import ReportPreferences
+from deepcritical.models import FollowUp, ReportPreferences
 from deepcritical.orchestrators.assembly import GivenParts, build_run_deps, resolve_models
 from deepcritical.orchestrators.deps import check_context, check_question
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.fulltext import FullTextReader
-from deepcritical.state.errors import run_not_found, run_not_resumable
+from deepcritical.state.errors import run_not_found, run_not_resumable, run_without_report
 from deepcritical.state.syllabus import Syllabus
+from deepcritical.writing.follow_up import answer_follow_up
 
 if TYPE_CHECKING:
     from agent_framework import SupportsChatGetResponse
@@ -181,6 +183,66 @@ async def resume(
     ) as events:
         async for event in events:
             yield event
+
+
+async def ask(
+    run_id: str,
+    question: str,
+    settings: Settings | None = None,
+    *,
+    owner: str | None = None,
+    embedder: Embedder | None = None,
+) -> FollowUp:
+    """Answer a follow-up ``question`` about ``owner``'s finished run ``run_id`` from that
+    run's evidence only, and keep it with the run.
+
+    The answer is extractive (no model, no search): at most three of the run's on-topic
+    sources quoted verbatim with their ``[E3]`` markers, through the report's citation
+    validation and grounding (:func:`deepcritical.writing.follow_up.answer_follow_up`); when
+    nothing fits, ``answered`` is false, the answer says "The evidence of this run does not
+    answer this question." and ``suggestion`` gives the command that starts a new run seeded
+    with the question. Every follow-up is stored with the run (``RunStore.follow_ups``,
+    ``deepcritical runs show``).
+
+    Args:
+        run_id: the run's id (a unique prefix of 6+ characters is accepted).
+        question: the follow-up question (at most ``settings.max_question_chars`` characters).
+        settings: where the run database is (``database_url`` / ``data_dir``), the embedding
+            model and the grounding threshold; defaults to :class:`Settings` from the
+            environment.
+        owner: the user the run belongs to (``None``, the default: the local user).
+        embedder: the embedder to use instead of the run embedder of
+            ``settings.embedding_model`` (loaded in a worker thread).
+
+    Raises (each before anything is stored):
+        QuestionError: empty or too long question.
+        RunNotFoundError: no run with this id among ``owner``'s runs.
+        RunWithoutReportError: the run failed, was cancelled or has not written its report.
+        sqlalchemy.exc.SQLAlchemyError: the run database cannot be opened.
+    """
+    from deepcritical.state.run_store import RunStore
+
+    base = settings or Settings()
+    question = check_question(question, base.max_question_chars)
+    store = await asyncio.to_thread(RunStore.open, base)
+    try:
+        record = await asyncio.to_thread(lambda: store.require_run(run_id, owner=owner))
+        result = await asyncio.to_thread(lambda: store.result(record.id, owner=owner))
+        if result is None:
+            raise run_without_report(record.id, record.status, record.error)
+        if embedder is None:
+            from deepcritical.evidence.onnx_embeddings import run_embedder
+
+            embedder = await asyncio.to_thread(
+                run_embedder, base.embedding_model, base.embedding_backend
+            )
+        follow_up = await asyncio.to_thread(
+            answer_follow_up, question, result, embedder, threshold=base.grounding_threshold
+        )
+        await asyncio.to_thread(lambda: store.add_follow_up(record.id, follow_up, owner=owner))
+    finally:
+        store.close()
+    return follow_up
 
 
 async def _research(

@@ -12,15 +12,17 @@ import deepcritical
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
-    from deepcritical.api import research, resume
+    from deepcritical.api import ask, research, resume
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
-    from deepcritical.models import ReportPreferences, ResearchReport, RunResult
+    from deepcritical.models import FollowUp, ReportPreferences, ResearchReport, RunResult
 
     homes = {
         "research": research,
         "resume": resume,
+        "ask": ask,
+        "FollowUp": FollowUp,
         "Settings": Settings,
         "ResearchEvent": ResearchEvent,
         "RunResult": RunResult,

@@ -1,5 +1,7 @@
 """``deepcritical runs``: list, show, resume and export stored research runs (``runs export``
-writes a run as JSON, or its references or evidence as RIS, BibTeX or CSL-JSON).
+writes a run as JSON, or its references or evidence as RIS, BibTeX or CSL-JSON), and ask a
+finished run a follow-up question (``runs ask ID "QUESTION"``: answered from that run's
+evidence only, kept with the run, listed by ``runs show``).
 
 A bad run id exits with code 2 and says where to find the valid ones. Every command works on
 the local user's runs (those of the CLI and the Python API); ``--owner`` names another owner,
@@ -8,6 +10,7 @@ such as a web app user (``user:alice``, ``hf:alice``), for the operator who runs
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Annotated, cast
@@ -20,6 +23,7 @@ from deepcritical.cli.run_output import (
     ExportOption,
     ReportPath,
     check_out_path,
+    error_line,
     parse_export_formats,
     run_to_report,
 )
@@ -35,12 +39,13 @@ from deepcritical.state import (
     RunNotResumableError,
     RunRecord,
     RunStore,
+    RunWithoutReportError,
 )
 
 __all__ = ["runs_app"]
 
 runs_app = typer.Typer(
-    help="Stored research runs: list, show, resume, export.", no_args_is_help=True
+    help="Stored research runs: list, show, resume, export, ask.", no_args_is_help=True
 )
 
 
@@ -116,10 +121,12 @@ def list_runs(
 
 @runs_app.command("show")
 def show_run(run_id: RunId, owner: Owner = None) -> None:
-    """Show a run: status, progress, stage, checklist, iterations, metrics."""
+    """Show a run: status, progress, stage, checklist, iterations, metrics, and the follow-up
+    questions asked about it (each with its answer's first line)."""
     store = _open()
     try:
         r = _require(store, run_id, owner)
+        follow_ups = store.follow_ups(r.id, owner=owner)
     finally:
         store.close()
     out = out_console
@@ -158,6 +165,11 @@ def show_run(run_id: RunId, owner: Owner = None) -> None:
         )
     metrics = {k: v for k, v in r.metrics.items() if k != "usage"}
     out.print("Metrics: " + json.dumps(metrics, sort_keys=True))
+    if follow_ups:
+        out.print(f"Follow-up questions ({len(follow_ups)}):")
+    for n, f in enumerate(follow_ups, start=1):
+        out.print(f"{n}. {f.question}", markup=False)
+        out.print(f"   {f.first_line()}", markup=False)
 
 
 EXPORT_SCOPES: tuple[ExportScope, ...] = ("references", "evidence")
@@ -272,3 +284,32 @@ def resume_run(
         interrupt_hint="Resume again with the same command.",
         exports=exports,
     )
+
+
+@runs_app.command("ask")
+def ask_run(
+    run_id: RunId,
+    question: Annotated[str, typer.Argument(help="The follow-up question.")],
+    owner: Owner = None,
+) -> None:
+    """Ask a finished run a follow-up question, answered from that run's evidence only.
+
+    Prints the answer (sources quoted verbatim, citations checked and grounded as the report's)
+    with its references, or "The evidence of this run does not answer this question." and the
+    command that starts a new run with it; both exit 0. The question and its answer are kept
+    with the run (`runs show`). An unknown run, a run without a report (failed, cancelled,
+    unfinished) and an empty or too long question exit 2 with the reason."""
+    from deepcritical.api import ask
+    from deepcritical.orchestrators.deps import QuestionError
+
+    settings = settings_from_options()
+    store = _open()
+    try:
+        record = _require(store, run_id, owner)
+    finally:
+        store.close()
+    try:
+        follow_up = asyncio.run(ask(record.id, question, settings, owner=owner))
+    except (QuestionError, RunNotFoundError, RunWithoutReportError) as exc:
+        raise fail(error_line(exc), 2) from exc
+    typer.echo(follow_up.to_markdown(), nl=False)

@@ -2,7 +2,8 @@
 
 Sources and evidence (:mod:`._evidence`), their integrity flags (:mod:`._integrity`), the
 plan and what the run forms from evidence (:mod:`._plan`), the report and the run's result
-(:mod:`._report`), inline citation markers (:mod:`._markers`), full-text passages
+(:mod:`._report`), a follow-up question on a finished run and its answer (:mod:`._follow_up`),
+inline citation markers (:mod:`._markers`), full-text passages
 (:mod:`._passages`) and the report's markdown rendering (:mod:`._markdown`). Every other
 level imports from this package; it imports nothing from the rest of the project.
 """
@@ -29,6 +30,7 @@ from deepcritical.models._evidence import (
     utc_now,
 )
 from deepcritical.models._flow import RecordFlow, flow_lines
+from deepcritical.models._follow_up import ANSWER_HEADING, FollowUp
 from deepcritical.models._integrity import (
     INTEGRITY_LABELS,
     IntegrityFlag,
@@ -95,6 +97,7 @@ from deepcritical.models._report import (
 from deepcritical.models._words import error_text, plural, stop_reason_text
 
 __all__ = [
+    "ANSWER_HEADING",
     "CERTAINTY_LABEL",
     "CITATION_MARKER",
     "DERIVED_TITLE_MARK",
@@ -130,6 +133,7 @@ __all__ = [
     "Evidence",
     "ExtractedValue",
     "FlaggedRecord",
+    "FollowUp",
     "GroundedClaim",
     "GroundingCheck",
     "Hypothesis",

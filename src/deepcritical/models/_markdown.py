@@ -18,6 +18,7 @@ from deepcritical.models._words import plural, stop_reason_text
 
 if TYPE_CHECKING:  # the report module imports this one to render itself
     from deepcritical.models._report import (
+        CitationValidation,
         FlaggedRecord,
         GroundingCheck,
         Reference,
@@ -25,7 +26,15 @@ if TYPE_CHECKING:  # the report module imports this one to render itself
         SoftwareEnvironment,
     )
 
-__all__ = ["grounding_appendix", "integrity_lines", "render_markdown", "software_line"]
+__all__ = [
+    "citation_check_line",
+    "grounding_appendix",
+    "grounding_line",
+    "integrity_lines",
+    "reference_lines",
+    "render_markdown",
+    "software_line",
+]
 
 MAX_QUOTE_CHARS = 400
 """Characters of a supporting quote shown in the appendix (longer ones are cut with …)."""
@@ -145,7 +154,7 @@ def render_markdown(report: ResearchReport) -> str:
     if report.conclusion:
         out += ["", "## Conclusion", "", num(report.conclusion)]
     out.extend(integrity_lines(report.flagged_records, numbers))
-    out += _reference_lines(report, numbers)
+    out += reference_lines(report, numbers)
     out.extend(grounding_appendix(report, numbers))
     out += _metadata_lines(report)
     return "\n".join(out) + "\n"
@@ -171,7 +180,7 @@ def _hypothesis_lines(report: ResearchReport, numbers: dict[str, int]) -> list[s
     return out
 
 
-def _reference_lines(report: ResearchReport, numbers: dict[str, int]) -> list[str]:
+def reference_lines(report: ResearchReport, numbers: dict[str, int]) -> list[str]:
     """The "References" section, numbered in order of first citation, each with its study
     design and study summary."""
     out = ["", "## References", ""]
@@ -205,14 +214,10 @@ def _metadata_lines(report: ResearchReport) -> list[str]:
         f" · papers reviewed: {md.papers_reviewed} · iterations: {md.iterations}"
         f" · checklist coverage: {md.checklist_coverage:.0%}"
         f" · {stop_reason_text(md.stop_reason)} · model: {md.llm}*  ",
-        f"*Citation check: {plural(cv.references_checked, 'reference')} and"
-        f" {plural(cv.markers_checked, 'inline citation')} checked against the evidence"
-        f" store; {plural(cv.references_removed, 'reference')},"
-        f" {plural(cv.markers_removed, 'citation')} and"
-        f" {plural(cv.sentences_removed, 'sentence')} removed.*  ",
+        citation_check_line(cv),
     ]
     if md.grounding_check is not None:
-        out.append(_grounding_line(md.grounding_check, md.grounding_score))
+        out.append(grounding_line(md.grounding_check, md.grounding_score))
     if md.certainty is not None:
         out.append(f"*{md.certainty.line()}*  ")
     if md.values_dropped:
@@ -231,7 +236,19 @@ def _metadata_lines(report: ResearchReport) -> list[str]:
     return out
 
 
-def _grounding_line(gc: GroundingCheck, score: float | None) -> str:
+def citation_check_line(cv: CitationValidation) -> str:
+    """The citation check's line: what was checked against the evidence store, and what was
+    removed."""
+    return (
+        f"*Citation check: {plural(cv.references_checked, 'reference')} and"
+        f" {plural(cv.markers_checked, 'inline citation')} checked against the evidence"
+        f" store; {plural(cv.references_removed, 'reference')},"
+        f" {plural(cv.markers_removed, 'citation')} and"
+        f" {plural(cv.sentences_removed, 'sentence')} removed.*  "
+    )
+
+
+def grounding_line(gc: GroundingCheck, score: float | None) -> str:
     """The grounding check's line: how many cited sentences a passage supports, and what
     was removed or rewritten."""
     how = (

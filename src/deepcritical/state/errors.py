@@ -7,12 +7,14 @@ __all__ = [
     "RunInProgressError",
     "RunNotFoundError",
     "RunNotResumableError",
+    "RunWithoutReportError",
     "StateError",
     "SyllabusError",
     "UnknownCitationError",
     "UnknownQuestionError",
     "run_not_found",
     "run_not_resumable",
+    "run_without_report",
 ]
 
 
@@ -36,6 +38,11 @@ class RunNotFoundError(StateError, LookupError):
 
 class RunNotResumableError(StateError):
     """The run already finished (completed or stopped at its round limit with a report)."""
+
+
+class RunWithoutReportError(StateError):
+    """The run has no report to ask a follow-up question about: it failed, was cancelled, or
+    has not finished yet."""
 
 
 class RunInProgressError(StateError):
@@ -82,4 +89,17 @@ def run_not_resumable(run_id: str, status: str) -> RunNotResumableError:
     return RunNotResumableError(
         f"run {run_id} already finished ({status}); its report is stored",
         cli_hint=f"export it: `deepcritical runs export {run_id}`",
+    )
+
+
+def run_without_report(run_id: str, status: str, error: str | None = None) -> RunWithoutReportError:
+    """ "run x failed (why) and has no report to ask about", or "run x has no report yet",
+    with the command line's hint to resume it (a failed or interrupted run can be)."""
+    if status in {"failed", "cancelled"}:
+        why = f": {error}" if error else ""
+        message = f"run {run_id} {status}{why}; it has no report to ask a question about"
+    else:
+        message = f"run {run_id} has no report yet ({status}); ask once it has finished"
+    return RunWithoutReportError(
+        message, cli_hint=f"finish it first: `deepcritical runs resume {run_id}`"
     )

@@ -33,7 +33,7 @@ from tenacity import (
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
-from deepcritical.models import RunResult, utc_now
+from deepcritical.models import FollowUp, RunResult, utc_now
 from deepcritical.state.db import (
     create_db_engine,
     create_memory_engine,
@@ -42,6 +42,7 @@ from deepcritical.state.db import (
 )
 from deepcritical.state.errors import run_not_found
 from deepcritical.state.event_log import LoggedEvent, append_event, read_events
+from deepcritical.state.follow_up_log import append_follow_up, read_follow_ups
 from deepcritical.state.saved import sources_by_question
 from deepcritical.state.schema import RunRow, SourceQuestionRow, SourceRow, aware
 from deepcritical.state.syllabus import Syllabus
@@ -479,6 +480,26 @@ class RunStore:
 
         data = self.transact(read)
         return None if data is None else RunResult.model_validate(data)
+
+    def add_follow_up(self, run_id: str, follow_up: FollowUp, *, owner: str | None = None) -> int:
+        """Keep ``follow_up`` (a question asked about the run and its answer) with ``owner``'s
+        run ``run_id`` (``None``: the local user); its number (1, 2, ... per run).
+
+        Raises:
+            RunNotFoundError: no run with this id, or it belongs to another owner.
+        """
+        record = self.require_run(run_id, owner=owner)
+        return self.transact(lambda session: append_follow_up(session, record.id, follow_up))
+
+    def follow_ups(self, run_id: str, *, owner: str | None = None) -> list[FollowUp]:
+        """The follow-up questions asked about ``owner``'s run ``run_id`` and their answers,
+        in the order asked.
+
+        Raises:
+            RunNotFoundError: no run with this id, or it belongs to another owner.
+        """
+        record = self.require_run(run_id, owner=owner)
+        return self.transact(lambda session: read_follow_ups(session, record.id))
 
     def question_counts(self, run_id: str) -> dict[str, int]:
         """Saved sources per question key of the run."""

@@ -11,6 +11,8 @@
 - ``call_cache``: results of search and LLM calls keyed by a hash of the request.
 - ``run_events``: the append-only event log of a run (every event it emitted, numbered
   1, 2, ... per run), which followers of a job read from any offset.
+- ``run_follow_ups``: the follow-up questions asked about a finished run and their answers
+  (numbered 1, 2, ... per run; ``payload`` is the :class:`~deepcritical.models.FollowUp`).
 
 Times are timezone-aware UTC (SQLite hands back naive values: :func:`aware` fixes them).
 """
@@ -39,6 +41,7 @@ from deepcritical.models import utc_now
 __all__ = [
     "Base",
     "CacheRow",
+    "FollowUpRow",
     "RunEventRow",
     "RunRow",
     "SourceKeyRow",
@@ -169,5 +172,19 @@ class RunEventRow(Base):
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     type: Mapped[str] = mapped_column(String(40))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+class FollowUpRow(Base):
+    """A follow-up question asked about a finished run, and its answer: ``seq`` counts 1, 2,
+    ... within the run, ``payload`` is the :class:`~deepcritical.models.FollowUp` as JSON
+    (answer, references, checks); deleted with its run."""
+
+    __tablename__ = "run_follow_ups"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    question: Mapped[str] = mapped_column(Text)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
