@@ -27,6 +27,8 @@ from deepcritical.models._evidence import (
     SourceName,
     Stance,
     StudyDesign,
+    on_topic_items,
+    retracted_items,
     utc_now,
 )
 from deepcritical.models._flow import RecordFlow, flow_lines
@@ -173,9 +175,11 @@ __all__ = [
     "grounding_appendix",
     "marker_ids",
     "numbered",
+    "on_topic_items",
     "parse_number",
     "plural",
     "render_markdown",
+    "retracted_items",
     "stop_reason_text",
     "union_flags",
     "utc_now",

@@ -6,6 +6,7 @@ DOI (lower-cased, without ``https://doi.org/``), NCT ID (``NCT`` + 8 digits).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -24,6 +25,8 @@ __all__ = [
     "SourceName",
     "Stance",
     "StudyDesign",
+    "on_topic_items",
+    "retracted_items",
     "utc_now",
 ]
 
@@ -277,3 +280,16 @@ class Evidence(BaseModel):
             return text
         cut = text[:max_chars].rsplit(" ", 1)[0]
         return cut + " …"
+
+
+def on_topic_items(items: Iterable[Evidence]) -> list[Evidence]:
+    """The items screening did not find off-topic and no source marks as retracted
+    (``Citation.retracted``), in the given order: the only ones that reach the checklist,
+    hypotheses, judge, writer, verdict, references and follow-up answers."""
+    return [e for e in items if e.screening != Screening.OFF_TOPIC and not e.citation.retracted]
+
+
+def retracted_items(items: Iterable[Evidence]) -> list[Evidence]:
+    """The items screening did not find off-topic but a source marks as retracted, in the
+    given order: listed and flagged in a report, never cited as support."""
+    return [e for e in items if e.screening != Screening.OFF_TOPIC and e.citation.retracted]

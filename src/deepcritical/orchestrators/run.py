@@ -45,9 +45,10 @@ from deepcritical.models import (
     ResearchPlan,
     ResearchReport,
     RunResult,
-    Screening,
     UsageReport,
+    on_topic_items,
     plural,
+    retracted_items,
 )
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.orchestrators.assessment_step import (
@@ -352,21 +353,13 @@ class ResearchRun:
         """The items screening did not find off-topic and no source marks as retracted
         (``Citation.retracted``), in store order: the only ones that reach the checklist,
         hypotheses, judge, writer, verdict and references."""
-        return [
-            e
-            for e in self.store.all()
-            if e.screening != Screening.OFF_TOPIC and not e.citation.retracted
-        ]
+        return on_topic_items(self.store.all())
 
     def retracted(self) -> list[Evidence]:
         """The items screening did not find off-topic but a source marks as retracted, in
         store order: listed, flagged, in the report's "Retracted or flagged records found"
         section, never cited as support."""
-        return [
-            e
-            for e in self.store.all()
-            if e.screening != Screening.OFF_TOPIC and e.citation.retracted
-        ]
+        return retracted_items(self.store.all())
 
     def on_topic_ids(self) -> list[str]:
         """Ids of :meth:`on_topic`."""

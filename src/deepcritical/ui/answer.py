@@ -26,8 +26,8 @@ from deepcritical.models import (
     CertaintyLevel,
     Evidence,
     RunResult,
-    Screening,
     StudyDesign,
+    on_topic_items,
 )
 
 __all__ = [
@@ -214,11 +214,7 @@ def answer_card_html(result: RunResult) -> str:
 
 def _included(result: RunResult) -> list[Evidence]:
     """The records the run included: not off-topic, not retracted (as the flow counts)."""
-    return [
-        e
-        for e in result.evidence
-        if e.screening != Screening.OFF_TOPIC and not e.citation.retracted
-    ]
+    return on_topic_items(result.evidence)
 
 
 def year_frame(result: RunResult) -> pd.DataFrame:

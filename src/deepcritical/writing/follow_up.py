@@ -41,8 +41,8 @@ from deepcritical.models import (
     ReportSection,
     ResearchReport,
     RunResult,
-    Screening,
     marker_ids,
+    on_topic_items,
 )
 from deepcritical.report.citation_markers import add_marker, references_for
 from deepcritical.report.grounding import DEFAULT_THRESHOLD, ground_report
@@ -70,11 +70,7 @@ NOT_ANSWERED = "The evidence of this run does not answer this question."
 def on_topic(result: RunResult) -> list[Evidence]:
     """The run's items that a report or an answer may cite, in store order: screening did not
     find them off-topic and no source marks them as retracted."""
-    return [
-        e
-        for e in result.evidence
-        if e.screening != Screening.OFF_TOPIC and not e.citation.retracted
-    ]
+    return on_topic_items(result.evidence)
 
 
 def new_run_suggestion(question: str) -> str:
