@@ -24,6 +24,13 @@ limitations).
   items left out, and the limits of the method;
 - hypotheses: passed through; references: the cited items.
 
+With ``follow_preferences`` (a revision of a finished report,
+:mod:`deepcritical.writing.revision`), the plan's report preferences shape the draft: a
+``brief`` report quotes one sentence of each of its best few items, a ``detailed`` one a
+sentence more of every item; a ``focus`` gets a first findings section of its own (the
+sentences that mention it); an audience gets a fixed reader's note in the conclusion. A run's
+own report keeps the defaults (the benchmarks measure them).
+
 Every sentence that states a finding is a quote with a marker; the only other sentences are
 the fixed statements above (they state no finding and cite nothing).
 """
@@ -32,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -51,15 +58,25 @@ from deepcritical.models import (
     Evidence,
     Hypothesis,
     JudgeAssessment,
+    ReportPreferences,
     ReportSection,
     ResearchPlan,
     ResearchReport,
 )
 from deepcritical.report.citation_markers import add_marker, references_for
 from deepcritical.report.drafts import gap_limitations, no_evidence_report
-from deepcritical.text.terms import extract_key_terms
+from deepcritical.text.terms import extract_key_terms, matched_terms
 
-__all__ = ["EXTRACTIVE_NOTE", "MIN_KEY_TERMS", "OTHER_HEADING", "ExtractiveReportWriter", "GroupBy"]
+__all__ = [
+    "AUDIENCE_NOTES",
+    "BRIEF_ITEMS",
+    "EXTRACTIVE_NOTE",
+    "FOCUS_HEADING",
+    "MIN_KEY_TERMS",
+    "OTHER_HEADING",
+    "ExtractiveReportWriter",
+    "GroupBy",
+]
 
 GroupBy = Literal["auto", "checklist", "design"]
 
@@ -85,6 +102,41 @@ HYPOTHESIS_LIMITATION = (
 )
 
 
+BRIEF_ITEMS = 4
+"""The most items a ``brief`` report (report preferences) quotes, best first."""
+FOCUS_QUOTES = 4
+"""The most quotes (one per item) of a focus's own section."""
+FOCUS_HEADING = "Focus: {focus}"
+"""The heading of the section on the report's focus (report preferences)."""
+AUDIENCE_NOTES = {
+    "patients and the public": (
+        "Written for patients and the public: the findings are quoted word for word from "
+        "research papers and keep their technical terms; they are not medical advice, so talk "
+        "them over with a doctor before acting on them."
+    ),
+    "clinicians": (
+        "Written for clinicians: the findings are quoted word for word from the studies; check "
+        "each study's population and setting against your patient before applying it."
+    ),
+}
+"""The fixed reader's note of an audience (report preferences); other audiences get
+:data:`OTHER_AUDIENCE_NOTE`."""
+OTHER_AUDIENCE_NOTE = (
+    "Written for {audience}: the findings are quoted word for word from the cited sources."
+)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """How much the draft quotes: sentences per item, summary and conclusion quotes, and the
+    most items quoted (``None``: every relevant one)."""
+
+    sentences_per_item: int
+    summary_quotes: int
+    conclusion_quotes: int
+    max_items: int | None = None
+
+
 @dataclass(frozen=True)
 class _Draft:
     """The chosen quotes, by item, best item first."""
@@ -92,6 +144,23 @@ class _Draft:
     picks: dict[str, list[KeySentence]]
     ranked: list[KeySentence]
     left_out: int
+
+
+@dataclass(frozen=True)
+class _FocusPart:
+    """The focus's own section (none, or one) and the limitation when nothing mentions it."""
+
+    sections: list[ReportSection] = field(default_factory=list)
+    limitations: list[str] = field(default_factory=list)
+
+
+def _audience_note(preferences: ReportPreferences) -> list[str]:
+    """The fixed reader's note of ``preferences.audience`` (``[]`` for scientists, the
+    default)."""
+    audience = " ".join(preferences.audience.split())
+    if not audience or audience.lower() == "scientists":
+        return []
+    return [AUDIENCE_NOTES.get(audience.lower(), OTHER_AUDIENCE_NOTE.format(audience=audience))]
 
 
 def _quote(sentences: Sequence[KeySentence]) -> str:
@@ -120,6 +189,8 @@ class ExtractiveReportWriter:
             matched by stem; all of them when the question has fewer)...
         relative_to_best: ...and this share of the best item's similarity (0 disables).
         group_by: how findings are grouped (see the module docstring).
+        follow_preferences: shape the draft by the plan's report preferences (see the module
+            docstring); off for a run's own report.
     """
 
     def __init__(
@@ -132,6 +203,7 @@ class ExtractiveReportWriter:
         min_similarity: float = 0.3,
         relative_to_best: float = 0.5,
         group_by: GroupBy = "auto",
+        follow_preferences: bool = False,
     ) -> None:
         self.embedder = embedder
         self.sentences_per_item = max(1, sentences_per_item)
@@ -140,8 +212,24 @@ class ExtractiveReportWriter:
         self.min_similarity = min_similarity
         self.relative_to_best = relative_to_best
         self.group_by = group_by
+        self.follow_preferences = follow_preferences
 
-    def _select(self, plan: ResearchPlan, evidence: Sequence[Evidence]) -> _Draft:
+    def _shape(self, preferences: ReportPreferences) -> _Shape:
+        """The quotes the draft takes: the writer's own, or shaped by ``preferences.length``
+        when it follows preferences."""
+        shape = _Shape(self.sentences_per_item, self.summary_quotes, self.conclusion_quotes)
+        if not self.follow_preferences or preferences.length == "standard":
+            return shape
+        if preferences.length == "brief":
+            return _Shape(1, min(2, shape.summary_quotes), 1, BRIEF_ITEMS)
+        return replace(
+            shape,
+            sentences_per_item=shape.sentences_per_item + 1,
+            summary_quotes=shape.summary_quotes + 1,
+            conclusion_quotes=shape.conclusion_quotes + 1,
+        )
+
+    def _select(self, plan: ResearchPlan, evidence: Sequence[Evidence], shape: _Shape) -> _Draft:
         # An item that mentions none of the question's key terms is on a neighbouring topic
         # at best: similarity of wording alone earns no quote.
         terms = plan.key_terms or extract_key_terms(plan.refined_question)
@@ -150,7 +238,10 @@ class ExtractiveReportWriter:
         ranked = rank_sentences(on_topic, plan.refined_question, self.embedder)
         relevant = relevant_items(ranked, self.min_similarity, self.relative_to_best)
         kept = [s for s in ranked if s.evidence_id in relevant]
-        picks = top_per_item(kept, self.sentences_per_item)
+        picks = top_per_item(kept, shape.sentences_per_item)
+        if shape.max_items is not None:  # items come best first
+            picks = dict(list(picks.items())[: shape.max_items])
+            kept = [s for s in kept if s.evidence_id in picks]
         return _Draft(picks, kept, len(evidence) - len(picks))
 
     async def write(
@@ -167,7 +258,8 @@ class ExtractiveReportWriter:
         """
         if not evidence:
             return no_evidence_report(plan, hypotheses)
-        draft = await asyncio.to_thread(self._select, plan, evidence)
+        shape = self._shape(plan.preferences)
+        draft = await asyncio.to_thread(self._select, plan, evidence, shape)
         if not draft.picks:
             report = no_evidence_report(plan, hypotheses)
             report.limitations.append(
@@ -186,9 +278,15 @@ class ExtractiveReportWriter:
         findings = self._sections(draft, section_of, headings)
         best = {eid: max(group, key=lambda s: s.score) for eid, group in draft.picks.items()}
         by_score = sorted(best.values(), key=lambda s: -s.score)
-        summary = _quote(by_score[: self.summary_quotes])
-        conclusion = " ".join([_quote(self._conclusion_sentences(draft)), EXTRACTIVE_NOTE])
+        summary = _quote(by_score[: shape.summary_quotes])
+        conclusion = [_quote(self._conclusion_sentences(draft, shape.conclusion_quotes))]
         limitations = [*gap_limitations(plan, evidence)]
+        if self.follow_preferences:
+            focus = await asyncio.to_thread(self._focus_section, plan.preferences, evidence)
+            findings = [*focus.sections, *findings]
+            limitations += focus.limitations
+            conclusion += _audience_note(plan.preferences)
+        conclusion.append(EXTRACTIVE_NOTE)
         if draft.left_out:
             limitations.append(
                 f"{draft.left_out} of the {len(evidence)} selected sources were left out because "
@@ -207,7 +305,7 @@ class ExtractiveReportWriter:
             hypotheses_tested=list(hypotheses),
             findings=findings,
             limitations=limitations,
-            conclusion=conclusion,
+            conclusion=" ".join(conclusion),
         )
         report.references = references_for(report.texts(), evidence)
         return report
@@ -218,7 +316,32 @@ class ExtractiveReportWriter:
         generic = {c.key for c in plan.checklist} <= set(EXTRACTIVE_KEYS)
         return "design" if generic else "checklist"
 
-    def _conclusion_sentences(self, draft: _Draft) -> list[KeySentence]:
+    def _focus_section(
+        self, preferences: ReportPreferences, evidence: Sequence[Evidence]
+    ) -> _FocusPart:
+        """The section on ``preferences.focus``: the sentences (one per item, at most
+        :data:`FOCUS_QUOTES`) of ``evidence`` that mention the focus's key terms, most similar
+        to it first; a limitation instead when none does; nothing without a focus."""
+        focus = " ".join(preferences.focus.split())
+        if not focus:
+            return _FocusPart()
+        terms = extract_key_terms(focus) or [focus]
+        ranked = [
+            s
+            for s in rank_sentences(evidence, focus, self.embedder)
+            if matched_terms(s.text, terms)
+        ]
+        picks = top_per_item(ranked, 1)
+        chosen = sorted(picks.values(), key=lambda group: -group[0].score)[:FOCUS_QUOTES]
+        if not chosen:
+            return _FocusPart(
+                limitations=[f"No sentence of the selected sources mentions {focus!r}."]
+            )
+        content = "\n\n".join(_quote(group) for group in chosen)
+        heading = FOCUS_HEADING.format(focus=focus)
+        return _FocusPart(sections=[ReportSection(heading=heading, content=content)])
+
+    def _conclusion_sentences(self, draft: _Draft, count: int) -> list[KeySentence]:
         """Best conclusion-type sentences of distinct quoted items (best quote if none)."""
         chosen: list[KeySentence] = []
         seen: set[str] = set()
@@ -226,7 +349,7 @@ class ExtractiveReportWriter:
             if s.evidence_id in draft.picks and s.is_conclusion and s.evidence_id not in seen:
                 chosen.append(s)
                 seen.add(s.evidence_id)
-                if len(chosen) >= self.conclusion_quotes:
+                if len(chosen) >= count:
                     break
         return chosen or [draft.ranked[0]]
 
