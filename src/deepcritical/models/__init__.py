@@ -2,7 +2,8 @@
 
 Sources and evidence (:mod:`._evidence`), their integrity flags (:mod:`._integrity`), the
 plan and what the run forms from evidence (:mod:`._plan`), the report and the run's result
-(:mod:`._report`), a follow-up question on a finished run and its answer (:mod:`._follow_up`),
+(:mod:`._report`), a follow-up question on a finished run and its answer (:mod:`._follow_up`), a
+version of a run's report revised at a user's instruction (:mod:`._report_version`),
 inline citation markers (:mod:`._markers`), full-text passages
 (:mod:`._passages`) and the report's markdown rendering (:mod:`._markdown`). Every other
 level imports from this package; it imports nothing from the rest of the project.
@@ -96,6 +97,7 @@ from deepcritical.models._report import (
     SupportingQuote,
     UsageReport,
 )
+from deepcritical.models._report_version import ReportVersion, ReportVersionInfo
 from deepcritical.models._words import error_text, plural, stop_reason_text
 
 __all__ = [
@@ -152,6 +154,8 @@ __all__ = [
     "ReportMetadata",
     "ReportPreferences",
     "ReportSection",
+    "ReportVersion",
+    "ReportVersionInfo",
     "ResearchPlan",
     "ResearchReport",
     "RunResult",

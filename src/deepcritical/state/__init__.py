@@ -8,6 +8,7 @@ runs) and :class:`RunRecord`. The database is SQLite
 """
 
 from deepcritical.state.errors import (
+    ReportVersionNotFoundError,
     RunInProgressError,
     RunNotFoundError,
     RunNotResumableError,
@@ -22,6 +23,7 @@ from deepcritical.state.syllabus import QuestionSpec, Syllabus
 
 __all__ = [
     "QuestionSpec",
+    "ReportVersionNotFoundError",
     "RunInProgressError",
     "RunNotFoundError",
     "RunNotResumableError",

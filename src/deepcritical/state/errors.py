@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "RUNS_LIST_HINT",
+    "ReportVersionNotFoundError",
     "RunInProgressError",
     "RunNotFoundError",
     "RunNotResumableError",
@@ -15,6 +16,7 @@ __all__ = [
     "run_not_found",
     "run_not_resumable",
     "run_without_report",
+    "version_not_found",
 ]
 
 
@@ -43,6 +45,10 @@ class RunNotResumableError(StateError):
 class RunWithoutReportError(StateError):
     """The run has no report to ask a follow-up question about: it failed, was cancelled, or
     has not finished yet."""
+
+
+class ReportVersionNotFoundError(StateError, LookupError):
+    """The run's report has no version of this number."""
 
 
 class RunInProgressError(StateError):
@@ -92,14 +98,28 @@ def run_not_resumable(run_id: str, status: str) -> RunNotResumableError:
     )
 
 
-def run_without_report(run_id: str, status: str, error: str | None = None) -> RunWithoutReportError:
+def run_without_report(
+    run_id: str, status: str, error: str | None = None, *, action: str = "ask"
+) -> RunWithoutReportError:
     """ "run x failed (why) and has no report to ask about", or "run x has no report yet",
-    with the command line's hint to resume it (a failed or interrupted run can be)."""
+    with the command line's hint to resume it (a failed or interrupted run can be).
+    ``action``: what was asked of the run, ``"ask"`` (a follow-up question) or ``"revise"``."""
+    what = "to ask a question about" if action == "ask" else "to revise"
     if status in {"failed", "cancelled"}:
         why = f": {error}" if error else ""
-        message = f"run {run_id} {status}{why}; it has no report to ask a question about"
+        message = f"run {run_id} {status}{why}; it has no report {what}"
     else:
-        message = f"run {run_id} has no report yet ({status}); ask once it has finished"
+        message = f"run {run_id} has no report yet ({status}); {action} once it has finished"
     return RunWithoutReportError(
         message, cli_hint=f"finish it first: `deepcritical runs resume {run_id}`"
+    )
+
+
+def version_not_found(run_id: str, version: int, latest: int) -> ReportVersionNotFoundError:
+    """ "run x's report has no version n (it has versions 1 to m)", with the command line's
+    hint to list them."""
+    has = "only version 1" if latest == 1 else f"versions 1 to {latest}"
+    return ReportVersionNotFoundError(
+        f"run {run_id}'s report has no version {version} (it has {has})",
+        cli_hint=f"see `deepcritical runs versions {run_id}`",
     )

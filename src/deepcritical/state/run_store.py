@@ -33,16 +33,22 @@ from tenacity import (
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
-from deepcritical.models import FollowUp, RunResult, utc_now
+from deepcritical.models import FollowUp, ReportVersion, ReportVersionInfo, RunResult, utc_now
 from deepcritical.state.db import (
     create_db_engine,
     create_memory_engine,
     database_url,
     migrate,
 )
-from deepcritical.state.errors import run_not_found
+from deepcritical.state.errors import run_not_found, version_not_found
 from deepcritical.state.event_log import LoggedEvent, append_event, read_events
 from deepcritical.state.follow_up_log import append_follow_up, read_follow_ups
+from deepcritical.state.report_versions import (
+    append_version,
+    latest_version_number,
+    read_version,
+    read_versions,
+)
 from deepcritical.state.saved import sources_by_question
 from deepcritical.state.schema import RunRow, SourceQuestionRow, SourceRow, aware
 from deepcritical.state.syllabus import Syllabus
@@ -500,6 +506,61 @@ class RunStore:
         """
         record = self.require_run(run_id, owner=owner)
         return self.transact(lambda session: read_follow_ups(session, record.id))
+
+    def add_report_version(
+        self, run_id: str, version: ReportVersion, *, owner: str | None = None
+    ) -> int:
+        """Keep ``version`` (a revision of the report, numbered 2, 3, ...) with ``owner``'s
+        run ``run_id`` (``None``: the local user); its number.
+
+        Raises:
+            RunNotFoundError: no run with this id, or it belongs to another owner.
+            StateError: ``version.version`` is not the next number.
+        """
+        record = self.require_run(run_id, owner=owner)
+        return self.transact(lambda session: append_version(session, record.id, version))
+
+    def report_versions(self, run_id: str, *, owner: str | None = None) -> list[ReportVersionInfo]:
+        """The versions of ``owner``'s run ``run_id``'s report, oldest first: version 1, the
+        run's own report (not copied, read from the run), then each revision; ``[]`` when the
+        run has no report.
+
+        Raises:
+            RunNotFoundError: no run with this id, or it belongs to another owner.
+        """
+        result = self.result(run_id, owner=owner)
+        if result is None:
+            return []
+        record = self.require_run(run_id, owner=owner)
+        revised = self.transact(lambda session: read_versions(session, record.id))
+        return [ReportVersion.of_run(result).info(), *(v.info() for v in revised)]
+
+    def report_version(
+        self, run_id: str, version: int | None = None, *, owner: str | None = None
+    ) -> ReportVersion | None:
+        """Version ``version`` of ``owner``'s run ``run_id``'s report (``None``: the newest;
+        1: the run's own report); ``None`` when the run has no report.
+
+        Raises:
+            RunNotFoundError: no run with this id, or it belongs to another owner.
+            ReportVersionNotFoundError: the report has no version of that number.
+        """
+        result = self.result(run_id, owner=owner)
+        if result is None:
+            return None
+        record = self.require_run(run_id, owner=owner)
+        latest = self.transact(lambda session: latest_version_number(session, record.id))
+        number = latest if version is None else version
+        if number == 1:
+            return ReportVersion.of_run(result)
+        found = (
+            self.transact(lambda session: read_version(session, record.id, number))
+            if 1 < number <= latest
+            else None
+        )
+        if found is None:
+            raise version_not_found(record.id, number, latest)
+        return found
 
     def question_counts(self, run_id: str) -> dict[str, int]:
         """Saved sources per question key of the run."""

@@ -13,6 +13,9 @@
   1, 2, ... per run), which followers of a job read from any offset.
 - ``run_follow_ups``: the follow-up questions asked about a finished run and their answers
   (numbered 1, 2, ... per run; ``payload`` is the :class:`~deepcritical.models.FollowUp`).
+- ``run_report_versions``: the revised versions of a finished run's report (2, 3, ... per run;
+  version 1 is the run's own report in ``runs.result``; ``payload`` is the
+  :class:`~deepcritical.models.ReportVersion`).
 
 Times are timezone-aware UTC (SQLite hands back naive values: :func:`aware` fixes them).
 """
@@ -42,6 +45,7 @@ __all__ = [
     "Base",
     "CacheRow",
     "FollowUpRow",
+    "ReportVersionRow",
     "RunEventRow",
     "RunRow",
     "SourceKeyRow",
@@ -186,5 +190,20 @@ class FollowUpRow(Base):
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     question: Mapped[str] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+class ReportVersionRow(Base):
+    """A revised version of a finished run's report: ``version`` counts 2, 3, ... within the
+    run (version 1 is the run's own report, in ``runs.result``), ``instruction`` is the user's,
+    ``payload`` is the :class:`~deepcritical.models.ReportVersion` as JSON; deleted with its
+    run."""
+
+    __tablename__ = "run_report_versions"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    instruction: Mapped[str] = mapped_column(Text)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
