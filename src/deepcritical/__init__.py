@@ -5,7 +5,9 @@ The public API, imported lazily so that ``import deepcritical`` stays cheap:
 - :func:`research` (``async for event in research(question, settings): ...``) and
   :func:`resume` (continue a stored run) and :func:`ask` (``await ask(run_id, question,
   settings)``: a follow-up question on a finished run, answered from that run's evidence
-  only, a :class:`~deepcritical.models.FollowUp`), from :mod:`deepcritical.api`;
+  only, a :class:`~deepcritical.models.FollowUp`) and :func:`revise` (``await revise(run_id,
+  "shorter", settings)``: a new version of a finished run's report, a
+  :class:`~deepcritical.models.ReportVersion`), from :mod:`deepcritical.api`;
 - :class:`Settings` (:mod:`deepcritical.config`);
 - :class:`ResearchEvent` (:mod:`deepcritical.events`): what a run streams, the last being
   ``done`` (with its :class:`RunResult`) or ``error``;
@@ -25,6 +27,7 @@ __version__ = "0.1.0"
 __all__ = [
     "FollowUp",
     "ReportPreferences",
+    "ReportVersion",
     "ResearchEvent",
     "ResearchReport",
     "RunResult",
@@ -34,19 +37,28 @@ __all__ = [
     "export_references",
     "research",
     "resume",
+    "revise",
 ]
 
 if TYPE_CHECKING:
-    from deepcritical.api import ask, research, resume
+    from deepcritical.api import ask, research, resume, revise
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
-    from deepcritical.models import FollowUp, ReportPreferences, ResearchReport, RunResult
+    from deepcritical.models import (
+        FollowUp,
+        ReportPreferences,
+        ReportVersion,
+        ResearchReport,
+        RunResult,
+    )
 
 _PUBLIC = {
     "research": "deepcritical.api",
     "resume": "deepcritical.api",
     "ask": "deepcritical.api",
+    "revise": "deepcritical.api",
+    "ReportVersion": "deepcritical.models",
     "FollowUp": "deepcritical.models",
     "Settings": "deepcritical.config",
     "ResearchEvent": "deepcritical.events",

@@ -1,5 +1,6 @@
-"""The programmatic entry point: ``async for event in research(question, settings): ...``, and
-``await ask(run_id, question, settings)``, a follow-up question on a finished run.
+"""The programmatic entry point: ``async for event in research(question, settings): ...``,
+``await ask(run_id, question, settings)``, a follow-up question on a finished run, and
+``await revise(run_id, instruction, settings)``, a new version of its report.
 
 Opens the run's record, has its parts assembled
 (:mod:`deepcritical.orchestrators.assembly`: models, HTTP client, sources, evidence store,
@@ -22,15 +23,18 @@ from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.llm.llm_errors import describe_error
-from deepcritical.models import FollowUp, ReportPreferences
+from deepcritical.models import FollowUp, ReportPreferences, ReportVersion
 from deepcritical.orchestrators.assembly import GivenParts, build_run_deps, resolve_models
 from deepcritical.orchestrators.deps import check_context, check_question
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
+from deepcritical.report.finish import GroundingOptions
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.fulltext import FullTextReader
 from deepcritical.state.errors import run_not_found, run_not_resumable, run_without_report
 from deepcritical.state.syllabus import Syllabus
 from deepcritical.writing.follow_up import answer_follow_up
+from deepcritical.writing.revision import revise_report
+from deepcritical.writing.revision_instructions import check_instruction, parse_instruction
 
 if TYPE_CHECKING:
     from agent_framework import SupportsChatGetResponse
@@ -243,6 +247,85 @@ async def ask(
     finally:
         store.close()
     return follow_up
+
+
+async def revise(
+    run_id: str,
+    instruction: str,
+    settings: Settings | None = None,
+    *,
+    owner: str | None = None,
+    embedder: Embedder | None = None,
+) -> ReportVersion:
+    """A new version of the report of ``owner``'s finished run ``run_id``, written at the
+    user's ``instruction`` from that run's evidence only (no new search), and kept with the
+    run.
+
+    The instruction is read by rules, without a model
+    (:func:`deepcritical.writing.revision_instructions.parse_instruction`): "shorter" /
+    "longer", "for patients" / "for clinicians", "focus on X" / "add a section on X", "only
+    randomised trials" / "only systematic reviews" / "only clinical trials" / "only
+    observational studies", several at once. It changes the newest version's report
+    preferences and design filter; the extractive writer writes the new version, which goes
+    through the report's checks (citation validation, grounding when ``settings.grounding``)
+    (:func:`deepcritical.writing.revision.revise_report`). Version 1 is the run's own report;
+    every version is kept (``RunStore.report_versions``, ``RunStore.report_version``,
+    ``deepcritical runs versions``).
+
+    Args:
+        run_id: the run's id (a unique prefix of 6+ characters is accepted).
+        instruction: what to change (at most 300 characters).
+        settings: where the run database is (``database_url`` / ``data_dir``), the embedding
+            model, the grounding settings and ``report_max_evidence``; defaults to
+            :class:`Settings` from the environment.
+        owner: the user the run belongs to (``None``, the default: the local user).
+        embedder: the embedder to use instead of the run embedder of
+            ``settings.embedding_model`` (loaded in a worker thread).
+
+    Returns:
+        The new :class:`~deepcritical.models.ReportVersion` (``version`` 2, 3, ...).
+
+    Raises (each before anything is stored):
+        RevisionError: the instruction is empty, too long or not understood (the message
+            lists what works), or no on-topic source of the designs asked for remains.
+        RunNotFoundError: no run with this id among ``owner``'s runs.
+        RunWithoutReportError: the run failed, was cancelled or has not written its report.
+        StateError: another revision of the run was kept meanwhile.
+        sqlalchemy.exc.SQLAlchemyError: the run database cannot be opened.
+    """
+    from deepcritical.state.run_store import RunStore
+
+    base = settings or Settings()
+    instruction = check_instruction(instruction)
+    store = await asyncio.to_thread(RunStore.open, base)
+    try:
+        record = await asyncio.to_thread(lambda: store.require_run(run_id, owner=owner))
+        previous = await asyncio.to_thread(lambda: store.report_version(record.id, owner=owner))
+        if previous is None:
+            raise run_without_report(record.id, record.status, record.error, action="revise")
+        result = await asyncio.to_thread(lambda: store.result(record.id, owner=owner))
+        if result is None:  # the run's report went away meanwhile
+            raise run_without_report(record.id, record.status, record.error, action="revise")
+        request = parse_instruction(instruction, llm=result.report.metadata.llm)
+        if embedder is None:
+            from deepcritical.evidence.onnx_embeddings import run_embedder
+
+            embedder = await asyncio.to_thread(
+                run_embedder, base.embedding_model, base.embedding_backend
+            )
+        version = await revise_report(
+            result,
+            previous,
+            request,
+            instruction,
+            embedder,
+            GroundingOptions(enabled=base.grounding, threshold=base.grounding_threshold),
+            max_evidence=base.report_max_evidence,
+        )
+        await asyncio.to_thread(lambda: store.add_report_version(record.id, version, owner=owner))
+    finally:
+        store.close()
+    return version
 
 
 async def _research(

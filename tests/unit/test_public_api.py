@@ -12,16 +12,24 @@ import deepcritical
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
-    from deepcritical.api import ask, research, resume
+    from deepcritical.api import ask, research, resume, revise
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
-    from deepcritical.models import FollowUp, ReportPreferences, ResearchReport, RunResult
+    from deepcritical.models import (
+        FollowUp,
+        ReportPreferences,
+        ReportVersion,
+        ResearchReport,
+        RunResult,
+    )
 
     homes = {
         "research": research,
         "resume": resume,
         "ask": ask,
+        "revise": revise,
+        "ReportVersion": ReportVersion,
         "FollowUp": FollowUp,
         "Settings": Settings,
         "ResearchEvent": ResearchEvent,
