@@ -173,7 +173,7 @@ def test_runs_export_writes_references_or_evidence_in_each_format(
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--format", "endnote"], "choose json, ris, bibtex or csljson"),
+        (["--format", "endnote"], "choose json, markdown, ris, bibtex or csljson"),
         (["--format", "ris", "--scope", "all"], "choose references or evidence"),
         (["--scope", "evidence"], "--scope applies to --format ris, bibtex or csljson"),
     ],

@@ -1,7 +1,9 @@
 """``deepcritical runs``: list, show, resume and export stored research runs (``runs export``
-writes a run as JSON, or its references or evidence as RIS, BibTeX or CSL-JSON), and ask a
-finished run a follow-up question (``runs ask ID "QUESTION"``: answered from that run's
-evidence only, kept with the run, listed by ``runs show``).
+writes a run as JSON, its report as markdown, or its references or evidence as RIS, BibTeX or
+CSL-JSON; ``--version N`` picks a version of the report), ask a finished run a follow-up
+question (``runs ask ID "QUESTION"``: answered from that run's evidence only, kept with the
+run, listed by ``runs show``), and revise its report (``runs revise ID "shorter"``: a new
+version from the same evidence, kept with the run, listed by ``runs versions``).
 
 A bad run id exits with code 2 and says where to find the valid ones. Every command works on
 the local user's runs (those of the CLI and the Python API); ``--owner`` names another owner,
@@ -17,6 +19,7 @@ from typing import Annotated, cast
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from deepcritical.cli.context import console, fail, out_console, settings_from_options
 from deepcritical.cli.run_output import (
@@ -33,19 +36,23 @@ from deepcritical.formats.references import (
     ExportScope,
     export_references,
 )
+from deepcritical.models import ReportVersion, RunResult
 from deepcritical.state import (
+    ReportVersionNotFoundError,
     RunInProgressError,
     RunNotFoundError,
     RunNotResumableError,
     RunRecord,
     RunStore,
     RunWithoutReportError,
+    StateError,
 )
 
 __all__ = ["runs_app"]
 
 runs_app = typer.Typer(
-    help="Stored research runs: list, show, resume, export, ask.", no_args_is_help=True
+    help="Stored research runs: list, show, resume, export, ask, revise, versions.",
+    no_args_is_help=True,
 )
 
 
@@ -182,8 +189,8 @@ def export_run(
         str,
         typer.Option(
             "--format",
-            help="json (the whole run: run, checklist, iterations, sources, report) | ris | "
-            "bibtex | csljson (its references for reference managers).",
+            help="json (the whole run: run, checklist, iterations, sources, report) | markdown "
+            "(the report) | ris | bibtex | csljson (its references for reference managers).",
         ),
     ] = "json",
     scope: Annotated[
@@ -197,33 +204,32 @@ def export_run(
     out: Annotated[
         Path | None, typer.Option("--out", help="File to write (default: standard output).")
     ] = None,
+    version: Annotated[
+        int | None,
+        typer.Option(
+            "--version",
+            min=1,
+            help="Which version of the report (1: the run's own; `runs versions ID` lists "
+            "them). Default: the latest version.",
+        ),
+    ] = None,
     owner: Owner = None,
 ) -> None:
-    """Export a run: as JSON (run, checklist, iterations, sources by question, report), or
-    its references (or all its evidence) as RIS, BibTeX or CSL-JSON."""
+    """Export a run: as JSON (run, checklist, iterations, sources by question, report), its
+    report as markdown, or its references (or all its evidence) as RIS, BibTeX or CSL-JSON.
+    The report is the latest version unless --version names another."""
     choice = fmt.strip().lower()
-    if choice != "json" and choice not in EXPORT_FORMATS:
-        raise fail(f"--format {fmt}: choose json, ris, bibtex or csljson", 2)
+    if choice not in {"json", "markdown"} and choice not in EXPORT_FORMATS:
+        raise fail(f"--format {fmt}: choose json, markdown, ris, bibtex or csljson", 2)
     chosen_scope = (scope or "references").strip().lower()
     if chosen_scope not in EXPORT_SCOPES:
         raise fail(f"--scope {scope}: choose references or evidence", 2)
-    if choice == "json" and scope is not None:
-        raise fail("--scope applies to --format ris, bibtex or csljson, not json", 2)
+    if choice in {"json", "markdown"} and scope is not None:
+        raise fail(f"--scope applies to --format ris, bibtex or csljson, not {choice}", 2)
     store = _open()
     try:
         record = _require(store, run_id, owner)
-        if choice == "json":
-            data = store.export_run(record.id, owner=owner)
-            text = json.dumps(data, indent=2, ensure_ascii=False)
-        else:
-            result = store.result(record.id, owner=owner)
-            if result is None:
-                raise fail(
-                    f"run {record.id} has no report yet ({_status(record)}), so it has no "
-                    f"references to export; `deepcritical runs resume {record.id}` finishes it",
-                    2,
-                )
-            text = export_references(result, cast(ExportFormat, choice), chosen_scope)
+        text = _export_text(store, record, choice, chosen_scope, version, owner)
     finally:
         store.close()
     if out is None:
@@ -234,8 +240,60 @@ def export_run(
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
-    what = "" if choice == "json" else f" ({choice}, {chosen_scope})"
+    what = "" if choice in {"json", "markdown"} else f" ({choice}, {chosen_scope})"
     console.print(f"[green]✓[/green] run {record.id} exported{what} to {out}")
+
+
+def _version(
+    store: RunStore, record: RunRecord, version: int | None, owner: str | None
+) -> ReportVersion | None:
+    """Version ``version`` (``None``: the latest) of the run's report; ``None`` when the run
+    has no report and no version was asked for. Exits with code 2 for a version that does
+    not exist, or any version of a run without a report."""
+    try:
+        chosen = store.report_version(record.id, version, owner=owner)
+    except ReportVersionNotFoundError as exc:
+        raise fail(error_line(exc), 2) from exc
+    if chosen is None and version is not None:
+        raise fail(
+            f"run {record.id} has no report yet ({_status(record)}), so it has no version "
+            f"{version}; `deepcritical runs resume {record.id}` finishes it",
+            2,
+        )
+    return chosen
+
+
+def _export_text(
+    store: RunStore,
+    record: RunRecord,
+    choice: str,
+    scope: str,
+    version: int | None,
+    owner: str | None,
+) -> str:
+    """The text ``runs export`` writes (see :func:`export_run`), with version ``version``
+    (``None``: the latest) of the report; exits with code 2 when there is nothing to export."""
+    chosen = _version(store, record, version, owner)
+    if choice == "json":
+        data = store.export_run(record.id, owner=owner)
+        if chosen is not None:
+            data["report_version"] = {"version": chosen.version, "instruction": chosen.instruction}
+        if chosen is not None and chosen.version > 1:
+            data["report"] = chosen.report.model_dump(mode="json")
+            data["report_markdown"] = chosen.report.to_markdown()
+        return json.dumps(data, indent=2, ensure_ascii=False)
+    result = store.result(record.id, owner=owner)
+    if result is None or chosen is None:
+        what = "report" if choice == "markdown" else "references"
+        raise fail(
+            f"run {record.id} has no report yet ({_status(record)}), so it has no "
+            f"{what} to export; `deepcritical runs resume {record.id}` finishes it",
+            2,
+        )
+    if choice == "markdown":
+        return chosen.report.to_markdown()
+    versioned = result.model_copy(update={"report": chosen.report})
+    return export_references(versioned, cast(ExportFormat, choice), cast(ExportScope, scope))
 
 
 @runs_app.command("resume")
@@ -313,3 +371,114 @@ def ask_run(
     except (QuestionError, RunNotFoundError, RunWithoutReportError) as exc:
         raise fail(error_line(exc), 2) from exc
     typer.echo(follow_up.to_markdown(), nl=False)
+
+
+@runs_app.command("revise")
+def revise_run(
+    run_id: RunId,
+    instruction: Annotated[
+        str,
+        typer.Argument(
+            help='What to change: "shorter" / "longer", "for patients" / "for clinicians", '
+            '"focus on X" / "add a section on X", "only randomised trials" / "only systematic '
+            'reviews" / "only clinical trials" / "only observational studies"; several combine.'
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Markdown path of the new version; JSON goes next to it (.json). Default: "
+            "report-vN.md, N the new version's number.",
+        ),
+    ] = None,
+    owner: Owner = None,
+) -> None:
+    """Revise a finished run's report: a new version written from the same evidence (no new
+    search), through the same citation checks, kept with the run (`runs versions`).
+
+    Prints the new version's number and writes it (markdown, and the run's JSON with this
+    version as its report). Each revision starts from the latest version. An unknown run, a
+    run without a report, an empty, too long or not understood instruction, and a design
+    filter that leaves no source exit 2 with the reason; nothing is stored then."""
+    from deepcritical.api import revise
+    from deepcritical.writing.revision_instructions import RevisionError
+
+    if out is not None:
+        check_out_path(out)
+    settings = settings_from_options()
+    store = _open()
+    try:
+        record = _require(store, run_id, owner)
+    finally:
+        store.close()
+    try:
+        version = asyncio.run(revise(record.id, instruction, settings, owner=owner))
+    except (RevisionError, RunNotFoundError, RunWithoutReportError, StateError) as exc:
+        raise fail(error_line(exc), 2) from exc
+    path = out or Path(f"report-v{version.version}.md")
+    store = _open()
+    try:
+        result = store.result(record.id, owner=owner)
+    finally:
+        store.close()
+    try:
+        _write_version(path, version, result)
+    except OSError as exc:
+        raise fail(
+            f"version {version.version} is kept with run {record.id}, but {path} cannot be "
+            f"written ({exc.strerror or exc}); `deepcritical runs export {record.id} --format "
+            f"markdown --version {version.version}` writes it",
+            1,
+        ) from exc
+    out_console.print(
+        f"Version {version.version} of run {record.id}: {path} and {path.with_suffix('.json')}",
+        markup=False,
+    )
+
+
+def _write_version(path: Path, version: ReportVersion, result: RunResult | None) -> None:
+    """Write ``version``'s markdown to ``path`` and the run's JSON (``result`` with this
+    version as its report; the version alone without it) next to it (``.json``).
+
+    Raises:
+        OSError: a file cannot be written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(version.report.to_markdown(), encoding="utf-8")
+    data = (
+        version.model_dump_json(indent=2)
+        if result is None
+        else result.model_copy(update={"report": version.report}).to_json()
+    )
+    path.with_suffix(".json").write_text(data, encoding="utf-8")
+
+
+@runs_app.command("versions")
+def list_versions(run_id: RunId, owner: Owner = None) -> None:
+    """List the versions of a run's report: 1 is the run's own, each later one a revision
+    (`runs revise`), with its instruction and the first line of its summary. `runs export ID
+    --version N` writes one."""
+    store = _open()
+    try:
+        record = _require(store, run_id, owner)
+        versions = store.report_versions(record.id, owner=owner)
+    finally:
+        store.close()
+    if not versions:
+        raise fail(
+            f"run {record.id} has no report yet ({_status(record)}), so it has no versions; "
+            f"`deepcritical runs resume {record.id}` finishes it",
+            2,
+        )
+    table = Table(title=f"Versions of the report of run {record.id} ({len(versions)})")
+    for column in ("version", "created (UTC)", "instruction", "summary"):
+        table.add_column(column)
+    for v in versions:
+        table.add_row(
+            str(v.version),
+            v.created_at.strftime("%Y-%m-%d %H:%M"),
+            Text(v.instruction or "(the run's report)"),
+            Text(v.first_line),
+        )
+    out_console.print(table)
