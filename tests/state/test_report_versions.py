@@ -49,7 +49,7 @@ def test_version_one_is_the_runs_report_and_revisions_follow_it(runs: RunStore) 
     assert runs.report_version(run_id) == third  # the latest by default
     assert runs.report_version(run_id, 2) == second
     assert runs.report_version(run_id, 1) == original
-    with pytest.raises(ReportVersionNotFoundError, match="no version 4 .*versions 1 to 3"):
+    with pytest.raises(ReportVersionNotFoundError, match=r"no version 4 .*versions 1 to 3"):
         runs.report_version(run_id, 4)
     with pytest.raises(StateError, match="the next version is 4"):
         runs.add_report_version(run_id, revision(3))
