@@ -111,6 +111,10 @@ def render_tree(finished: list[ReadableSpan]) -> str:
     return "\n".join(lines)
 
 
+def _attrs(span: ReadableSpan) -> dict[str, object]:
+    return dict(span.attributes or {})
+
+
 def _texts(span: ReadableSpan) -> list[str]:
     values = [span.name, *map(str, (span.attributes or {}).values())]
     for event in span.events:
@@ -151,16 +155,16 @@ async def test_a_run_is_one_trace_of_stages_sources_and_model_roles(
     assert all(s.context.trace_id == run.context.trace_id for s in finished)  # one trace
     stages = {s.name: s for s in finished if s.parent and s.parent.span_id == run.context.span_id}
     assert {"planning", "searching", "writing", "validation"} <= set(stages)
-    assert stages["planning"].attributes["deepcritical.role"] == "planner"
+    assert _attrs(stages["planning"])["deepcritical.role"] == "planner"
 
     requests = [s for s in finished if s.name == "source request"]
     assert requests, "no source request was traced"
     for request in requests:
-        assert request.attributes["deepcritical.source"] == "pubmed"
-        assert request.attributes["http.response.status_code"] == 200
+        assert _attrs(request)["deepcritical.source"] == "pubmed"
+        assert _attrs(request)["http.response.status_code"] == 200
         assert stages["searching"] in _ancestors(request, by_id)
 
-    model_calls = [s for s in finished if s.attributes.get("gen_ai.agent.name") == "planner"]
+    model_calls = [s for s in finished if _attrs(s).get("gen_ai.agent.name") == "planner"]
     assert model_calls, sorted({s.name for s in finished})
     assert stages["planning"] in _ancestors(model_calls[0], by_id)
 
@@ -170,7 +174,7 @@ async def test_a_run_is_one_trace_of_stages_sources_and_model_roles(
         assert QUESTION not in _texts(span)  # no content without DEEPCRITICAL_TRACE_CONTENT
 
     trace_id = format(run.context.trace_id, "032x")
-    run_id = str(run.attributes["deepcritical.run_id"])
+    run_id = str(_attrs(run)["deepcritical.run_id"])
     store = RunStore.open(settings)
     try:
         record = store.require_run(run_id)

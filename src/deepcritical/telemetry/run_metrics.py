@@ -11,10 +11,13 @@ database when ``/metrics`` is scraped (:class:`StateCollector`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+T = TypeVar("T")
 
 __all__ = [
     "MODEL_TOKENS",
@@ -24,6 +27,7 @@ __all__ = [
     "RUN_SECONDS",
     "SOURCE_REQUESTS",
     "SOURCE_SECONDS",
+    "STATE_GAUGES",
     "StateCollector",
     "metrics_payload",
     "observe_source_request",
@@ -73,24 +77,18 @@ def observe_source_request(source: str, status: str, seconds: float) -> None:
 
 
 class StateCollector(Collector):
-    """Gauges read at scrape time: ``deepcritical_jobs{state}`` from ``jobs()`` (e.g.
-    ``{"queued": 2, "running": 1}``) and ``deepcritical_corpus_documents`` from ``corpus()``
-    (``None``: no corpus, not shown). A reader that raises shows nothing that scrape."""
+    """Gauges read at scrape time (:data:`STATE_GAUGES`, registered once): the jobs by state
+    (``deepcritical_jobs{state}``) from :attr:`jobs` (e.g. ``{"queued": 2, "running": 1}``)
+    and ``deepcritical_corpus_documents`` from :attr:`corpus`; a reader that is not set,
+    returns ``None`` or raises shows nothing that scrape."""
 
-    def __init__(
-        self,
-        jobs: Callable[[], Mapping[str, int]],
-        corpus: Callable[[], int | None] = lambda: None,
-    ) -> None:
-        self.jobs = jobs
-        self.corpus = corpus
+    def __init__(self) -> None:
+        self.jobs: Callable[[], Mapping[str, int]] | None = None
+        self.corpus: Callable[[], int | None] | None = None
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         """The gauges (see the class docstring)."""
-        try:
-            counts = self.jobs()
-        except Exception:  # noqa: BLE001 - the database is down: /readyz says so
-            counts = None
+        counts = _read(self.jobs)
         if counts is not None:
             family = GaugeMetricFamily(
                 "deepcritical_jobs", "Runs by job state in the run database.", labels=["state"]
@@ -98,14 +96,24 @@ class StateCollector(Collector):
             for state, count in sorted(counts.items()):
                 family.add_metric([state], count)
             yield family
-        try:
-            documents = self.corpus()
-        except Exception:  # noqa: BLE001 - a corpus that cannot be read is not counted
-            documents = None
+        documents = _read(self.corpus)
         if documents is not None:
             yield GaugeMetricFamily(
                 "deepcritical_corpus_documents", "Documents in the local corpus.", value=documents
             )
+
+
+def _read(reader: Callable[[], T | None] | None) -> T | None:
+    if reader is None:
+        return None
+    try:
+        return reader()
+    except Exception:  # noqa: BLE001 - a database that is down shows no gauge; /readyz says why
+        return None
+
+
+STATE_GAUGES = StateCollector()
+REGISTRY.register(STATE_GAUGES)
 
 
 def metrics_payload() -> tuple[bytes, str]:
