@@ -58,5 +58,9 @@ VOLUME ["/data"]
 USER 10001:10001
 WORKDIR /home/deepcritical
 EXPOSE 7860
+# the web app's /healthz (the process answers; /readyz checks the databases too). A worker
+# answers on its --metrics-port instead: compose.yaml gives the worker its own check
+HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:7860/healthz', timeout=4)"]
 ENTRYPOINT ["deepcritical"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "7860"]

@@ -18,10 +18,11 @@ try:
 except ImportError:  # a Space installs requirements.txt only: use the source tree
     sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 
+from deepcritical.jobs.readiness import Readiness
 from deepcritical.logs import configure_logging
 from deepcritical.ui.auth import Access
 from deepcritical.ui.downloads import DownloadShelf
-from deepcritical.ui.launch import build_from_env, launch, show_app_warnings
+from deepcritical.ui.launch import build_from_env, launch, server_settings, show_app_warnings
 
 configure_logging()  # errors on standard error, as `deepcritical serve` logs
 show_app_warnings()
@@ -30,4 +31,4 @@ downloads = DownloadShelf()
 demo = build_from_env(access, downloads)
 
 if __name__ == "__main__":
-    launch(demo, access=access, downloads=downloads)
+    launch(demo, access=access, downloads=downloads, readiness=Readiness(server_settings()))

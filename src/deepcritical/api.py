@@ -15,6 +15,7 @@ checkpointed after every event, and :func:`resume` continues an interrupted run.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack, aclosing
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
 from deepcritical.evidence.embeddings import Embedder
+from deepcritical.evidence.store import EvidenceStore
+from deepcritical.llm.instrumentation import instrument_frameworks
 from deepcritical.llm.llm_errors import describe_error
 from deepcritical.models import FollowUp, ReportPreferences, ReportVersion
 from deepcritical.orchestrators.assembly import GivenParts, build_run_deps, resolve_models
@@ -32,6 +35,8 @@ from deepcritical.sources.base import SearchSource
 from deepcritical.sources.fulltext import FullTextReader
 from deepcritical.state.errors import run_not_found, run_not_resumable, run_without_report
 from deepcritical.state.syllabus import Syllabus
+from deepcritical.telemetry.run_trace import RunObserver
+from deepcritical.telemetry.tracing import configure_tracing
 from deepcritical.writing.follow_up import answer_follow_up
 from deepcritical.writing.revision import revise_report
 from deepcritical.writing.revision_instructions import check_instruction, parse_instruction
@@ -183,6 +188,7 @@ async def resume(
             syllabus=syllabus,
             run_id=record.id,
             owner=owner,
+            earlier_traces=_earlier_traces(record.metrics),
         )
     ) as events:
         async for event in events:
@@ -338,11 +344,16 @@ async def _research(
     syllabus: Syllabus | None,
     run_id: str | None = None,
     owner: str | None = None,
+    earlier_traces: Sequence[dict[str, str]] = (),
 ) -> AsyncGenerator[ResearchEvent, None]:
     question = check_question(question, settings.max_question_chars)
     context = check_context(context)
     models = await resolve_models(settings, given)
+    configure_tracing()
+    instrument_frameworks()
+    observer = RunObserver(models.settings.orchestrator, question=question, earlier=earlier_traces)
     async with AsyncExitStack() as stack:
+        stack.callback(observer.end)
         persisted: PersistentRun | None = None
         if models.settings.persist_runs:
             from deepcritical.state.lifecycle import PersistentRun
@@ -357,9 +368,12 @@ async def _research(
                 owner=owner,
             )
             stack.push_async_callback(persisted.aclose)
+            persisted.trace = observer.trace_record()
+            observer.set_run_id(persisted.run_id)
         deps, manager = await build_run_deps(
             models, given, stack, syllabus=syllabus, persisted=persisted
         )
+        deps = dataclasses.replace(deps, trace_parent=observer.span)
         orchestrator: IterativeOrchestrator | MagenticOrchestrator
         if manager is not None:
             from deepcritical.orchestrators.magentic import MagenticOrchestrator
@@ -367,23 +381,52 @@ async def _research(
             orchestrator = MagenticOrchestrator(deps, chat_client=manager)
         else:
             orchestrator = IterativeOrchestrator(deps)
-        if persisted is None:
-            async with aclosing(orchestrator.run(question, context, preferences)) as events:
-                async for event in events:
-                    yield event
-            return
-        await persisted.attach(deps.store)
-        try:
-            async with aclosing(orchestrator.run(question, context, preferences)) as events:
-                async for event in events:
-                    warning = await persisted.record(event)
-                    yield event
-                    if warning is not None:
-                        yield warning
-        except (GeneratorExit, asyncio.CancelledError, KeyboardInterrupt):
+        async with aclosing(
+            _recorded(
+                orchestrator.run(question, context, preferences), deps.store, persisted, observer
+            )
+        ) as events:
+            async for event in events:
+                yield event
+
+
+async def _recorded(
+    events: AsyncGenerator[ResearchEvent, None],
+    store: EvidenceStore,
+    persisted: PersistentRun | None,
+    observer: RunObserver,
+) -> AsyncGenerator[ResearchEvent, None]:
+    """``events`` passed on, each recorded (checkpointed when ``persisted``, whose evidence
+    is in ``store``; its outcome seen by ``observer``), and how the run ended when it ends
+    without a report."""
+    if persisted is not None:
+        await persisted.attach(store)
+    try:
+        async with aclosing(events) as stream:
+            async for event in stream:
+                observer.observe(event)
+                warning = await persisted.record(event) if persisted is not None else None
+                yield event
+                if warning is not None:
+                    yield warning
+    except (GeneratorExit, asyncio.CancelledError, KeyboardInterrupt):
+        observer.fail("cancelled")
+        if persisted is not None:
             persisted.end("cancelled", "the run was stopped before its report")
-            raise
-        except Exception as exc:
+        raise
+    except Exception as exc:
+        observer.fail("failed")
+        if persisted is not None:
             persisted.end("failed", describe_error(exc)[:2000])
-            raise
+        raise
+    if persisted is not None:
         persisted.end("failed", "the run ended without a report")
+
+
+def _earlier_traces(metrics: dict[str, Any]) -> list[dict[str, str]]:
+    """The traces of a stored run's attempts so far (its metrics' ``earlier_traces`` and
+    ``trace_id``/``trace_span_id``), which the resumed run's span links to."""
+    earlier = [dict(e) for e in metrics.get("earlier_traces", []) if isinstance(e, dict)]
+    if metrics.get("trace_id") and metrics.get("trace_span_id"):
+        earlier.append({"trace_id": metrics["trace_id"], "span_id": metrics["trace_span_id"]})
+    return earlier

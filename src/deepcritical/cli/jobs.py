@@ -152,12 +152,24 @@ def worker(
             "same name continues the jobs it was running at once.",
         ),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            min=0,
+            max=65535,
+            help="Serve /metrics (Prometheus), /healthz and /readyz on this port, on every "
+            "interface (default: not served).",
+        ),
+    ] = None,
 ) -> None:
     """Run submitted jobs (`deepcritical runs submit`) until stopped (Ctrl-C, SIGTERM).
     Workers on several machines share the jobs of one PostgreSQL run database
     (DEEPCRITICAL_DATABASE_URL)."""
     settings = settings_from_options()
     from deepcritical.jobs import run_worker
+    from deepcritical.jobs.ops_server import OpsServer
+    from deepcritical.jobs.readiness import Readiness
 
     stop = threading.Event()
 
@@ -167,7 +179,17 @@ def worker(
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     console.print(f"Worker {worker_id or 'started'} (concurrency {concurrency}); Ctrl-C stops it.")
+    readiness = Readiness(settings, jobs=True)
+    ops = None
+    if metrics_port is not None:
+        readiness.register_metrics()
+        ops = OpsServer(readiness, port=metrics_port)
+        console.print(f"Metrics and health on port {ops.port}: /metrics, /healthz, /readyz.")
     try:
         run_worker(settings, concurrency=concurrency, worker_id=worker_id, stop=stop)
     except Exception as exc:
         raise fail(f"the worker stopped: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if ops is not None:
+            ops.close()
+        readiness.close()

@@ -170,6 +170,12 @@ def show_run(run_id: RunId, owner: Owner = None) -> None:
                 else ""
             )
         )
+    if r.metrics.get("trace_id"):
+        earlier = [e.get("trace_id", "?") for e in r.metrics.get("earlier_traces", [])]
+        out.print(
+            f"Trace: {r.metrics['trace_id']}"
+            + (f" (earlier attempts: {', '.join(earlier)})" if earlier else "")
+        )
     metrics = {k: v for k, v in r.metrics.items() if k != "usage"}
     out.print("Metrics: " + json.dumps(metrics, sort_keys=True))
     if follow_ups:

@@ -35,7 +35,8 @@ def serve(
         ),
     ] = None,
 ) -> None:
-    """Serve the web app (and the deep_research MCP tool at /gradio_api/mcp/).
+    """Serve the web app (and the deep_research MCP tool at /gradio_api/mcp/), with
+    /healthz, /readyz and /metrics for probes and Prometheus.
 
     Settings come from the environment (DEEPCRITICAL_LLM, DEEPCRITICAL_SOURCES, API keys...)
     and --data-dir; each browser session may override model, key, sources and depth.
@@ -45,6 +46,7 @@ def serve(
     With --jobs (or DEEPCRITICAL_JOBS=1) runs execute in workers, so they outlive the page
     and this server; start at least one `deepcritical worker` on the same run database.
     """
+    from deepcritical.jobs.readiness import Readiness
     from deepcritical.ui.app import build_app
     from deepcritical.ui.auth import Access, AuthConfigError
     from deepcritical.ui.downloads import DownloadShelf
@@ -77,4 +79,12 @@ def serve(
         downloads=downloads,
         source_check=SourceCheck(settings).start(),  # which live sources answer, at start
     )
-    launch(demo, host=host, port=port, mcp_server=mcp, access=access, downloads=downloads)
+    launch(
+        demo,
+        host=host,
+        port=port,
+        mcp_server=mcp,
+        access=access,
+        downloads=downloads,
+        readiness=Readiness(settings),
+    )

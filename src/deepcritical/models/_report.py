@@ -307,6 +307,9 @@ class ReportMetadata(BaseModel):
     values_dropped: int = Field(default=0, ge=0)
     """Extracted study values dropped because no verbatim proof was found in their source
     (summed over the references' study records)."""
+    trace_id: str | None = None
+    """The OpenTelemetry trace id (32 hex digits) of the run attempt that wrote the report;
+    ``None`` when tracing was off (see docs/operations.md)."""
 
 
 class ResearchReport(BaseModel):

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from opentelemetry.trace import Span
+
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.evidence.screening import RelevanceCalibration
@@ -86,6 +88,9 @@ class RunDeps:
         citations: follows the references and citing papers of the run's best studies
             (citation tracking, once per run); ``None``: no citation tracking (offline runs,
             no PubMed or OpenAlex among the sources, a budget of 0).
+        trace_parent: the run's ``run`` span, the parent of its stages' spans
+            (:class:`~deepcritical.telemetry.run_trace.RunObserver`); ``None`` when tracing
+            is off.
     """
 
     settings: Settings
@@ -100,3 +105,4 @@ class RunDeps:
     collector: SourceCollector | None = None
     full_text: FullTextReader | None = None
     citations: CitationLinker | None = None
+    trace_parent: Span | None = None

@@ -389,7 +389,7 @@ class ManagerUsage(AgentMiddleware):
         """Run the call; record what the provider reported (a failed call: one request)."""
         failed = True
         try:
-            with self.accounting.stage(MANAGER_ROLE):
+            with self.accounting.stage(MANAGER_ROLE, role=MANAGER_ROLE):
                 await call_next()
             failed = False
         finally:

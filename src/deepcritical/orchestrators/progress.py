@@ -25,6 +25,7 @@ from deepcritical.models import (
 )
 from deepcritical.orchestrators.citation_tracking import CitationLog
 from deepcritical.orchestrators.full_texts import FullTextLog
+from deepcritical.telemetry.tracing import span
 
 __all__ = [
     "REPHRASED_EMPTY_ROUNDS",
@@ -165,11 +166,14 @@ class RunAccounting:
         self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + max(seconds, 0.0)
 
     @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Time the block as (part of) stage ``name``, also when it raises or is cancelled."""
+    def stage(self, name: str, role: str | None = None) -> Iterator[None]:
+        """Time the block as (part of) stage ``name``, also when it raises or is cancelled,
+        and trace it as a span ``name`` (``deepcritical.stage``; ``deepcritical.role``: the
+        model role that works in it, when one does) when tracing is on."""
         started = self.clock()
         try:
-            yield
+            with span(name, {"deepcritical.stage": name, "deepcritical.role": role}):
+                yield
         finally:
             self.add_time(name, self.clock() - started)
 

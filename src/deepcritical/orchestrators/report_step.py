@@ -27,6 +27,7 @@ from deepcritical.report.methodology import (
     ScreeningCounts,
     methodology_text,
 )
+from deepcritical.telemetry.tracing import current_trace
 
 __all__ = ["finish_run"]
 
@@ -65,6 +66,8 @@ async def finish_run(
         run.emit(ResearchEvent(type="error", message=message))
         return None
     report.metadata.usage = run.usage_report()
+    traced = current_trace()
+    report.metadata.trace_id = traced["trace_id"] if traced else None
     report.metadata.flow = run.flow_log.flow(run.store.all(), report)
     if report.metadata.flow.problems():  # a counting bug: the report still goes out
         log.warning("the flow of records does not add up", **report.metadata.flow.model_dump())

@@ -69,6 +69,7 @@ from deepcritical.orchestrators.search_step import search_round
 from deepcritical.state.run_store import RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
+from deepcritical.telemetry.tracing import attached
 
 __all__ = ["ResearchRun"]
 
@@ -152,10 +153,16 @@ class ResearchRun:
         self, work: Callable[[], Awaitable[None]]
     ) -> AsyncGenerator[ResearchEvent, None]:
         """Run ``work()`` (the orchestrator's steps) as one task and stream the events it
-        emits (see :meth:`~deepcritical.orchestrators.channel.EventChannel.stream`); the
-        run's private source collection (if one was opened) is closed when it ends."""
+        emits (see :meth:`~deepcritical.orchestrators.channel.EventChannel.stream`), in the
+        trace of the run's span (``deps.trace_parent``); the run's private source collection
+        (if one was opened) is closed when it ends."""
+
+        async def traced() -> None:  # the run's steps, children of its span
+            with attached(self.deps.trace_parent):
+                await work()
+
         try:
-            async with contextlib.aclosing(self.events.stream(work)) as events:
+            async with contextlib.aclosing(self.events.stream(traced)) as events:
                 async for event in events:
                     yield event
         finally:
@@ -216,7 +223,7 @@ class ResearchRun:
     ) -> T | None:
         """Run ``call`` on the configured agents; on failure warn and use the extractive
         fallback; ``None`` when that fails too (or there is none). Timed as ``stage``."""
-        with self.accounting.stage(stage or role):
+        with self.accounting.stage(stage or role, role=role):
             try:
                 return await call(self.agents)
             except asyncio.CancelledError:

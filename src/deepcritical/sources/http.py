@@ -29,6 +29,8 @@ from tenacity import (
 )
 
 from deepcritical.sources.base import SourceError
+from deepcritical.telemetry.run_metrics import observe_source_request
+from deepcritical.telemetry.tracing import span
 
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 USER_AGENT = "DeepCritical/0.1 (biomedical research agent; +https://github.com/deepcritical)"
@@ -183,6 +185,15 @@ class HttpOptions:
         return self.requests_per_second if self.requests_per_second is not None else default
 
 
+@dataclass
+class _Outcome:
+    """How a request went: its last status (an HTTP status, ``timeout``, ``connection_error``,
+    ``error``) and its tries."""
+
+    status: str = "error"
+    tries: int = 0
+
+
 class SourceHttp:
     """GET requests for one source, rate-limited and retried.
 
@@ -233,7 +244,29 @@ class SourceHttp:
                 ``max_body_bytes``, or retries exhausted, or timeouts on every try. The
                 message names the last failure and the try count.
         """
-        attempts = 0
+        started = time.monotonic()
+        outcome = _Outcome()
+        attributes = {"deepcritical.source": self.source, "server.address": _host(url)}
+        with span("source request", attributes) as current:
+            try:
+                return await self._get(url, params, accept, outcome)
+            finally:
+                observe_source_request(self.source, outcome.status, time.monotonic() - started)
+                if current is not None:
+                    current.set_attributes(
+                        {"deepcritical.status": outcome.status, "deepcritical.tries": outcome.tries}
+                    )
+                    if outcome.status.isdigit():
+                        current.set_attribute("http.response.status_code", int(outcome.status))
+
+    async def _get(
+        self,
+        url: str,
+        params: Mapping[str, Any] | None,
+        accept: Callable[[httpx.Response], bool] | None,
+        outcome: _Outcome,
+    ) -> httpx.Response:
+        """:meth:`get`'s tries; ``outcome`` holds the last status and the try count."""
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(self.tries),
@@ -242,12 +275,14 @@ class SourceHttp:
                 reraise=True,
             ):
                 with attempt:
-                    attempts += 1
+                    outcome.tries += 1
+                    outcome.status = "error"
                     async with self.limiter:
                         self.requests_made += 1
                         response = await asyncio.wait_for(
                             self._fetch(url, params), timeout=self.timeout_seconds
                         )
+                    outcome.status = str(response.status_code)
                     if accept is not None and response.status_code >= 400 and accept(response):
                         return response
                     if response.status_code in RETRY_STATUS:
@@ -259,15 +294,17 @@ class SourceHttp:
                     return response
         except RetryableHTTPError as exc:
             raise SourceError(
-                self.source, f"HTTP {exc.status_code} after {attempts} tries"
+                self.source, f"HTTP {exc.status_code} after {outcome.tries} tries"
             ) from exc
         except (TimeoutError, httpx.TimeoutException) as exc:
+            outcome.status = "timeout"
             raise SourceError(
-                self.source, f"timed out after {self.timeout_seconds:g} s ({attempts} tries)"
+                self.source, f"timed out after {self.timeout_seconds:g} s ({outcome.tries} tries)"
             ) from exc
         except httpx.TransportError as exc:
+            outcome.status = "connection_error"
             raise SourceError(
-                self.source, f"connection failed ({type(exc).__name__}) after {attempts} tries"
+                self.source, f"connection failed ({type(exc).__name__}) after {outcome.tries} tries"
             ) from exc
         raise SourceError(self.source, "no attempt was made")  # pragma: no cover
 

@@ -64,6 +64,9 @@ class PersistentRun:
         self.cached_model: CachedModel | None = None
         self.recorder: RunRecorder | None = None
         self.collector: SourceCollector | None = None
+        self.trace: dict[str, Any] = {}
+        """The run's trace (``trace_id``...: ``RunObserver.trace_record``), kept in its
+        metrics; set before :meth:`attach`."""
         self._heartbeat: asyncio.Task[None] | None = None
 
     @classmethod
@@ -162,6 +165,7 @@ class PersistentRun:
             cache=self.cache,
             resumed_progress=self.resumed_progress,
             fixed_syllabus=self.syllabus is not None,
+            trace=self.trace,
         )
         await asyncio.to_thread(self.recorder.begin)
 

@@ -16,7 +16,7 @@ A failing checkpoint never ends the run: the recorder logs it, turns the first f
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -83,6 +83,8 @@ class RunRecorder:
         cache: the call cache, for hit/miss metrics.
         resumed_progress: the progress stored before a resume (progress never goes back).
         fixed_syllabus: the run collects for a fixed syllabus (not the plan's checklist).
+        trace: the run's trace (``trace_id``, ``trace_span_id``, ``earlier_traces``), kept
+            in its metrics; empty when tracing is off.
     """
 
     def __init__(
@@ -98,7 +100,9 @@ class RunRecorder:
         cache: CallCache | None = None,
         resumed_progress: float = 0.0,
         fixed_syllabus: bool = False,
+        trace: Mapping[str, Any] | None = None,
     ) -> None:
+        self.trace = dict(trace or {})
         self.fixed_syllabus = fixed_syllabus
         self.runs = runs
         self.run_id = run_id
@@ -290,8 +294,10 @@ class RunRecorder:
         ]
 
     def metrics(self) -> dict[str, Any]:
-        """Queries per source, articles processed, LLM calls and tokens, cache use."""
+        """Queries per source, articles processed, LLM calls and tokens, cache use, and the
+        run's trace."""
         out: dict[str, Any] = {
+            **self.trace,
             "queries_per_source": dict(self.queries_per_source),
             "articles_processed": len(self.store),
             "events": self.events,

@@ -10,12 +10,14 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from deepcritical.config import Settings
+from deepcritical.jobs.readiness import Readiness
 from deepcritical.logs import get_logger, show_level
 from deepcritical.ui.app import CSS, build_app
 from deepcritical.ui.auth import Access
 from deepcritical.ui.download_route import DownloadRoute
 from deepcritical.ui.downloads import DownloadShelf
 from deepcritical.ui.headers import security_middleware
+from deepcritical.ui.ops_routes import OpsRoutes
 from deepcritical.ui.source_check import SourceCheck
 from deepcritical.ui.theme import THEME
 from deepcritical.ui.visitor import VisitorMiddleware
@@ -71,6 +73,7 @@ def launch(
     mcp_server: bool = True,
     access: Access,
     downloads: DownloadShelf,
+    readiness: Readiness | None = None,
 ) -> None:
     """Serve ``demo`` (blocking) with the MCP server at ``/gradio_api/mcp/``; ``host`` and
     ``port`` default to Gradio's (``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT`` or
@@ -84,6 +87,10 @@ def launch(
     its download files to: :class:`~deepcritical.ui.download_route.DownloadRoute` serves
     each file to its run's owner only.
 
+    With ``readiness``, ``/healthz``, ``/readyz`` and ``/metrics`` are answered before
+    sign-in (:class:`~deepcritical.ui.ops_routes.OpsRoutes`) and ``/metrics`` shows the jobs
+    by state.
+
     Every response carries the security headers of :mod:`deepcritical.ui.headers` (frame
     ancestors from ``DEEPCRITICAL_UI_FRAME_ANCESTORS``); server-side rendering is off, so
     the Python server, not a Node proxy, answers every request.
@@ -92,6 +99,9 @@ def launch(
         ValueError: ``DEEPCRITICAL_UI_FRAME_ANCESTORS`` is malformed.
     """
     middleware = [security_middleware()]
+    if readiness is not None:  # probes: before the visitor cookie and the sign-in
+        readiness.register_metrics()
+        middleware.append(Middleware(OpsRoutes, readiness=readiness))
     if access.visitor_key is not None:  # each browser its own runs: a signed visitor cookie
         middleware.append(Middleware(VisitorMiddleware, key=access.visitor_key))
     elif not access.required:
