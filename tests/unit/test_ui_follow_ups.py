@@ -36,6 +36,7 @@ from deepcritical.writing.follow_up import NOT_ANSWERED
 from tests.state.test_ask_api import QUESTION, store_run
 from tests.unit.test_follow_up_answer import RUN
 from tests.unit.test_ui_app import handler
+from tests.unit.test_ui_jobs import FakeJobs
 from tests.unit.ui_fixtures import (
     HOSTILE,
     OPEN_FOLLOW_UPS,
@@ -249,3 +250,15 @@ def test_a_reference_prefix_must_be_one_the_allow_list_names() -> None:
         link_citations("<p>x [1]</p>", result, ref_prefix='x" onclick="y')
     linked = link_citations("<p>x [1]</p>", result, ref_prefix="dc-q-")
     assert 'href="#dc-q-1"' in linked
+
+
+async def test_jobs_mode_asks_the_run_store_too(settings: Settings, run_id: str) -> None:
+    """In jobs mode runs execute in workers; a follow-up question still reads the run store
+    in the app's process (no job is submitted)."""
+    jobs = FakeJobs([])
+    demo = app(settings.model_copy(update={"jobs": True}), jobs=jobs)
+    _, status, answers = await handler(demo, "ask")(run_id, QUESTION)
+    assert "Answered from this run's evidence" in status
+    assert "#dc-fu-1-ref-1" in answers
+    assert jobs.submitted == []
+    assert jobs.followed == []
