@@ -69,7 +69,9 @@ async def _mcp_session(url: str) -> tuple[list[Any], Any, Any, list[Any]]:
         tools = (await session.list_tools()).tools
         ok = await session.call_tool("deep_research", {"question": QUESTION, "max_iterations": 1})
         bad = await session.call_tool("deep_research", {"question": "   "})
-        run_id = parse_output(ok.content[0].text)["trace_id"] if not ok.isError else ""
+        first = ok.content[0] if ok.content else None
+        text = first.text if first is not None and first.type == "text" else "{}"
+        run_id = "" if ok.isError else str(parse_output(text).get("trace_id", ""))
         asked = [
             await session.call_tool("ask_about_run", {"run_id": run_id, "question": question})
             for question in (FOLLOW_UP, UNRELATED)
