@@ -274,21 +274,42 @@ def _wait_until_up(server: AppServer) -> None:
     pytest.fail(f"the app server did not answer within {SERVER_START_TIMEOUT:g} s:\n{server.log()}")
 
 
-def stored_run(data_dir: Path, run_id: str) -> Any:
-    """The stored run ``run_id`` of whichever owner (a browser's runs are ``anon:<id>``'s,
-    which the test does not know), read as the operator does; ``None`` when there is none."""
+def _owner(store: Any, run_id: str) -> str | None:
+    """The owner of the stored run ``run_id`` (a browser's runs are ``anon:<id>``'s, which the
+    test does not know)."""
     from sqlalchemy import select
     from sqlalchemy.orm import Session
 
+    from deepcritical.state.schema import RunRow
+
+    with Session(store.engine) as session:
+        owner: str | None = session.scalar(select(RunRow.owner).where(RunRow.id == run_id))
+    return owner
+
+
+def stored_run(data_dir: Path, run_id: str) -> Any:
+    """The stored run ``run_id`` of whichever owner, read as the operator does; ``None`` when
+    there is none."""
     from deepcritical.config import Settings
     from deepcritical.state import RunStore
-    from deepcritical.state.schema import RunRow
 
     store = RunStore.open(Settings(data_dir=data_dir, _env_file=None))
     try:
-        with Session(store.engine) as session:
-            owner = session.scalar(select(RunRow.owner).where(RunRow.id == run_id))
-        return store.get_run(run_id, owner=owner)
+        return store.get_run(run_id, owner=_owner(store, run_id))
+    finally:
+        store.close()
+
+
+def stored_follow_ups(data_dir: Path, run_id: str) -> tuple[Any, list[Any]]:
+    """The stored result of the run ``run_id`` (of whichever owner) and the follow-up
+    questions kept with it, in the order asked."""
+    from deepcritical.config import Settings
+    from deepcritical.state import RunStore
+
+    store = RunStore.open(Settings(data_dir=data_dir, _env_file=None))
+    try:
+        owner = _owner(store, run_id)
+        return store.result(run_id, owner=owner), store.follow_ups(run_id, owner=owner)
     finally:
         store.close()
 

@@ -39,7 +39,7 @@ from playwright.sync_api import (
     TimeoutError as PlaywrightTimeoutError,
 )
 
-from tests.e2e.conftest import CHROMIUM_ARGS, AppServer, stored_run
+from tests.e2e.conftest import CHROMIUM_ARGS, AppServer, stored_follow_ups, stored_run
 from tests.e2e.corpus import XSS_IMG, XSS_SCRIPT
 
 pytestmark = pytest.mark.slow
@@ -477,6 +477,96 @@ def test_history_lists_opens_and_exports_the_run(
         markdown = page.request.get(links[".md"]).text()
         assert HISTORY_QUESTION in markdown
         assert run_id in page.locator("#dc-progress .dc-run-id code").inner_text()
+        no_script_ran(page)
+        assert page.evaluate("window.__csp") == []
+    finally:
+        ctx.close()
+
+
+FOLLOW_UP_RUN_QUESTION = "Does metformin lower cancer incidence or mortality in type 2 diabetes?"
+FOLLOW_UP = "Is metformin use associated with a lower cancer incidence?"
+UNRELATED_FOLLOW_UP = "What is the boiling point of tungsten?"
+
+
+def ask_follow_up(page: Page, question: str) -> None:
+    """Type ``question`` in the box under the report (once it is enabled) and press Ask."""
+    box = page.locator("#dc-ask-question textarea")
+    expect(box).to_be_enabled(timeout=30_000)
+    box.fill(question)
+    page.locator("#dc-ask").click()
+
+
+def assert_cites_its_own_references(section: Locator, prefix: str) -> int:
+    """Every ``[n]`` of the follow-up ``section`` links to a reference listed in that same
+    answer (ids ``<prefix><n>``); the number of links."""
+    cites = section.locator("a.dc-cite")
+    count = cites.count()
+    for i in range(count):
+        href = cites.nth(i).get_attribute("href") or ""
+        assert href.startswith(f"#{prefix}"), href
+        assert section.locator(f"li{href}").count() == 1, href
+    return count
+
+
+def test_follow_up_questions_are_answered_kept_and_shown_in_history(
+    browser: Browser, app_server: AppServer, artifacts: Path
+) -> None:
+    """Under a finished run's report a follow-up question gets a cited answer whose
+    citations check and link to the answer's own references; a question the evidence cannot
+    answer gets the "does not answer" message; History shows both when the run is opened
+    again."""
+    from deepcritical.report.validation import citation_problems
+    from deepcritical.writing.follow_up import NOT_ANSWERED, on_topic
+
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.add_init_script(WATCH_STAGES)
+    try:
+        page = open_app(ctx, app_server)
+        expect(page.locator("#dc-ask")).to_be_disabled()  # no finished run shown yet
+        assert "once a run has finished" in page.locator("#dc-ask-note").inner_text()
+        start_run(page, FOLLOW_UP_RUN_QUESTION)
+        wait_for_report(page)
+        run_id = page.locator("#dc-progress .dc-run-id code").inner_text().strip()
+        assert run_id in page.locator("#dc-ask-note").inner_text(timeout=30_000)
+
+        ask_follow_up(page, FOLLOW_UP)
+        first = page.locator("#dc-follow-ups section[data-follow-up='1']")
+        first.wait_for(timeout=60_000)
+        assert FOLLOW_UP in first.inner_text()
+        assert assert_cites_its_own_references(first, "dc-fu-1-ref-") >= 1
+        first.locator("a.dc-cite").first.click()
+        target = first.locator("li.dc-ref").first
+        expect(target).to_be_in_viewport()
+        assert target.evaluate("li => li.matches(':target')")
+        result, kept = stored_follow_ups(app_server.data_dir, run_id)
+        assert [f.question for f in kept] == [FOLLOW_UP]
+        assert kept[0].answered
+        assert citation_problems(kept[0].as_report(), {e.id: e for e in on_topic(result)}) == []
+
+        ask_follow_up(page, UNRELATED_FOLLOW_UP)
+        newest = page.locator("#dc-follow-ups section").first
+        expect(newest).to_have_attribute("data-follow-up", "2", timeout=60_000)
+        expect(newest).to_contain_text(NOT_ANSWERED)
+        assert newest.locator("a.dc-cite").count() == 0
+        assert page.locator("#dc-follow-ups section").count() == 2  # the first still listed
+        page.evaluate("document.querySelector('#dc-ask-panel').scrollIntoView()")
+        page.screenshot(path=str(artifacts / "follow-ups.png"))
+        print(f"screenshot: {artifacts / 'follow-ups.png'}")
+
+        # a fresh page: History opens the run with both follow-ups under its report
+        page.close()
+        page = open_app(ctx, app_server)
+        table = history_listing(page, run_id)
+        table.get_by_text(run_id[:8], exact=True).locator("visible=true").first.click()
+        listed = page.locator("#dc-history-follow-ups section")
+        expect(listed).to_have_count(2, timeout=30_000)
+        assert UNRELATED_FOLLOW_UP in listed.nth(0).inner_text()  # newest first
+        assert NOT_ANSWERED in listed.nth(0).inner_text()
+        assert FOLLOW_UP in listed.nth(1).inner_text()
+        assert assert_cites_its_own_references(listed.nth(1), "dc-hfu-1-ref-") >= 1
+        show_tab(page, "Report")
+        expect(page.locator("#dc-follow-ups section")).to_have_count(2)
+        expect(page.locator("#dc-ask")).to_be_enabled()
         no_script_ran(page)
         assert page.evaluate("window.__csp") == []
     finally:

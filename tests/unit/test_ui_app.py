@@ -20,7 +20,7 @@ from deepcritical.ui.app import build_app
 from deepcritical.ui.downloads import NO_DOWNLOADS_HTML, DownloadShelf, write_downloads
 from deepcritical.ui.live_run import stream_run
 from tests.unit.test_ui_history import FakeStore, Record
-from tests.unit.ui_fixtures import FakeResearch, run_result, script
+from tests.unit.ui_fixtures import OPEN_REPORT, OPEN_STATUS, FakeResearch, run_result, script
 
 KEY = "sk-unit-secret-999"
 
@@ -173,7 +173,7 @@ def test_api_surface(settings: Settings) -> None:
         for fn in demo.fns.values()
         if fn.api_visibility == "public" and isinstance(fn.api_name, str)
     }
-    assert public == {"deep_research"}
+    assert public == {"deep_research", "ask_about_run"}
     assert demo.get_config_file()["components"]  # builds a valid config
 
 
@@ -211,7 +211,8 @@ async def test_history_row_opens_the_whole_run(settings: Settings, tmp_path: Pat
     )
     outs = [o async for o in handler(demo, "open_run")("r1abcdef99")]
     assert len(outs) == 1
-    (_notice, progress, report, evidence, hypotheses, files, card, *_rest, status, stored) = outs[0]
+    (_notice, progress, report, evidence, hypotheses, files, card, *_rest) = outs[0]
+    status, stored = outs[0][OPEN_STATUS], outs[0][OPEN_REPORT]
     assert "Report ready" in str(progress)
     assert "r1abcdef99" in str(progress)
     assert "<h1>Metformin review</h1>" in str(report)
@@ -224,10 +225,10 @@ async def test_history_row_opens_the_whole_run(settings: Settings, tmp_path: Pat
     assert "r1abcdef99" in str(status)
     # a stopped run without a report: says so, leaves the run's panels alone
     outs = [o async for o in handler(demo, "open_run")("r2")]
-    assert "No report yet: Resume continues it" in str(outs[0][-2])
-    assert outs[0][-1] == ""
+    assert "No report yet: Resume continues it" in str(outs[0][OPEN_STATUS])
+    assert outs[0][OPEN_REPORT] == ""
     outs = [o async for o in handler(demo, "open_run")("nope")]
-    assert "no stored run" in str(outs[0][-2])
+    assert "no stored run" in str(outs[0][OPEN_STATUS])
 
 
 def test_pick_maps_a_clicked_row_to_its_full_id(settings: Settings) -> None:
@@ -313,4 +314,4 @@ async def test_history_open_of_an_unreadable_result_says_so(
     store = FakeStore([Record("r1", "Q1")])
     demo = build_app(settings, research_fn=FakeResearch([]), store_opener=lambda s: store)
     outs = [o async for o in handler(demo, "open_run")("r1")]
-    assert "could not be read" in str(outs[-1][-2])
+    assert "could not be read" in str(outs[-1][OPEN_STATUS])

@@ -43,6 +43,7 @@ class FakeStore:
     closed: int = 0
     limits: list[int] = field(default_factory=list)
     results: dict[str, Any] = field(default_factory=dict)
+    asked: dict[str, list[Any]] = field(default_factory=dict)
 
     def list_runs(self, limit: int = 50, *, owner: str | None = None) -> list[Any]:
         self.limits.append(limit)
@@ -61,6 +62,11 @@ class FakeStore:
         if self.get_run(run_id, owner=owner) is None:
             raise RunNotFoundError(run_id)
         return {"id": run_id, "events": [{"type": "done"}], "at": T0}
+
+    def follow_ups(self, run_id: str, *, owner: str | None = None) -> list[Any]:
+        if self.get_run(run_id, owner=owner) is None:
+            raise RunNotFoundError(run_id)
+        return list(self.asked.get(run_id, []))
 
     def close(self) -> None:
         self.closed += 1

@@ -22,7 +22,14 @@ from deepcritical.ui.mcp_tool import parse_output, run_deep_research
 from deepcritical.ui.progress_view import ProgressView, fold
 from tests.unit.test_ui_app import handler
 from tests.unit.test_ui_history import FakeStore, Record
-from tests.unit.ui_fixtures import FakeResearch, run_result, script
+from tests.unit.ui_fixtures import (
+    OPEN_REPORT,
+    OPEN_STATUS,
+    PANEL_RUN_ID,
+    FakeResearch,
+    run_result,
+    script,
+)
 
 
 @dataclass
@@ -200,13 +207,16 @@ async def test_history_follows_a_running_job_live_until_its_report(
         if len(outs) == 3:
             finished(out)
     assert jobs.followed == [("r-live", None, 0)]
-    assert "following it live" in str(outs[1][-2])
-    assert "Report ready" in str(outs[-1][1])
-    assert "<h1>Metformin review</h1>" in str(outs[-1][2])
-    assert outs[-1][-1] == outs[-1][2]  # the report below the table too
-    assert "completed" in str(outs[-1][-2])
-    assert "Followed to its end" in str(outs[-1][-2])
-    assert isinstance(outs[-1][10], ProgressView)  # kept for Stop
+    assert "following it live" in str(outs[1][OPEN_STATUS])
+    assert outs[1][PANEL_RUN_ID] is None  # no follow-up question while it runs
+    ended, panel = outs[-2], outs[-1]
+    assert "Report ready" in str(ended[1])
+    assert "<h1>Metformin review</h1>" in str(ended[2])
+    assert ended[OPEN_REPORT] == ended[2]  # the report below the table too
+    assert "completed" in str(ended[OPEN_STATUS])
+    assert "Followed to its end" in str(ended[OPEN_STATUS])
+    assert isinstance(ended[10], ProgressView)  # kept for Stop
+    assert panel[PANEL_RUN_ID] == "r-live"  # then the follow-up panel opens on the run
     # a queued run is followed too (and Stop can cancel it before a worker takes it); a
     # finished one is opened from the store as before
     store.records.append(Record("r-queued", "Q2", status="queued", report_markdown=None))
@@ -253,7 +263,7 @@ async def test_without_the_setting_history_shows_a_running_runs_stored_state(
     demo = build_app(plain, jobs=jobs, store_opener=lambda s: store)
     outs = await collect(handler(demo, "open_run")("r-live"))
     assert len(outs) == 1
-    assert "No report yet" in str(outs[0][-2])
+    assert "No report yet" in str(outs[0][OPEN_STATUS])
     assert jobs.followed == []
 
 

@@ -21,7 +21,7 @@ from deepcritical.ui.downloads import DownloadShelf
 from deepcritical.ui.mcp_tool import parse_output
 from tests.unit.test_ui_app import handler
 from tests.unit.test_ui_history import FakeStore, Record
-from tests.unit.ui_fixtures import FakeResearch, run_result, script
+from tests.unit.ui_fixtures import OPEN_STATUS, FakeResearch, run_result, script
 
 PASSWORDS = Access("password", {"alice": SecretStr("a"), "bob": SecretStr("b")})
 ALICE = gr.Request(username="alice")
@@ -64,7 +64,7 @@ def ids(table: tuple[list[list[str]], list[str]]) -> list[str]:
 async def opened(open_run: Any, *args: Any) -> str:
     """The status line of History's open handler."""
     outs = await collect(open_run(*args))
-    return str(outs[-1][-2])
+    return str(outs[-1][OPEN_STATUS])
 
 
 async def test_history_shows_each_user_only_their_runs(

@@ -23,6 +23,12 @@ from deepcritical.models import (
     RunResult,
 )
 
+OPEN_STATUS, OPEN_REPORT, OPEN_FOLLOW_UPS = -9, -8, -7
+"""Where History's open handler puts, after the run outputs, its status line, the report below
+the table and that report's follow-ups (then the six values of the follow-up panel)."""
+PANEL_RUN_ID, PANEL_NOTE, PANEL_BOX, PANEL_ASK, PANEL_STATUS, PANEL_ANSWERS = range(-6, 0)
+"""Where the follow-up panel's values end History's open handler's tuples."""
+
 HOSTILE = "<script>window.__xss=1</script><img src=x onerror=alert(1)>"
 
 

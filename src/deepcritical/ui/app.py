@@ -8,9 +8,15 @@ fresh :func:`deepcritical.api.research` call (own evidence store, own events), s
 never share evidence. The queue runs ``concurrency`` research runs at once and shows the
 others their position; *Stop* cancels the running generator, which closes the run.
 
-The same Blocks expose ``deep_research`` (:mod:`deepcritical.ui.mcp_tool`) as an API
-endpoint and, with ``launch(mcp_server=True)``, as an MCP tool; the UI's own handlers are
-private (they take the session's API key and must not become tools).
+The same Blocks expose ``deep_research`` (:mod:`deepcritical.ui.mcp_tool`) and
+``ask_about_run`` (a follow-up question about a finished run: :mod:`deepcritical.ui.ask_tool`)
+as API endpoints and, with ``launch(mcp_server=True)``, as MCP tools; the UI's own handlers
+are private (they take the session's API key and must not become tools).
+
+Under the report, a finished run shown (a live one or one opened from History) can be asked
+follow-up questions (:mod:`deepcritical.ui.follow_up_panel`), answered from its evidence
+through :func:`deepcritical.api.ask`; they are kept with the run and listed under its report
+when History opens it again.
 
 *Stop* keeps the run's progress panel and run id and shows it "Stopped"
 (:mod:`deepcritical.ui.stop_resume`); *Resume* then continues that run. The sources ticked by
@@ -36,7 +42,8 @@ form's handlers are :mod:`deepcritical.ui.run_handlers`, and every run is render
 
 Being private hides a handler from the API page and the MCP tools, but anyone can still call
 it by its index through ``/gradio_api/queue/join``. So every handler that records or reads
-runs (research, History's refresh, open, export, resume) takes the request and asks
+runs (research, History's refresh, open, export, resume, a follow-up question) takes the
+request and asks
 :meth:`~deepcritical.ui.auth.Access.owner` who the caller is: it works on that owner's runs
 only, and with sign-in on, a request without a signed-in user gets nothing.
 """
@@ -53,9 +60,11 @@ from deepcritical.config import Settings
 from deepcritical.state import RunStore
 from deepcritical.ui import history as hist
 from deepcritical.ui.answer import CARD_CSS
+from deepcritical.ui.ask_tool import AskFn, default_ask, make_ask_about_run_tool
 from deepcritical.ui.auth import Access
 from deepcritical.ui.citation_links import CITATION_CSS
 from deepcritical.ui.downloads import DownloadShelf
+from deepcritical.ui.follow_up_panel import FollowUpHandlers, FollowUpPanel, closed_panel
 from deepcritical.ui.history_tab import HistoryTab, history_tab
 from deepcritical.ui.jobs_mode import FOLLOWERS, DbosJobs, JobBackend, job_research
 from deepcritical.ui.live_run import RunStreams, notice_md, stop_off
@@ -165,11 +174,12 @@ def _wire_run_events(
     progress: gr.HTML,
     run_outputs: list[Any],
     history: HistoryTab,
-) -> None:
+) -> list[Any]:
     """*Research* (the button and Enter), *Resume* and *Stop* of the form: a run streams into
     ``run_outputs``; *Stop* cancels the form's runs and History's *Resume* (in jobs mode
     also History's opens, which may follow a running job), shows the run in ``progress``
-    "Stopped" and turns itself off. A run that ends brings its answer card into view."""
+    "Stopped" and turns itself off. A run that ends brings its answer card into view.
+    Returns the events that run a run (the form's and History's *Resume*)."""
     inputs = [form.question, form.context, *options.run_inputs()]
     run_event = form.run_btn.click(handlers.run, inputs, run_outputs, api_visibility="private")
     submit_event = form.question.submit(handlers.run, inputs, run_outputs, api_visibility="private")
@@ -186,15 +196,45 @@ def _wire_run_events(
         queue=False,
         api_visibility="private",
     )
-    _show_the_answer_when_done([run_event, submit_event, resume_event, history.resume])
+    runs = [run_event, submit_event, resume_event, history.resume]
+    _show_the_answer_when_done(runs)
     stop_event.then(stop_off, None, form.stop_btn, api_visibility="private")
+    return runs
+
+
+def _wire_follow_ups(
+    handlers: FollowUpHandlers,
+    panel: FollowUpPanel,
+    starts: list[Any],
+    runs: list[Any],
+    watch_state: gr.State,
+) -> None:
+    """The follow-up panel: closed when a run starts (``starts``, the triggers of ``runs``),
+    opened on a run of ``runs`` that ended with its report (its view in ``watch_state``);
+    *Ask* and Enter in its box answer the question (History's opens set it themselves)."""
+    outputs = panel.outputs()
+    gr.on(starts, closed_panel, None, outputs, queue=False, api_visibility="private")
+    for event in runs:
+        event.then(handlers.after_run, [watch_state], outputs, api_visibility="private")
+    gr.on(
+        [panel.ask_btn.click, panel.question.submit],
+        handlers.ask,
+        [panel.run_id, panel.question],
+        [panel.question, panel.status, panel.answers],
+        api_visibility="private",
+    )
 
 
 def _page(
-    demo: gr.Blocks, handlers: RunHandlers, store_opener: hist.StoreOpener, shelf: DownloadShelf
+    demo: gr.Blocks,
+    handlers: RunHandlers,
+    store_opener: hist.StoreOpener,
+    shelf: DownloadShelf,
+    ask_fn: AskFn,
 ) -> None:
     """Lay out the page inside ``demo`` (header, question, settings, progress, the run's tabs
-    and History) and wire its events; the sources ticked are set at page load."""
+    and History) and wire its events; the sources ticked are set at page load; follow-up
+    questions are answered by ``ask_fn``."""
     settings, access = handlers.settings, handlers.access
     notice = _header(settings, access)
     watch_state = gr.State(None)
@@ -214,8 +254,17 @@ def _page(
             handlers.resume_run,
             handlers.streams.watched,
             handlers.backend,
+            tabs.follow_up,
         )
-    _wire_run_events(handlers, form, options, watch_state, progress, run_outputs, history)
+    runs = _wire_run_events(handlers, form, options, watch_state, progress, run_outputs, history)
+    starts = [form.run_btn.click, form.question.submit, form.resume_btn.click]
+    _wire_follow_ups(
+        FollowUpHandlers(store_opener, settings, access, ask_fn),
+        tabs.follow_up,
+        [*starts, history.resume_btn.click],
+        runs,
+        watch_state,
+    )
     sources_outputs = [options.sources, options.sources_info, form.sources_on]
     demo.load(handlers.load_sources, None, sources_outputs, api_visibility="private")
     options.sources.change(
@@ -234,6 +283,7 @@ def build_app(
     access: Access | None = None,
     source_check: SourceCheck | None = None,
     jobs: JobBackend | None = None,
+    ask_fn: AskFn | None = None,
 ) -> gr.Blocks:
     """The web app for runs with ``settings`` (the server's defaults: model, keys from the
     environment, sources, data dir); each session may override model, key, sources, depth
@@ -263,6 +313,9 @@ def build_app(
             *Research* and ``deep_research`` submit jobs and follow them (``research_fn`` is
             not used), *Stop* cancels the job, and History follows a queued or running run
             live (:mod:`deepcritical.ui.jobs_mode`).
+        ask_fn: ``ask(run_id, question, settings, owner=...)`` for follow-up questions, in the
+            page and the ``ask_about_run`` tool (default :func:`deepcritical.api.ask`, also in
+            jobs mode: it reads the run store); tests pass one with a test embedder.
     """
     backend, research_fn = _run_mode(settings, jobs, research_fn)
     sign_in = access or Access()
@@ -277,10 +330,13 @@ def build_app(
         corpus_exists=_corpus_exists(settings),
     )
     deep_research = make_deep_research_tool(settings, research_fn, sign_in)
+    ask = ask_fn if ask_fn is not None else default_ask()
+    ask_about_run = make_ask_about_run_tool(settings, sign_in, ask)
     demo = gr.Blocks(title="DeepCritical", analytics_enabled=False)
     with demo:
-        _page(demo, handlers, store_opener, shelf)
+        _page(demo, handlers, store_opener, shelf, ask)
         gr_api(deep_research, api_name="deep_research")
+        gr_api(ask_about_run, api_name="ask_about_run")
     # in jobs mode a handler only follows a run: the workers limit the runs themselves
     demo.queue(
         default_concurrency_limit=concurrency if backend is None else max(concurrency, FOLLOWERS)

@@ -8,6 +8,9 @@ links open in a new tab; every attribute is set through lxml's API (escaped when
 and the result goes through ``nh3`` once more with allow-lists extended only by what is added
 here (ids ``dc-ref-<n>`` on list items, fragment links ``#dc-ref-<n>``, ``title``,
 ``target="_blank"``, the classes below). Numbers inside code, links and headings stay text.
+A fragment shown beside the report (a follow-up question's answer, with references of its
+own) takes another prefix (``ref_prefix="dc-fu-2-ref-"``), so its links reach its own
+references and its ids never repeat the report's.
 
 Which quote a link shows: the supporting quote the grounding check recorded for that reference
 and that sentence (the sentence found by the text before the marker), else the reference's
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import lxml.html
@@ -45,12 +48,17 @@ from deepcritical.ui.render import (
 __all__ = [
     "CITATION_CSS",
     "MAX_TITLE_QUOTE_CHARS",
+    "REF_PREFIX",
     "link_citations",
     "report_html",
     "short_reference",
 ]
 
-REF_ID = re.compile(r"dc-ref-\d+")
+REF_PREFIX = "dc-ref-"
+"""The ids of the report's references: ``dc-ref-<n>``."""
+PREFIX_SHAPE = re.compile(r"dc-[a-z0-9-]*-")
+"""What another prefix must look like (``dc-``, lower-case letters, digits and hyphens, a
+final hyphen): an id the allow-list can name exactly."""
 NUMBER_MARKER = re.compile(rf"\[({NUMBERED_MARKER_IDS})\]")
 E_MARKER = re.compile(rf"\[{MARKER_IDS}\]|\[{NUMBERED_MARKER_IDS}\]")
 SKIPPED = {"code", "pre", "a", "h1", "h2", "h3", "h4", "h5", "h6", "script", "style"}
@@ -58,20 +66,21 @@ MAX_TITLE_QUOTE_CHARS = 300
 MAX_LISTED_QUOTES = 5
 ALLOWED_CLASSES = {"a": {"dc-cite"}, "li": {"dc-ref"}, "ul": {"dc-ref-quotes"}}
 
-CITATION_CSS = """
-:is(#dc-report, #dc-history-report) a.dc-cite {
+_CITED = "#dc-report, #dc-history-report, #dc-follow-ups, #dc-history-follow-ups"
+CITATION_CSS = f"""
+:is({_CITED}) a.dc-cite {{
   text-decoration: none; font-weight: 600; padding: 0; margin: 0;
-}
-:is(#dc-report, #dc-history-report) li.dc-ref { scroll-margin-top: 4rem; border-radius: 4px; }
-:is(#dc-report, #dc-history-report) li.dc-ref:target {
+}}
+:is({_CITED}) li.dc-ref {{ scroll-margin-top: 4rem; border-radius: 4px; }}
+:is({_CITED}) li.dc-ref:target {{
   background: #fef3c7; outline: 2px solid #f59e0b;
-}
-:is(#dc-report, #dc-history-report) ul.dc-ref-quotes {
+}}
+:is({_CITED}) ul.dc-ref-quotes {{
   font-size: 0.9em; color: #374151; margin: 2px 0 6px;
-}
+}}
 """
-"""The citation links' style in the Report tab and in a report opened from History (the
-same report, so the same unpadded "[1]")."""
+"""The citation links' style in the Report tab, in a report opened from History (the same
+report, so the same unpadded "[1]") and in the follow-up answers under either."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +189,8 @@ def _block_of(el: HtmlElement, root: HtmlElement) -> HtmlElement:
 
 
 class _Linker:
-    def __init__(self, result: RunResult) -> None:
+    def __init__(self, result: RunResult, prefix: str) -> None:
+        self.prefix = prefix
         self.numbers = result.report.reference_numbers()
         self.valid = set(self.numbers.values())
         by_id = {r.evidence_id: r.citation for r in reversed(result.report.references)}
@@ -194,7 +204,7 @@ class _Linker:
         quote = _sentence_quote(self.claims, number, before) or self.best.get(number)
         a: HtmlElement = lxml.html.Element("a")
         a.set("class", "dc-cite")
-        a.set("href", f"#dc-ref-{number}")
+        a.set("href", f"#{self.prefix}{number}")
         title = _tooltip(quote, self.citations.get(number))
         if title:
             a.set("title", title)
@@ -300,7 +310,7 @@ def _mark_references(root: HtmlElement, linker: _Linker) -> None:
         n = start + i
         if n not in linker.valid:
             continue
-        li.set("id", f"dc-ref-{n}")
+        li.set("id", f"{linker.prefix}{n}")
         li.set("class", "dc-ref")
         quotes = linker.quotes.get(n, [])[:MAX_LISTED_QUOTES]
         if not quotes:
@@ -322,15 +332,23 @@ def _external_links(root: HtmlElement) -> None:
             a.set("rel", "noopener noreferrer nofollow")
 
 
-def _keep_attribute(tag: str, attribute: str, value: str) -> str | None:
-    if attribute == "id":
-        return value if tag == "li" and REF_ID.fullmatch(value) else None
-    if tag == "a" and attribute == "href" and not value.startswith(("http:", "https:", "mailto:")):
-        return value if value.startswith("#") and REF_ID.fullmatch(value[1:]) else None
-    return value
+def _attribute_filter(prefix: str) -> Callable[[str, str, str], str | None]:
+    """nh3's attribute filter: ids only ``<prefix><n>`` on list items, fragment links only
+    to such an id."""
+    ref_id = re.compile(re.escape(prefix) + r"\d+")
+
+    def keep(tag: str, attribute: str, value: str) -> str | None:
+        if attribute == "id":
+            return value if tag == "li" and ref_id.fullmatch(value) else None
+        external = value.startswith(("http:", "https:", "mailto:"))
+        if tag == "a" and attribute == "href" and not external:
+            return value if value.startswith("#") and ref_id.fullmatch(value[1:]) else None
+        return value
+
+    return keep
 
 
-def _clean(fragment: str) -> str:
+def _clean(fragment: str, prefix: str) -> str:
     attributes = {k: set(v) for k, v in ALLOWED_ATTRIBUTES.items()}
     attributes["a"] = attributes.get("a", set()) | {"title"}
     attributes["li"] = {"id"}
@@ -338,7 +356,7 @@ def _clean(fragment: str) -> str:
         fragment,
         tags=ALLOWED_TAGS,
         attributes=attributes,
-        attribute_filter=_keep_attribute,
+        attribute_filter=_attribute_filter(prefix),
         tag_attribute_values={"a": {"target": {"_blank"}}},
         allowed_classes=ALLOWED_CLASSES,
         url_schemes=URL_SCHEMES,
@@ -346,19 +364,26 @@ def _clean(fragment: str) -> str:
     )
 
 
-def link_citations(fragment: str, result: RunResult) -> str:
+def link_citations(fragment: str, result: RunResult, *, ref_prefix: str = REF_PREFIX) -> str:
     """The sanitised report ``fragment`` with its citations linked to its references (see the
-    module's docstring), cleaned again."""
+    module's docstring), cleaned again; the references' ids are ``<ref_prefix><n>``.
+
+    Raises:
+        ValueError: ``ref_prefix`` is not ``dc-`` and lower-case letters, digits and hyphens
+            ending with a hyphen.
+    """
+    if not PREFIX_SHAPE.fullmatch(ref_prefix):
+        raise ValueError(f"not a reference id prefix: {ref_prefix!r}")
     if not fragment.strip():
         return fragment
     root = lxml.html.fragment_fromstring(fragment, create_parent="div")
-    linker = _Linker(result)
+    linker = _Linker(result, ref_prefix)
     linker.run(root)
     _mark_references(root, linker)
     _external_links(root)
     inner = html.escape(root.text or "", quote=False)
     body = "".join(lxml.html.tostring(child, encoding="unicode") for child in root)
-    return _clean(inner + body)
+    return _clean(inner + body, ref_prefix)
 
 
 def report_html(result: RunResult) -> str:

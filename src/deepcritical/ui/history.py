@@ -6,7 +6,7 @@ as it renders a live run), the JSON export and resuming a run.
 The helpers take an open :class:`RunHistory`: a :class:`~deepcritical.state.RunStore` (the tab
 opens one per action with a :data:`StoreOpener`, default ``RunStore.open``, and closes it
 after), or in tests a small fake of its ``list_runs``/``get_run``/``export_run``/``result``/
-``close``.
+``follow_ups``/``close``.
 
 Every helper takes the caller's ``owner`` (:meth:`deepcritical.ui.auth.Access.owner`) and
 sees only that owner's runs: another owner's run is "not found", like one that does not exist.
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from deepcritical.config import Settings
 from deepcritical.events import DoneData, ResearchEvent, StartedData
-from deepcritical.models import RunResult
+from deepcritical.models import FollowUp, RunResult
 from deepcritical.state import (
     RunInProgressError,
     RunNotFoundError,
@@ -75,6 +75,11 @@ class RunHistory(Protocol):
 
     def result(self, run_id: str, *, owner: str | None = None) -> RunResult | None:
         """``owner``'s stored :class:`RunResult` of ``run_id``, ``None`` before its report."""
+        ...
+
+    def follow_ups(self, run_id: str, *, owner: str | None = None) -> list[FollowUp]:
+        """The follow-up questions asked about ``owner``'s run ``run_id`` and their answers,
+        in the order asked."""
         ...
 
     def close(self) -> None:

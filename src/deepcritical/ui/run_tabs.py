@@ -1,5 +1,6 @@
 """The tabs a run fills: *Report* (the answer card, its charts and flow diagram above the
-report: :mod:`deepcritical.ui.answer`), *Evidence* (the sortable, filterable table:
+report: :mod:`deepcritical.ui.answer`; the follow-up questions under it:
+:mod:`deepcritical.ui.follow_up_panel`), *Evidence* (the sortable, filterable table:
 :mod:`deepcritical.ui.evidence_table`), *Hypotheses* and *Downloads*. What goes into them is
 :func:`deepcritical.ui.live_run.stream_run`'s outputs."""
 
@@ -12,18 +13,21 @@ import gradio as gr
 from deepcritical.ui.answer import AnswerPanel, answer_panel
 from deepcritical.ui.downloads import NO_DOWNLOADS_HTML
 from deepcritical.ui.evidence_table import evidence_panel
+from deepcritical.ui.follow_up_panel import FollowUpPanel, follow_up_panel
 
 
 @dataclass(frozen=True)
 class RunTabs:
     """The run's components in :func:`run_tabs`: the report, the evidence table, the
-    hypotheses, the download links and the answer panel."""
+    hypotheses, the download links, the answer panel and the follow-up panel (not a run
+    output: its own handlers fill it)."""
 
     report: gr.HTML
     evidence: gr.HTML
     hypotheses: gr.HTML
     files: gr.HTML
     answer: AnswerPanel
+    follow_up: FollowUpPanel
 
     def outputs(self) -> list[gr.components.Component]:
         """The components in the order of :data:`~deepcritical.ui.live_run.Outputs` after
@@ -32,15 +36,16 @@ class RunTabs:
 
 
 def run_tabs() -> RunTabs:
-    """Build the Report, Evidence, Hypotheses and Downloads tabs inside the current
-    ``gr.Tabs``, empty until a run streams into them."""
+    """Build the Report (the follow-up panel under the report), Evidence, Hypotheses and
+    Downloads tabs inside the current ``gr.Tabs``, empty until a run streams into them."""
     with gr.Tab("Report"):
         answer = answer_panel()
         report = gr.HTML(elem_id="dc-report")
+        follow_up = follow_up_panel()
     with gr.Tab("Evidence"):
         evidence = evidence_panel().table
     with gr.Tab("Hypotheses"):
         hypotheses = gr.HTML(elem_id="dc-hypotheses")
     with gr.Tab("Downloads"):
         files = gr.HTML(NO_DOWNLOADS_HTML, elem_id="dc-downloads")
-    return RunTabs(report, evidence, hypotheses, files, answer)
+    return RunTabs(report, evidence, hypotheses, files, answer, follow_up)
