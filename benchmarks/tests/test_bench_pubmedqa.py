@@ -1,4 +1,5 @@
-"""Pure helpers of the PubMedQA benchmark (benchmarks.bench_pubmedqa): issue-12 figures."""
+"""Pure helpers of the PubMedQA benchmark (benchmarks.bench_pubmedqa and the modules it is
+split into): issue-12 figures."""
 
 from __future__ import annotations
 
@@ -8,15 +9,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks.bench_pubmedqa import (
-    ARMS,
-    Outcome,
-    abstains,
-    corpus_lines_without,
-    parse_arms,
-    states_no_evidence,
-    target_figures,
-)
+from benchmarks.bench_pubmedqa import ARMS, parse_arms
+from benchmarks.pubmedqa_data import corpus_lines_without
+from benchmarks.pubmedqa_figures import abstains, target_figures
+from benchmarks.pubmedqa_outcomes import Outcome, states_no_evidence
 
 
 def _outcome(**changes: Any) -> Outcome:

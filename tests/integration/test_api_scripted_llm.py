@@ -14,19 +14,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    ToolCallPart,
-    UserPromptPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models.function import AgentInfo
 
 from deepcritical.api import research
 from deepcritical.config import Settings
@@ -37,8 +31,9 @@ from deepcritical.evidence.titles import with_derived_title
 from deepcritical.formats.pubmed_xml import article_to_evidence
 from deepcritical.models import CitationValidation, ResearchReport, RunResult, marker_ids
 from deepcritical.report.validation import citation_problems
-from deepcritical.testing.chat import RoleScript
+from deepcritical.testing.chat import FENCED_BLOCK, FENCED_ID
 from deepcritical.testing.embedders import HashingEmbedder
+from deepcritical.testing.scripted_roles import ScriptedRoles, research_question
 
 GOLD_QUESTIONS = 40
 OTHER_RECORDS = 60
@@ -74,21 +69,6 @@ INJECTION_RECORD: dict[str, Any] = {
     ],
 }
 
-ROLE_BY_FIELD = {
-    "checklist": "planner",
-    "hypotheses": "hypothesis",
-    "mechanism_score": "judge",
-    "outline": "outline",
-    "content": "findings",
-    "executive_summary": "summary",
-    "follow_up_queries": "reflection",
-    "rewritten_sentence": "rewriter",
-    "queries": "queries",  # checked last: the planner's output has "queries" too
-}
-FENCED_ID = re.compile(r'<source id="(E\d+)" nonce="[0-9a-f]+">')
-FENCED_BLOCK = re.compile(
-    r'<source id="(E\d+)" nonce="([0-9a-f]+)">\n(.*?)\n</source \2>', re.DOTALL
-)
 EXPECTED_EVENTS = {
     "planning",
     "searching",
@@ -170,50 +150,34 @@ def settings_for(corpus: Corpus, data_dir: Path, *, grounding: bool = False) -> 
 
 # --------------------------------------------------------------------------- scripted model
 @dataclass
-class Call:
-    role: str
-    prompt: str
-    instructions: str
+class FirstNamesScript(ScriptedRoles):
+    """The first-names scenario: a writer citing the record titled ``prefer_title`` (else the
+    first shown), the fabricated id ``E999`` and a fabricated PMID; ``invalid`` answers every
+    call with broken JSON. Every role is recorded but the screening (:class:`RoleScript`'s:
+    it saves every record)."""
 
-
-@dataclass
-class ScriptedLLM:
-    """Answers each role's output tool; ``invalid`` answers every call with broken JSON."""
+    model_name: ClassVar[str] = MODEL_NAME
 
     invalid: bool = False
     prefer_title: str | None = None
-    calls: list[Call] = field(default_factory=list)
 
-    def model(self) -> FunctionModel:
-        return FunctionModel(self, model_name=MODEL_NAME)
+    def screening_steps(
+        self, messages: list[ModelMessage], info: AgentInfo
+    ) -> ModelResponse | None:
+        return None if self.invalid else super().screening_steps(messages, info)
 
-    screening: RoleScript = field(default_factory=RoleScript)
-    """Plays the search agent's screening (saves every record)."""
+    def arguments(self, role: str, prompt: str) -> str:
+        return '{"this is": not JSON' if self.invalid else super().arguments(role, prompt)
 
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        tool = info.output_tools[0]
-        fields = set(tool.parameters_json_schema.get("properties", {}))
-        if "screened" in fields and not self.invalid:
-            tools = self.screening.screener_response(messages, info)
-            return tools or self.screening.screener_output(messages, info)
-        role = next((r for f, r in ROLE_BY_FIELD.items() if f in fields), "unknown")
-        first = messages[0]
-        assert isinstance(first, ModelRequest)
-        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
-        self.calls.append(Call(role, prompt, info.instructions or ""))
-        if self.invalid:
-            return ModelResponse(parts=[ToolCallPart(tool.name, '{"this is": not JSON')])
-        answer = getattr(self, f"_{role}")(prompt)
-        return ModelResponse(parts=[ToolCallPart(tool.name, json.dumps(answer))])
-
-    def roles(self) -> set[str]:
-        return {c.role for c in self.calls}
+    def record(self, role: str, prompt: str, info: AgentInfo) -> None:
+        if role != "screener":
+            super().record(role, prompt, info)
 
     @staticmethod
     def _question(prompt: str) -> str:
-        m = re.search(r"^Research question: (.+)$", prompt, re.MULTILINE)
-        assert m, prompt[:300]
-        return m.group(1).strip()
+        question = research_question(prompt)
+        assert question, prompt[:300]
+        return question
 
     @staticmethod
     def _shown(prompt: str) -> list[str]:
@@ -231,7 +195,7 @@ class ScriptedLLM:
                 return str(sid)
         return str(blocks[0][0])
 
-    def _planner(self, prompt: str) -> dict[str, Any]:
+    def planner(self, prompt: str) -> dict[str, Any]:
         return {
             "refined_question": self._question(prompt),
             "checklist": [
@@ -257,7 +221,7 @@ class ScriptedLLM:
             "key_terms": ["general practitioners", "first names", "patients"],
         }
 
-    def _queries(self, prompt: str) -> dict[str, Any]:
+    def queries(self, prompt: str) -> dict[str, Any]:
         m = re.search(r"^Search round: (\d+)", prompt, re.MULTILINE)
         round_no = int(m.group(1)) if m else 1
         by_round = {
@@ -266,7 +230,7 @@ class ScriptedLLM:
         }
         return {"queries": by_round.get(round_no, [])}
 
-    def _hypothesis(self, prompt: str) -> dict[str, Any]:
+    def hypothesis(self, prompt: str) -> dict[str, Any]:
         shown = self._shown(prompt)
         return {
             "hypotheses": [
@@ -281,7 +245,7 @@ class ScriptedLLM:
             ]
         }
 
-    def _judge(self, prompt: str) -> dict[str, Any]:
+    def judge(self, prompt: str) -> dict[str, Any]:
         return {
             "mechanism_score": 2,
             "clinical_evidence_score": 5,
@@ -291,7 +255,7 @@ class ScriptedLLM:
             "reasoning": "Survey evidence exists; age differences are thinly covered.",
         }
 
-    def _outline(self, prompt: str) -> dict[str, Any]:
+    def outline(self, prompt: str) -> dict[str, Any]:
         real = self._cited(prompt)
         return {
             "title": "Scripted review of first names in general practice",
@@ -301,7 +265,7 @@ class ScriptedLLM:
             ],
         }
 
-    def _findings(self, prompt: str) -> dict[str, Any]:
+    def findings(self, prompt: str) -> dict[str, Any]:
         real = self._cited(prompt)
         return {
             "content": (
@@ -312,7 +276,7 @@ class ScriptedLLM:
             ),
         }
 
-    def _summary(self, prompt: str) -> dict[str, Any]:
+    def summary(self, prompt: str) -> dict[str, Any]:
         real = self._cited(prompt)
         return {
             "executive_summary": (
@@ -326,7 +290,7 @@ class ScriptedLLM:
             ),
         }
 
-    def _reflection(self, prompt: str) -> dict[str, Any]:
+    def reflection(self, prompt: str) -> dict[str, Any]:
         self._shown(prompt)  # the findings are fenced
         return {
             "items": [{"key": "patient_preference", "status": "partial", "missing": "trials"}],
@@ -334,11 +298,8 @@ class ScriptedLLM:
             "reasoning": "Scripted reflection.",
         }
 
-    def _rewriter(self, prompt: str) -> dict[str, Any]:
+    def rewriter(self, prompt: str) -> dict[str, Any]:
         return {"rewritten_sentence": ""}  # declines: the unsupported sentence is removed
-
-    def _unknown(self, prompt: str) -> dict[str, Any]:  # pragma: no cover - a new role
-        raise AssertionError(f"a request for an unknown output: {prompt[:200]}")
 
 
 async def collect(events: AsyncIterator[ResearchEvent]) -> list[ResearchEvent]:
@@ -382,7 +343,7 @@ def report_text(report: ResearchReport) -> str:
 
 # --------------------------------------------------------------------------- tests
 async def test_scripted_llm_run_keeps_only_stored_citations(corpus: Corpus, tmp_path: Path) -> None:
-    llm = ScriptedLLM(prefer_title=corpus.gold_title)
+    llm = FirstNamesScript(prefer_title=corpus.gold_title)
     events = await collect(
         research(
             corpus.question,
@@ -453,7 +414,7 @@ async def test_scripted_llm_run_keeps_only_stored_citations(corpus: Corpus, tmp_
 async def test_invalid_json_from_every_agent_falls_back_to_extractive(
     corpus: Corpus, tmp_path: Path
 ) -> None:
-    llm = ScriptedLLM(invalid=True)
+    llm = FirstNamesScript(invalid=True)
     events = await collect(
         research(
             corpus.question,
@@ -491,7 +452,7 @@ async def test_invalid_json_from_every_agent_falls_back_to_extractive(
 async def test_prompt_injection_is_fenced_and_its_id_never_reaches_the_report(
     corpus: Corpus, tmp_path: Path
 ) -> None:
-    llm = ScriptedLLM(prefer_title=corpus.gold_title)
+    llm = FirstNamesScript(prefer_title=corpus.gold_title)
     events = await collect(
         research(
             corpus.question,

@@ -20,10 +20,10 @@ import pytest
 from deepcritical.api import research
 from deepcritical.events import PlanningData
 from deepcritical.models import ReportPreferences
+from deepcritical.testing.chat import FENCED_BLOCK
 from tests.integration.test_api_scripted_llm import (
-    FENCED_BLOCK,
     Corpus,
-    ScriptedLLM,
+    FirstNamesScript,
     assert_cites_only_stored_evidence,
     collect,
     corpus,  # noqa: F401  (module fixture)
@@ -49,7 +49,7 @@ def quotable(prompt: str) -> list[tuple[str, str]]:
 
 
 @dataclass
-class MisattributingLLM(ScriptedLLM):
+class MisattributingLLM(FirstNamesScript):
     """Writes one right and one misattributed quote; optionally a contradicting id."""
 
     contradict: bool = False
@@ -57,14 +57,14 @@ class MisattributingLLM(ScriptedLLM):
     right: tuple[str, str] = ("", "")
     wrong: tuple[str, str, str] = ("", "", "")  # (sentence, true id, cited id)
 
-    def _outline(self, prompt: str) -> dict[str, Any]:
+    def outline(self, prompt: str) -> dict[str, Any]:
         ids = [sid for sid, _nonce, _body in FENCED_BLOCK.findall(prompt)]
         return {
             "title": "Scripted grounding review",
             "outline": [{"heading": "Patient preference", "evidence_ids": ids}],
         }
 
-    def _findings(self, prompt: str) -> dict[str, Any]:
+    def findings(self, prompt: str) -> dict[str, Any]:
         shown = quotable(prompt)
         assert len(shown) >= 2, "the writer needs two quotable sources"
         (a_id, a_text), (b_id, b_text) = shown[0], shown[1]
@@ -72,7 +72,7 @@ class MisattributingLLM(ScriptedLLM):
         self.wrong = (b_text, b_id, a_id)
         return {"content": f"{a_text[:-1]} [{a_id}]. {b_text[:-1]} [{a_id}]."}
 
-    def _rewriter(self, prompt: str) -> dict[str, Any]:
+    def rewriter(self, prompt: str) -> dict[str, Any]:
         """With ``rewrites``: the passage shown for the cited source, cited (a faithful
         rewrite); otherwise declines."""
         if not self.rewrites:
@@ -83,14 +83,14 @@ class MisattributingLLM(ScriptedLLM):
         sid, passage = blocks[0]
         return {"rewritten_sentence": f"{passage.strip().rstrip('.')} [{sid}]."}
 
-    def _summary(self, prompt: str) -> dict[str, Any]:
+    def summary(self, prompt: str) -> dict[str, Any]:
         return {
             "executive_summary": f"{self.right[0][:-1]} [{self.right[1]}].",
             "limitations": ["Few studies exist."],
             "conclusion": "The evidence is limited.",
         }
 
-    def _hypothesis(self, prompt: str) -> dict[str, Any]:
+    def hypothesis(self, prompt: str) -> dict[str, Any]:
         shown = self._shown(prompt)
         return {
             "hypotheses": [

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    ToolCallPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
@@ -32,8 +27,9 @@ from deepcritical.orchestrators.agent_set import AgentSet, build_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.validation import citation_problems
-from deepcritical.testing.chat import RoleScript
+from deepcritical.testing.chat import FENCED_ID, first_prompt
 from deepcritical.testing.embedders import HashingEmbedder
+from deepcritical.testing.scripted_roles import ScriptedRoles
 from deepcritical.writing.extractive import ExtractiveReportWriter
 from deepcritical.writing.llm_writer import LLMReportWriter
 
@@ -126,102 +122,84 @@ async def test_extractive_set_runs_a_whole_question(pubmedqa_dir: Path) -> None:
     assert [w for w in events if w.type == "warning"] == []
 
 
-class ScriptedLLM:
-    """Answers every role by the shape of its output schema; cites a fabricated id too."""
+@dataclass
+class FabricatingScript(ScriptedRoles):
+    """The laparoscopy scenario: answers every role, citing the ids shown and a fabricated
+    id ``E999`` too; every request is recorded, the screening's tool calls included (one
+    call per request, as usage counts them)."""
 
-    def __init__(self) -> None:
-        self.shown: dict[str, list[str]] = {}
-        self.calls: list[str] = []
-        self.screening = RoleScript()  # plays the search agent's screening (saves all)
+    def screening_steps(
+        self, messages: list[ModelMessage], info: AgentInfo
+    ) -> ModelResponse | None:
+        steps = super().screening_steps(messages, info)
+        if steps is not None:
+            self.record("screener", first_prompt(messages), info)
+        return steps
 
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        props = set(info.output_tools[0].parameters_json_schema.get("properties", {}))
-        tools = self.screening.screener_response(messages, info)
-        if tools is not None:
-            self.calls.append("screener")  # one request each, as usage counts them
-            return tools
-        if "screened" in props:
-            self.calls.append("screener")
-            return self.screening.screener_output(messages, info)
-        first = messages[0]
-        assert isinstance(first, ModelRequest)
-        prompt = "\n".join(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
-        ids = re.findall(r'<source id="(E\d+)" nonce=', prompt)
-        role: str
-        out: dict[str, Any]
-        if "checklist" in props:
-            role, out = (
-                "planner",
+    def planner(self, prompt: str) -> dict[str, Any]:
+        return {
+            "refined_question": "Does laparoscopic surgery shorten hospital stay?",
+            "checklist": [
+                {"key": "stay", "description": "laparoscopic surgery hospital stay"},
+                {"key": "complications", "description": "laparoscopic complications"},
+                {"key": "cost", "description": "laparoscopic surgery costs"},
+            ],
+            "queries": ["laparoscopic hospital stay"],
+            "key_terms": ["laparoscopic", "hospital stay"],
+        }
+
+    def hypothesis(self, prompt: str) -> dict[str, Any]:
+        ids = FENCED_ID.findall(prompt)
+        return {
+            "hypotheses": [
                 {
-                    "refined_question": "Does laparoscopic surgery shorten hospital stay?",
-                    "checklist": [
-                        {"key": "stay", "description": "laparoscopic surgery hospital stay"},
-                        {"key": "complications", "description": "laparoscopic complications"},
-                        {"key": "cost", "description": "laparoscopic surgery costs"},
-                    ],
-                    "queries": ["laparoscopic hospital stay"],
-                    "key_terms": ["laparoscopic", "hospital stay"],
-                },
-            )
-        elif "hypotheses" in props:
-            role, out = (
-                "hypothesis",
-                {
-                    "hypotheses": [
-                        {
-                            "statement": "Laparoscopy shortens stay.",
-                            "supporting_evidence_ids": [*ids[:2], "E999"],
-                            "confidence": 0.6,
-                        }
-                    ]
-                },
-            )
-        elif "mechanism_score" in props:
-            role, out = (
-                "judge",
-                {
-                    "sufficient": "false",
-                    "mechanism_score": 2,
-                    "clinical_evidence_score": "6/10",
-                    "reasoning": "More needed.",
-                },
-            )
-        elif "outline" in props:
-            role, out = (
-                "findings",
-                {
-                    "title": "Laparoscopy and stay",
-                    "outline": [{"heading": "Length of stay", "evidence_ids": ids[:3]}],
-                },
-            )
-        elif "content" in props:
-            role, out = (
-                "findings",
-                {"content": f"Stay was shorter [{ids[0]}]. A fabricated trial agreed [E999]."},
-            )
-        elif "rewritten_sentence" in props:
-            role, out = "rewriter", {"rewritten_sentence": ""}
-        elif "follow_up_queries" in props:
-            role, out = "reflection", {"items": [], "follow_up_queries": ["laparoscopy cost"]}
-        elif "executive_summary" in props:
-            role, out = (
-                "summary",
-                {
-                    "executive_summary": f"Shorter stays [{ids[0]}].",
-                    "limitations": ["Small studies"],
-                    "conclusion": f"Probably shorter [{ids[0]}].",
-                },
-            )
-        else:
-            n = self.calls.count("queries")
-            role, out = "queries", {"queries": [f"laparoscopic versus open length of stay {n}"]}
-        self.calls.append(role)
-        self.shown.setdefault(role, []).extend(ids)
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, json.dumps(out))])
+                    "statement": "Laparoscopy shortens stay.",
+                    "supporting_evidence_ids": [*ids[:2], "E999"],
+                    "confidence": 0.6,
+                }
+            ]
+        }
+
+    def judge(self, prompt: str) -> dict[str, Any]:
+        return {
+            "sufficient": "false",
+            "mechanism_score": 2,
+            "clinical_evidence_score": "6/10",
+            "reasoning": "More needed.",
+        }
+
+    def outline(self, prompt: str) -> dict[str, Any]:
+        ids = FENCED_ID.findall(prompt)
+        return {
+            "title": "Laparoscopy and stay",
+            "outline": [{"heading": "Length of stay", "evidence_ids": ids[:3]}],
+        }
+
+    def findings(self, prompt: str) -> dict[str, Any]:
+        ids = FENCED_ID.findall(prompt)
+        return {"content": f"Stay was shorter [{ids[0]}]. A fabricated trial agreed [E999]."}
+
+    def rewriter(self, prompt: str) -> dict[str, Any]:
+        return {"rewritten_sentence": ""}
+
+    def reflection(self, prompt: str) -> dict[str, Any]:
+        return {"items": [], "follow_up_queries": ["laparoscopy cost"]}
+
+    def summary(self, prompt: str) -> dict[str, Any]:
+        ids = FENCED_ID.findall(prompt)
+        return {
+            "executive_summary": f"Shorter stays [{ids[0]}].",
+            "limitations": ["Small studies"],
+            "conclusion": f"Probably shorter [{ids[0]}].",
+        }
+
+    def queries(self, prompt: str) -> dict[str, Any]:
+        n = sum(c.role == "queries" for c in self.calls)  # the earlier query requests
+        return {"queries": [f"laparoscopic versus open length of stay {n}"]}
 
 
 async def test_llm_set_runs_a_whole_question_with_a_scripted_model(pubmedqa_dir: Path) -> None:
-    llm = ScriptedLLM()
+    llm = FabricatingScript()
     settings = Settings(llm="none")
     agents = build_agents(settings, FunctionModel(llm), HashingEmbedder())
     orch, _store = orchestrator(
@@ -236,7 +214,7 @@ async def test_llm_set_runs_a_whole_question_with_a_scripted_model(pubmedqa_dir:
     text = " ".join(report.texts())
     assert "fabricated" not in text
     assert "E999" not in text
-    assert set(marker_ids(text)) <= set(llm.shown["findings"])
+    assert set(marker_ids(text)) <= llm.ids_shown("outline", "findings")
     assert report.hypotheses_tested
     assert "E999" not in report.hypotheses_tested[0].supporting_evidence_ids
     assert {
@@ -248,7 +226,7 @@ async def test_llm_set_runs_a_whole_question_with_a_scripted_model(pubmedqa_dir:
         "findings",
         "summary",
         "screener",
-    } <= set(llm.calls)
+    } <= llm.roles()
     usage = agents.usage.by_role()
     assert {
         "planner",

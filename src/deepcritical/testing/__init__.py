@@ -5,6 +5,9 @@ integration can use. Nothing at run time imports it.
 - :mod:`~deepcritical.testing.chat`: scripted models (a pydantic-ai ``FunctionModel`` per
   role, :class:`~deepcritical.testing.chat.ScriptedChatClient` for the Magentic manager) and
   :class:`~deepcritical.testing.chat.ChatCompletionsStub`, a local OpenAI-compatible server;
+- :mod:`~deepcritical.testing.scripted_roles`:
+  :class:`~deepcritical.testing.scripted_roles.ScriptedRoles`, one ``FunctionModel`` function
+  for every role that a test's or benchmark's scenario fills in;
 - :mod:`~deepcritical.testing.api_stub`: :class:`~deepcritical.testing.api_stub.StubAPI`, a
   local HTTP server of the search APIs answering from recorded responses;
 - :mod:`~deepcritical.testing.llama_server`: a real llama.cpp server (llama-cpp-python) of
