@@ -39,6 +39,7 @@ from deepcritical.state.schema import RunRow
 from deepcritical.ui.launch import SHARED_HISTORY_WARNING
 from deepcritical.ui.mcp_tool import parse_output
 from tests.e2e.conftest import AppServer, cli_command, running_server, server_env
+from tests.unit.ui_fixtures import OPEN_REPORT, OPEN_STATUS
 
 pytestmark = pytest.mark.slow
 
@@ -200,7 +201,7 @@ def check_each_user_sees_their_own(
     assert short_ids(rows) == [run_id[:8]]
     ok, opened = call(alice, "open_run", run_id)
     assert ok
-    status, report = opened[-2:]
+    status, report = opened[OPEN_STATUS], opened[OPEN_REPORT]
     assert "completed" in status or "max_iterations" in status
     assert "metformin" in report.lower()
     ok, exported = call(alice, "export", run_id[:8])
@@ -226,7 +227,7 @@ def check_each_user_sees_their_own(
     for asked in (run_id, run_id[:8]):
         ok, opened = call(bob, "open_run", asked)
         assert ok
-        status, report = opened[-2:]
+        status, report = opened[OPEN_STATUS], opened[OPEN_REPORT]
         assert "no stored run" in status
         assert report == ""
         ok, error = call(bob, "export", asked)
@@ -329,7 +330,7 @@ def test_without_sign_in_each_browser_sees_only_its_own_runs(app_server: AppServ
         assert owner.startswith("anon:")  # the visitor's, not the local user's
         ok, opened = call(a, "open_run", run_id)
         assert ok
-        assert "metformin" in opened[-1].lower()
+        assert "metformin" in opened[OPEN_REPORT].lower()
         # the run's download files (as the run and as opened from History) and its export
         # are a's: 404 to b
         ok, exported = call(a, "export", run_id)
@@ -347,8 +348,8 @@ def test_without_sign_in_each_browser_sees_only_its_own_runs(app_server: AppServ
         for asked in (run_id, run_id[:8], local, local[:8]):
             ok, opened = call(b, "open_run", asked)
             assert ok
-            assert "no stored run" in opened[-2]
-            assert opened[-1] == ""
+            assert "no stored run" in opened[OPEN_STATUS]
+            assert opened[OPEN_REPORT] == ""
             ok, error = call(b, "export", asked)
             assert ok
             assert "no stored run" in str(error)
@@ -380,4 +381,4 @@ def test_a_shared_history_is_shared_with_a_warning(shared_server: AppServer) -> 
         assert shared[:8] in short_ids(rows)
         ok, opened = call(visitor, "open_run", shared)
     assert ok
-    assert "pending" in opened[-2]
+    assert "pending" in opened[OPEN_STATUS]
