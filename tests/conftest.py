@@ -42,13 +42,18 @@ def _logging_as_found() -> Iterator[None]:
     """Logging as the test found it: a test that runs a command (whose callback configures
     logging for the process, :func:`deepcritical.logs.configure_logging`) or that configures
     logging itself leaves structlog's configuration, the root handlers and the levels it set
-    behind, so the next test sees what the one before it saw."""
+    behind, so the next test sees what the one before it saw; and each test starts with
+    structlog unconfigured."""
     configured = structlog.is_configured()
     config = structlog.get_config()
     config["processors"] = list(config["processors"])  # capture_logs edits the list in place
     names = ["", "deepcritical.ui", *NOISY_LIBRARIES, *OWN_HANDLER_LIBRARIES]
     levels = {name: logging.getLogger(name).level for name in names}
     handlers = {name: list(logging.getLogger(name).handlers) for name in names}
+    # Each test starts with structlog unconfigured, as a library caller's process does: a
+    # module or session fixture that ran a command (whose callback configures logging) must
+    # not decide how a later test's records come out.
+    structlog.reset_defaults()
     yield
     for name in names:
         logger = logging.getLogger(name)

@@ -29,6 +29,7 @@ from deepcritical.ui.mcp_tool import parse_output
 from deepcritical.ui.progress_view import ProgressView
 from tests.integration.test_cli_research import cli_command, user_env
 from tests.unit.test_ui_app import handler
+from tests.unit.ui_fixtures import OPEN_REPORT, OPEN_STATUS, PANEL_RUN_ID
 
 pytestmark = pytest.mark.slow
 
@@ -146,10 +147,12 @@ async def test_a_closed_page_reattaches_from_history_and_sees_the_run_finish(
     assert ids[:2] == [run_id, ahead]
     assert rows[0][0] in {"queued", "in_progress"}, rows[0]
     outs = await collect(handler(demo, "open_run")(run_id))
-    assert "following it live" in str(outs[1][-2])
-    assert check_report(outs[-1], worker) == run_id
-    assert "Followed to its end" in str(outs[-1][-2])
-    assert outs[-1][-1] == outs[-1][2]  # the report below the table too
+    assert "following it live" in str(outs[1][OPEN_STATUS])
+    ended, panel = outs[-2], outs[-1]  # the run's end, then the follow-up panel opens on it
+    assert check_report(ended, worker) == run_id
+    assert "Followed to its end" in str(ended[OPEN_STATUS])
+    assert ended[OPEN_REPORT] == ended[2]  # the report below the table too
+    assert panel[PANEL_RUN_ID] == run_id
     for rid in (ahead, run_id):
         record = record_of(worker.settings, rid)
         assert record.status in {"completed", "max_iterations"}, record.error
