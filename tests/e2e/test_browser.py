@@ -527,7 +527,7 @@ def test_follow_up_questions_are_answered_kept_and_shown_in_history(
         start_run(page, FOLLOW_UP_RUN_QUESTION)
         wait_for_report(page)
         run_id = page.locator("#dc-progress .dc-run-id code").inner_text().strip()
-        assert run_id in page.locator("#dc-ask-note").inner_text(timeout=30_000)
+        expect(page.locator("#dc-ask-note")).to_contain_text(run_id, timeout=30_000)
 
         ask_follow_up(page, FOLLOW_UP)
         first = page.locator("#dc-follow-ups section[data-follow-up='1']")
@@ -656,6 +656,20 @@ def test_revise_to_shorter_and_download_both_versions(
         expect(report).to_contain_text("This is version 2 of the report", timeout=30_000)
         page.locator("#dc-compare").click()
         expect(diff.locator("p.dc-diff-summary")).to_contain_text("Version 1 → version 2")
+        no_script_ran(page)
+
+        # a fresh page: History opens the run with both versions listed, version 1 shown
+        page.close()
+        page = open_app(ctx, app_server)
+        table = history_listing(page, run_id)
+        table.get_by_text(run_id[:8], exact=True).locator("visible=true").first.click()
+        show_tab(page, "Report")
+        picker = page.locator("#dc-version input")
+        expect(picker).to_have_value("Version 1 (original)", timeout=30_000)
+        pick(page, "#dc-version", "Version 2: shorter")
+        expect(page.locator("#dc-report")).to_contain_text(
+            "This is version 2 of the report", timeout=30_000
+        )
         no_script_ran(page)
         assert page.evaluate("window.__csp") == []
     finally:
