@@ -527,7 +527,7 @@ def test_follow_up_questions_are_answered_kept_and_shown_in_history(
         start_run(page, FOLLOW_UP_RUN_QUESTION)
         wait_for_report(page)
         run_id = page.locator("#dc-progress .dc-run-id code").inner_text().strip()
-        assert run_id in page.locator("#dc-ask-note").inner_text(timeout=30_000)
+        expect(page.locator("#dc-ask-note")).to_contain_text(run_id, timeout=30_000)
 
         ask_follow_up(page, FOLLOW_UP)
         first = page.locator("#dc-follow-ups section[data-follow-up='1']")
@@ -567,6 +567,109 @@ def test_follow_up_questions_are_answered_kept_and_shown_in_history(
         show_tab(page, "Report")
         expect(page.locator("#dc-follow-ups section")).to_have_count(2)
         expect(page.locator("#dc-ask")).to_be_enabled()
+        no_script_ran(page)
+        assert page.evaluate("window.__csp") == []
+    finally:
+        ctx.close()
+
+
+REVISE_RUN_QUESTION = "Does metformin lower the risk of cancer in adults with type 2 diabetes?"
+
+
+def revise_report(page: Page, instruction: str) -> None:
+    """Type ``instruction`` in the Revise box under the report (once it is enabled) and press
+    Revise."""
+    box = page.locator("#dc-revise-instruction textarea")
+    expect(box).to_be_enabled(timeout=30_000)
+    box.fill(instruction)
+    page.locator("#dc-revise").click()
+
+
+def download_version(page: Page, number: int) -> tuple[str, dict[str, Any]]:
+    """Download version ``number``'s markdown by clicking its link (a real browser download)
+    and fetch its JSON: ``(markdown, data)``."""
+    links = page.locator("#dc-version-downloads")
+    md_link = links.locator(f"a[href$='-version-{number}.md']")
+    md_link.wait_for(state="attached", timeout=30_000)
+    with page.expect_download() as arrived:
+        md_link.click()
+    path = arrived.value.path()
+    markdown = Path(path).read_text(encoding="utf-8")
+    js_href = links.locator(f"a[href$='-version-{number}.json']").evaluate("a => a.href")
+    data: dict[str, Any] = json.loads(page.request.get(js_href).text())
+    return markdown, data
+
+
+def test_revise_to_shorter_and_download_both_versions(
+    browser: Browser, app_server: AppServer, artifacts: Path
+) -> None:
+    """Under the report of a run made offline (no model: the extractive writer, as a revision
+    is written), an instruction that is not understood says what works; "shorter" makes
+    version 2, shown in the report area and compared with version 1 section
+    by section; the picker switches between the versions and each one downloads, the shorter
+    one shorter."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    ctx.add_init_script(WATCH_STAGES)
+    try:
+        page = open_app(ctx, app_server)
+        expect(page.locator("#dc-revise")).to_be_disabled()  # no finished run shown yet
+        open_settings(page)
+        llm = page.locator("#dc-llm input")
+        llm.fill("none")
+        llm.press("Enter")
+        start_run(page, REVISE_RUN_QUESTION)
+        wait_for_report(page)
+        run_id = page.locator("#dc-progress .dc-run-id code").inner_text().strip()
+        expect(page.locator("#dc-versions-note")).to_contain_text(run_id, timeout=30_000)
+        status = page.locator("#dc-versions-status")
+
+        revise_report(page, "make it sparkle")
+        expect(status.locator(".dc-error")).to_contain_text("shorter", timeout=60_000)
+
+        revise_report(page, "shorter")
+        expect(status).to_contain_text("Version 2 made (shorter)", timeout=120_000)
+        report = page.locator("#dc-report")
+        expect(report).to_contain_text("This is version 2 of the report")
+        expect(page.locator("#dc-version input")).to_have_value("Version 2: shorter")
+        diff = page.locator("#dc-version-diff")
+        expect(diff.locator("section[data-status='changed']").first).to_be_visible()
+        changed = diff.locator("section[data-status='changed']")
+        assert "Methodology" in changed.all_inner_texts()[0] or changed.count() > 1
+        assert diff.locator("section[data-status='changed'] ins").count() >= 1
+        assert diff.locator("section[data-status='changed'] del").count() >= 1
+        page.evaluate("document.querySelector('#dc-versions-panel').scrollIntoView()")
+        page.screenshot(path=str(artifacts / "versions.png"))
+        print(f"screenshot: {artifacts / 'versions.png'}")
+        shorter, shorter_data = download_version(page, 2)
+
+        pick(page, "#dc-version", "Version 1 (original)")
+        expect(status).to_contain_text("Showing Version 1 (original)", timeout=30_000)
+        expect(report).not_to_contain_text("This is version 2 of the report")
+        original, original_data = download_version(page, 1)
+        assert original.startswith("# ")
+        assert shorter != original
+        assert len(shorter) < len(original)
+        assert "This is version 2 of the report" in shorter
+        assert original_data["report"]["methodology"] != shorter_data["report"]["methodology"]
+
+        pick(page, "#dc-version", "Version 2: shorter")
+        expect(report).to_contain_text("This is version 2 of the report", timeout=30_000)
+        page.locator("#dc-compare").click()
+        expect(diff.locator("p.dc-diff-summary")).to_contain_text("Version 1 → version 2")
+        no_script_ran(page)
+
+        # a fresh page: History opens the run with both versions listed, version 1 shown
+        page.close()
+        page = open_app(ctx, app_server)
+        table = history_listing(page, run_id)
+        table.get_by_text(run_id[:8], exact=True).locator("visible=true").first.click()
+        show_tab(page, "Report")
+        picker = page.locator("#dc-version input")
+        expect(picker).to_have_value("Version 1 (original)", timeout=30_000)
+        pick(page, "#dc-version", "Version 2: shorter")
+        expect(page.locator("#dc-report")).to_contain_text(
+            "This is version 2 of the report", timeout=30_000
+        )
         no_script_ran(page)
         assert page.evaluate("window.__csp") == []
     finally:

@@ -68,6 +68,14 @@ class FakeStore:
             raise RunNotFoundError(run_id)
         return list(self.asked.get(run_id, []))
 
+    def report_versions(self, run_id: str, *, owner: str | None = None) -> list[Any]:
+        return []
+
+    def report_version(
+        self, run_id: str, version: int | None = None, *, owner: str | None = None
+    ) -> Any:
+        return None
+
     def close(self) -> None:
         self.closed += 1
 

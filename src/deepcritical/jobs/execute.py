@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from typing import cast
 
 from deepcritical.api import resume
@@ -28,6 +28,7 @@ from deepcritical.logs import get_logger
 from deepcritical.state.errors import RunInProgressError
 from deepcritical.state.lease import LIVE_STATUSES
 from deepcritical.state.run_store import FINISHED_STATUSES, RunStore
+from deepcritical.telemetry.tracing import attached, extract_context, span, tracer_provider
 
 __all__ = ["CANCEL_POLL_SECONDS", "execute_run"]
 
@@ -41,14 +42,34 @@ LEASE_WAIT_SECONDS = 5.0
 """How long a job waits before trying again a run whose lease another process holds."""
 
 
-async def execute_run(run_id: str, settings: Settings, worker: str) -> str:
+async def execute_run(
+    run_id: str, settings: Settings, worker: str, *, trace: Mapping[str, str] | None = None
+) -> str:
     """Run job ``run_id`` to its end in this process (the worker ``worker``); the run's
     final status. A run already finished or cancelled is left as it is.
+
+    With tracing on, the job is the span ``job`` (the parent of the run's span), a child of
+    the submitter's trace context ``trace`` (W3C headers, :func:`submit_run`'s) when there
+    is one: the worker's spans share the submitter's trace id.
 
     Raises:
         RunInProgressError: another live process runs it (its heartbeat is fresh).
         Exception: what the run raised (recorded ``failed`` on the run).
     """
+    if tracer_provider() is None:  # tracing off: nothing read, nothing made
+        return await _execute(run_id, settings, worker)
+    with (
+        attached(extract_context(trace)),
+        span("job", {"deepcritical.run_id": run_id, "deepcritical.worker": worker}) as job,
+    ):
+        status = await _execute(run_id, settings, worker)
+        if job is not None:
+            job.set_attribute("deepcritical.status", status)
+        return status
+
+
+async def _execute(run_id: str, settings: Settings, worker: str) -> str:
+    """:func:`execute_run` under the current trace context."""
     store = await asyncio.to_thread(RunStore.open, settings)
     try:
         record = await asyncio.to_thread(store.job_record, run_id)

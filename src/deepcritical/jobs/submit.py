@@ -3,7 +3,9 @@
 A job is one run: :func:`submit_run` checks the question, records the run as ``queued`` with
 its question, context, public settings, report preferences and syllabus (what
 :func:`deepcritical.api.resume` reads back), then enqueues the workflow whose id is the run
-id. :func:`cancel_run` sets the run's ``cancel_requested`` (the worker running it stops it
+id, with the submitter's W3C trace context (``traceparent``, ``tracestate``) as its
+``trace`` argument when tracing is on (the worker's spans join the submitter's trace).
+:func:`cancel_run` sets the run's ``cancel_requested`` (the worker running it stops it
 within a second; a queued job is cancelled at once) and cancels the DBOS workflow, so a job
 not yet started never starts.
 """
@@ -17,6 +19,7 @@ from deepcritical.models import ReportPreferences
 from deepcritical.orchestrators.deps import check_context, check_question
 from deepcritical.state.run_store import RunStore
 from deepcritical.state.syllabus import Syllabus
+from deepcritical.telemetry.tracing import inject_context
 
 __all__ = ["cancel_run", "submit_run"]
 
@@ -53,10 +56,16 @@ def submit_run(
             status="queued",
         )
         try:
+            # the submitter's trace context travels with the job's arguments, which DBOS keeps
+            # with the workflow (a recovered job gets them again); nothing when tracing is off
+            carried = inject_context()
+            extra = {"trace": carried} if carried else {}
             client = open_client(settings)
             try:
                 client.enqueue(
-                    {"queue_name": QUEUE, "workflow_name": WORKFLOW, "workflow_id": run_id}, run_id
+                    {"queue_name": QUEUE, "workflow_name": WORKFLOW, "workflow_id": run_id},
+                    run_id,
+                    **extra,
                 )
             finally:
                 client.destroy()

@@ -7,6 +7,9 @@ infrastructure only: a job whose worker died is recovered (DBOS re-runs its work
 continues the run from its checkpoints), at most :data:`MAX_RECOVERY_ATTEMPTS` times; a run
 that ended with an error report or raised is never retried.
 
+A job's workflow arguments are its run id and, when its submitter traced, the submitter's
+trace context (``trace``: W3C ``traceparent``/``tracestate``), the parent of the job's span.
+
 Two ways a dead worker's job is picked up:
 
 - on restart with the same worker id (``--worker-id``): the worker first gives up the
@@ -32,6 +35,7 @@ from deepcritical.jobs.execute import execute_run
 from deepcritical.logs import get_logger
 from deepcritical.state.lease import abandon_runs, dead_workers
 from deepcritical.state.run_store import STALE_AFTER_SECONDS, RunStore
+from deepcritical.telemetry.tracing import configure_tracing
 
 __all__ = ["MAX_RECOVERY_ATTEMPTS", "RECOVERY_POLL_SECONDS", "default_worker_id", "run_worker"]
 
@@ -50,7 +54,7 @@ class _WorkerContext:
 
 
 _CONTEXT: _WorkerContext | None = None
-"""This process's worker (the workflow reads it: DBOS passes it only the run id)."""
+"""This process's worker (the workflow reads it: DBOS passes it only the job's arguments)."""
 
 
 def default_worker_id() -> str:
@@ -62,10 +66,10 @@ def _register_workflow() -> None:
     from dbos import DBOS
 
     @DBOS.workflow(name=WORKFLOW, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS)
-    async def run_job(run_id: str) -> str:
+    async def run_job(run_id: str, trace: dict[str, str] | None = None) -> str:
         if _CONTEXT is None:
             raise RuntimeError("no worker in this process")
-        return await execute_run(run_id, _CONTEXT.settings, _CONTEXT.worker_id)
+        return await execute_run(run_id, _CONTEXT.settings, _CONTEXT.worker_id, trace=trace)
 
 
 def run_worker(
@@ -88,6 +92,7 @@ def run_worker(
     from dbos import DBOS
 
     global _CONTEXT
+    configure_tracing()  # on when an OTLP endpoint is set: each job's span from the first
     name = worker_id or default_worker_id()
     _CONTEXT = _WorkerContext(settings=settings, worker_id=name)
     store = RunStore.open(settings)  # the run database exists and is migrated

@@ -16,7 +16,10 @@ are private (they take the session's API key and must not become tools).
 Under the report, a finished run shown (a live one or one opened from History) can be asked
 follow-up questions (:mod:`deepcritical.ui.follow_up_panel`), answered from its evidence
 through :func:`deepcritical.api.ask`; they are kept with the run and listed under its report
-when History opens it again.
+when History opens it again. The same finished run can be revised there
+(:mod:`deepcritical.ui.versions_panel`: *Revise* through :func:`deepcritical.api.revise`, a
+version picker that switches the report shown and downloads the chosen version, a diff by
+section between two versions).
 
 *Stop* keeps the run's progress panel and run id and shows it "Stopped"
 (:mod:`deepcritical.ui.stop_resume`); *Resume* then continues that run. The sources ticked by
@@ -42,7 +45,8 @@ form's handlers are :mod:`deepcritical.ui.run_handlers`, and every run is render
 
 Being private hides a handler from the API page and the MCP tools, but anyone can still call
 it by its index through ``/gradio_api/queue/join``. So every handler that records or reads
-runs (research, History's refresh, open, export, resume, a follow-up question) takes the
+runs (research, History's refresh, open, export, resume, a follow-up question, a revision,
+a version shown or compared) takes the
 request and asks
 :meth:`~deepcritical.ui.auth.Access.owner` who the caller is: it works on that owner's runs
 only, and with sign-in on, a request without a signed-in user gets nothing.
@@ -73,10 +77,17 @@ from deepcritical.ui.progress_view import ProgressView
 from deepcritical.ui.question_panel import QuestionPanel, question_panel
 from deepcritical.ui.render import progress_html
 from deepcritical.ui.run_handlers import RunHandlers
-from deepcritical.ui.run_tabs import run_tabs
+from deepcritical.ui.run_tabs import RunTabs, run_tabs
+from deepcritical.ui.section_diff import DIFF_CSS
 from deepcritical.ui.settings_panel import SettingsPanel, settings_panel
 from deepcritical.ui.source_check import SourceCheck, sources_on_md
 from deepcritical.ui.theme import THEME_CSS
+from deepcritical.ui.versions_panel import (
+    ReviseFn,
+    VersionHandlers,
+    closed_versions,
+    default_revise,
+)
 
 CSS = """
 .dc-evidence { border-collapse: collapse; width: 100%; font-size: 0.9em; }
@@ -86,7 +97,7 @@ CSS = """
 .dc-evidence .dc-id { color: #6b7280; font-size: 0.85em; }
 .dc-hyp-quote { font-size: 0.9em; color: #374151; }
 """  # noqa: E501
-CSS += CARD_CSS + CITATION_CSS
+CSS += CARD_CSS + CITATION_CSS + DIFF_CSS
 CSS += THEME_CSS
 STOPPED_RUN_CSS = """
 :is(#dc-notice, #dc-progress, #dc-report, #dc-evidence, #dc-hypotheses, #dc-downloads,
@@ -208,19 +219,57 @@ def _wire_follow_ups(
     starts: list[Any],
     runs: list[Any],
     watch_state: gr.State,
-) -> None:
+) -> list[Any]:
     """The follow-up panel: closed when a run starts (``starts``, the triggers of ``runs``),
     opened on a run of ``runs`` that ended with its report (its view in ``watch_state``);
-    *Ask* and Enter in its box answer the question (History's opens set it themselves)."""
+    *Ask* and Enter in its box answer the question (History's opens set it themselves).
+    Returns the events that open or close it after a run."""
     outputs = panel.outputs()
     gr.on(starts, closed_panel, None, outputs, queue=False, api_visibility="private")
-    for event in runs:
+    after = [
         event.then(handlers.after_run, [watch_state], outputs, api_visibility="private")
+        for event in runs
+    ]
     gr.on(
         [panel.ask_btn.click, panel.question.submit],
         handlers.ask,
         [panel.run_id, panel.question],
         [panel.question, panel.status, panel.answers],
+        api_visibility="private",
+    )
+    return after
+
+
+def _wire_versions(
+    handlers: VersionHandlers, tabs: RunTabs, starts: list[Any], shown: list[Any]
+) -> None:
+    """The versions panel: closed when a run starts (``starts``), and after each event of
+    ``shown`` (a run ended, History opened one) open on the run the follow-up panel holds;
+    *Revise* (and Enter), the picker and *Compare* act on it and the report area."""
+    panel, outputs = tabs.versions, tabs.versions.outputs()
+    revised = [tabs.report, panel.status, panel.instruction, panel.version, panel.downloads]
+    gr.on(starts, closed_versions, None, outputs, queue=False, api_visibility="private")
+    for event in shown:
+        event.then(
+            handlers.versions_shown, [tabs.follow_up.run_id], outputs, api_visibility="private"
+        )
+    gr.on(
+        [panel.revise_btn.click, panel.instruction.submit],
+        handlers.revise,
+        [panel.run_id, panel.instruction],
+        [*revised, panel.diff_from, panel.diff_to, panel.diff],
+        api_visibility="private",
+    )
+    panel.version.input(
+        handlers.pick_version,
+        [panel.run_id, panel.version],
+        [tabs.report, panel.status, panel.downloads],
+        api_visibility="private",
+    )
+    panel.compare_btn.click(
+        handlers.compare_versions,
+        [panel.run_id, panel.diff_from, panel.diff_to],
+        [panel.status, panel.diff],
         api_visibility="private",
     )
 
@@ -231,10 +280,11 @@ def _page(
     store_opener: hist.StoreOpener,
     shelf: DownloadShelf,
     ask_fn: AskFn,
+    revise_fn: ReviseFn,
 ) -> None:
     """Lay out the page inside ``demo`` (header, question, settings, progress, the run's tabs
     and History) and wire its events; the sources ticked are set at page load; follow-up
-    questions are answered by ``ask_fn``."""
+    questions are answered by ``ask_fn``, reports revised by ``revise_fn``."""
     settings, access = handlers.settings, handlers.access
     notice = _header(settings, access)
     watch_state = gr.State(None)
@@ -258,12 +308,18 @@ def _page(
         )
     runs = _wire_run_events(handlers, form, options, watch_state, progress, run_outputs, history)
     starts = [form.run_btn.click, form.question.submit, form.resume_btn.click]
-    _wire_follow_ups(
+    after_runs = _wire_follow_ups(
         FollowUpHandlers(store_opener, settings, access, ask_fn),
         tabs.follow_up,
         [*starts, history.resume_btn.click],
         runs,
         watch_state,
+    )
+    _wire_versions(
+        VersionHandlers(store_opener, settings, access, shelf, revise_fn),
+        tabs,
+        [*starts, history.resume_btn.click],
+        [*after_runs, *history.opens],
     )
     sources_outputs = [options.sources, options.sources_info, form.sources_on]
     demo.load(handlers.load_sources, None, sources_outputs, api_visibility="private")
@@ -284,6 +340,7 @@ def build_app(
     source_check: SourceCheck | None = None,
     jobs: JobBackend | None = None,
     ask_fn: AskFn | None = None,
+    revise_fn: ReviseFn | None = None,
 ) -> gr.Blocks:
     """The web app for runs with ``settings`` (the server's defaults: model, keys from the
     environment, sources, data dir); each session may override model, key, sources, depth
@@ -316,6 +373,9 @@ def build_app(
         ask_fn: ``ask(run_id, question, settings, owner=...)`` for follow-up questions, in the
             page and the ``ask_about_run`` tool (default :func:`deepcritical.api.ask`, also in
             jobs mode: it reads the run store); tests pass one with a test embedder.
+        revise_fn: ``revise(run_id, instruction, settings, owner=...)`` for the Report tab's
+            *Revise* (default :func:`deepcritical.api.revise`, also in jobs mode); tests pass
+            one with a test embedder.
     """
     backend, research_fn = _run_mode(settings, jobs, research_fn)
     sign_in = access or Access()
@@ -334,7 +394,8 @@ def build_app(
     ask_about_run = make_ask_about_run_tool(settings, sign_in, ask)
     demo = gr.Blocks(title="DeepCritical", analytics_enabled=False)
     with demo:
-        _page(demo, handlers, store_opener, shelf, ask)
+        revise = revise_fn if revise_fn is not None else default_revise()
+        _page(demo, handlers, store_opener, shelf, ask, revise)
         gr_api(deep_research, api_name="deep_research")
         gr_api(ask_about_run, api_name="ask_about_run")
     # in jobs mode a handler only follows a run: the workers limit the runs themselves

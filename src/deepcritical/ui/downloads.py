@@ -2,11 +2,12 @@
 
 :func:`write_downloads` writes the report as markdown, as JSON (report, plan, assessments and
 every evidence item), as a standalone sanitised HTML page, and its references for reference
-managers (RIS, BibTeX, CSL-JSON).
+managers (RIS, BibTeX, CSL-JSON); :func:`write_version_downloads` writes one version of a
+revised report as markdown and JSON.
 
-:class:`DownloadShelf` keeps each set of files (a run's downloads, a History export) in a
-directory of its own, named by a random token, and remembers the owner of the run they came
-from. :class:`deepcritical.ui.download_route.DownloadRoute` serves them at
+:class:`DownloadShelf` keeps each set of files (a run's downloads, a report version's, a
+History export) in a directory of its own, named by a random token, and remembers the owner of
+the run they came from. :class:`deepcritical.ui.download_route.DownloadRoute` serves them at
 ``dc/download/<token>/<file name>``, to that owner only: Gradio's own file route would serve
 a cached file to anyone holding its URL, another signed-in user included. The shelf is held in
 memory: after a restart its old links answer 404 (opening the run from History writes its
@@ -24,7 +25,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from deepcritical.formats.references import EXPORT_FORMATS, EXPORT_SUFFIXES, export_references
-from deepcritical.models import RunResult
+from deepcritical.models import ReportVersion, RunResult
 from deepcritical.ui.render import standalone_html
 
 DOWNLOAD_PATH = "dc/download"
@@ -161,6 +162,33 @@ def downloads_html(shelf: DownloadShelf, paths: Sequence[Path]) -> str:
             f'<ul class="dc-downloads">{references}</ul>'
         )
     return out
+
+
+def write_version_downloads(
+    result: RunResult, version: ReportVersion, directory: Path, scrub: Callable[[str], str] = str
+) -> list[Path]:
+    """Write version ``version`` of the report of the run ``result`` into ``directory``
+    (created if missing): ``<slug>-version-<n>.md``, its markdown, and
+    ``<slug>-version-<n>.json``, the run's result with this version as its report (as
+    ``deepcritical runs export --version N`` writes them); ``scrub`` is applied to each
+    file's text. The two paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    report = version.report
+    stem = f"{slug(report.title or report.research_question)}-version-{version.version}"
+    md = directory / f"{stem}.md"
+    md.write_text(scrub(report.to_markdown()), encoding="utf-8")
+    js = directory / f"{stem}.json"
+    js.write_text(scrub(result.model_copy(update={"report": report}).to_json()), encoding="utf-8")
+    return [md, js]
+
+
+def version_downloads_html(shelf: DownloadShelf, label: str, paths: Sequence[Path]) -> str:
+    """The links to a report version's shelved files (``paths``), under ``label``."""
+    links = "".join(_link(shelf, p) for p in paths)
+    return (
+        f'<p class="dc-downloads-head">Download {html.escape(label)}</p>'
+        f'<ul class="dc-downloads">{links}</ul>'
+    )
 
 
 def export_html(shelf: DownloadShelf, path: Path) -> str:

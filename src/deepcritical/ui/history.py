@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from deepcritical.config import Settings
 from deepcritical.events import DoneData, ResearchEvent, StartedData
-from deepcritical.models import FollowUp, RunResult
+from deepcritical.models import FollowUp, ReportVersion, ReportVersionInfo, RunResult
 from deepcritical.state import (
     RunInProgressError,
     RunNotFoundError,
@@ -80,6 +80,18 @@ class RunHistory(Protocol):
     def follow_ups(self, run_id: str, *, owner: str | None = None) -> list[FollowUp]:
         """The follow-up questions asked about ``owner``'s run ``run_id`` and their answers,
         in the order asked."""
+        ...
+
+    def report_versions(self, run_id: str, *, owner: str | None = None) -> list[ReportVersionInfo]:
+        """The versions of ``owner``'s run ``run_id``'s report, oldest first (1: the run's
+        own); ``[]`` without a report."""
+        ...
+
+    def report_version(
+        self, run_id: str, version: int | None = None, *, owner: str | None = None
+    ) -> ReportVersion | None:
+        """Version ``version`` (``None``: the newest) of ``owner``'s run ``run_id``'s report;
+        ``None`` without a report."""
         ...
 
     def close(self) -> None:
