@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
 from rich.table import Table
 from rich.text import Text
+from sqlalchemy.exc import SQLAlchemyError
 
 from deepcritical.cli.context import console, fail, out_console, settings_from_options
 from deepcritical.cli.run_output import (
@@ -50,6 +52,8 @@ from deepcritical.state import (
 
 __all__ = ["runs_app"]
 
+T = TypeVar("T")
+
 runs_app = typer.Typer(
     help="Stored research runs: list, show, resume, export, ask, revise, versions.",
     no_args_is_help=True,
@@ -76,15 +80,39 @@ def _open() -> RunStore:
         raise fail(f"cannot open the run database: {type(exc).__name__}: {exc}", 2) from exc
 
 
+def _no_run(run_id: str, owner: str | None) -> typer.Exit:
+    """The exit (code 2) for an unknown run id, saying how to list ``owner``'s runs."""
+    whose = "" if owner is None else f" of owner {owner!r}"
+    listing = "deepcritical runs list" + ("" if owner is None else f" --owner {owner}")
+    return fail(f"no run with id {run_id!r}{whose}; `{listing}` shows the runs", 2)
+
+
 def _require(store: RunStore, run_id: str, owner: str | None) -> RunRecord:
     """``owner``'s run ``run_id``; closes the store and exits with code 2 when there is none."""
     record = store.get_run(run_id, owner=owner)
     if record is None:
         store.close()
-        whose = "" if owner is None else f" of owner {owner!r}"
-        listing = "deepcritical runs list" + ("" if owner is None else f" --owner {owner}")
-        raise fail(f"no run with id {run_id!r}{whose}; `{listing}` shows the runs", 2)
+        raise _no_run(run_id, owner)
     return record
+
+
+def _on_run(
+    call: Coroutine[Any, Any, T],
+    run_id: str,
+    owner: str | None,
+    errors: tuple[type[Exception], ...],
+) -> T:
+    """Runs ``call``, an API coroutine acting on ``owner``'s run ``run_id`` (which resolves the
+    id itself); exits with code 2 for an unknown run (as :func:`_require` does), for one of
+    ``errors`` (its message and hint) and when the run database cannot be used."""
+    try:
+        return asyncio.run(call)
+    except RunNotFoundError as exc:
+        raise _no_run(run_id, owner) from exc
+    except errors as exc:
+        raise fail(error_line(exc), 2) from exc
+    except SQLAlchemyError as exc:
+        raise fail(f"the run database cannot be used: {type(exc).__name__}: {exc}", 2) from exc
 
 
 def _status(record: RunRecord) -> str:
@@ -367,15 +395,12 @@ def ask_run(
     from deepcritical.orchestrators.deps import QuestionError
 
     settings = settings_from_options()
-    store = _open()
-    try:
-        record = _require(store, run_id, owner)
-    finally:
-        store.close()
-    try:
-        follow_up = asyncio.run(ask(record.id, question, settings, owner=owner))
-    except (QuestionError, RunNotFoundError, RunWithoutReportError) as exc:
-        raise fail(error_line(exc), 2) from exc
+    follow_up = _on_run(
+        ask(run_id, question, settings, owner=owner),
+        run_id,
+        owner,
+        (QuestionError, RunWithoutReportError),
+    )
     typer.echo(follow_up.to_markdown(), nl=False)
 
 
@@ -413,18 +438,16 @@ def revise_run(
     if out is not None:
         check_out_path(out)
     settings = settings_from_options()
-    store = _open()
-    try:
-        record = _require(store, run_id, owner)
-    finally:
-        store.close()
-    try:
-        version = asyncio.run(revise(record.id, instruction, settings, owner=owner))
-    except (RevisionError, RunNotFoundError, RunWithoutReportError, StateError) as exc:
-        raise fail(error_line(exc), 2) from exc
+    version = _on_run(
+        revise(run_id, instruction, settings, owner=owner),
+        run_id,
+        owner,
+        (RevisionError, RunWithoutReportError, StateError),
+    )
     path = out or Path(f"report-v{version.version}.md")
     store = _open()
     try:
+        record = _require(store, run_id, owner)
         result = store.result(record.id, owner=owner)
     finally:
         store.close()

@@ -13,11 +13,12 @@ shows those steps' events again (new numbers), as ``runs resume`` shows them.
 from __future__ import annotations
 
 from pydantic import BaseModel
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from deepcritical.events import ResearchEvent
 from deepcritical.models import utc_now
+from deepcritical.state.numbering import last_number
 from deepcritical.state.schema import RunEventRow
 
 __all__ = ["LoggedEvent", "append_event", "read_events"]
@@ -35,8 +36,7 @@ class LoggedEvent(BaseModel):
 
 def append_event(session: Session, run_id: str, event: ResearchEvent) -> int:
     """Append ``event`` to run ``run_id``'s log in ``session``'s transaction; its number."""
-    last = session.scalar(select(func.max(RunEventRow.seq)).where(RunEventRow.run_id == run_id))
-    seq = int(last or 0) + 1
+    seq = last_number(session, RunEventRow.seq, run_id) + 1
     session.add(
         RunEventRow(
             run_id=run_id,

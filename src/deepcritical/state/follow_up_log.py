@@ -5,10 +5,11 @@ order asked. ``RunStore.add_follow_up`` and ``RunStore.follow_ups`` call these, 
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from deepcritical.models import FollowUp
+from deepcritical.state.numbering import last_number
 from deepcritical.state.schema import FollowUpRow
 
 __all__ = ["append_follow_up", "read_follow_ups"]
@@ -16,8 +17,7 @@ __all__ = ["append_follow_up", "read_follow_ups"]
 
 def append_follow_up(session: Session, run_id: str, follow_up: FollowUp) -> int:
     """Keep ``follow_up`` with run ``run_id`` in ``session``'s transaction; its number."""
-    last = session.scalar(select(func.max(FollowUpRow.seq)).where(FollowUpRow.run_id == run_id))
-    seq = int(last or 0) + 1
+    seq = last_number(session, FollowUpRow.seq, run_id) + 1
     session.add(
         FollowUpRow(
             run_id=run_id,

@@ -7,11 +7,12 @@ owner-checked.
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from deepcritical.models import ReportVersion
 from deepcritical.state.errors import StateError
+from deepcritical.state.numbering import last_number
 from deepcritical.state.schema import ReportVersionRow
 
 __all__ = ["append_version", "latest_version_number", "read_version", "read_versions"]
@@ -19,10 +20,7 @@ __all__ = ["append_version", "latest_version_number", "read_version", "read_vers
 
 def latest_version_number(session: Session, run_id: str) -> int:
     """The newest version number of run ``run_id``'s report (1 when it was never revised)."""
-    last = session.scalar(
-        select(func.max(ReportVersionRow.version)).where(ReportVersionRow.run_id == run_id)
-    )
-    return int(last or 1)
+    return max(last_number(session, ReportVersionRow.version, run_id), 1)
 
 
 def append_version(session: Session, run_id: str, version: ReportVersion) -> int:

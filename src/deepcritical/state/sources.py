@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.models import DERIVED_TITLE_MARK, SOURCE_LABELS, Citation, utc_now
 from deepcritical.state.errors import StateError, UnknownCitationError
+from deepcritical.state.numbering import last_number
 from deepcritical.state.run_store import RunStore
 from deepcritical.state.saved import UNASSIGNED, SavedSource, sources_by_question
 from deepcritical.state.schema import (
@@ -329,12 +330,7 @@ class SourceCollector:
                 f"unknown citation_id {citation_id!r}: it is not a citation of this run; "
                 "omit citation_id to register a new citation for this source"
             )
-        number = (
-            session.scalar(
-                select(func.max(SourceRow.number)).where(SourceRow.run_id == self.run_id)
-            )
-            or 0
-        ) + 1
+        number = last_number(session, SourceRow.number, self.run_id) + 1
         row = SourceRow(
             run_id=self.run_id,
             number=number,
