@@ -17,9 +17,20 @@ DEFAULT_SOURCES = ["pubmed", "trials", "europepmc", "openalex", "web"]
 ALL_SOURCES = [*DEFAULT_SOURCES, "local"]
 
 MAX_RECORD_CHARS = 200_000
-EmbeddingBackend = Literal["auto", "torch", "onnx-int8"]
 """The default of ``Settings.max_record_chars``: characters of text kept per record (a
 PubMed abstract is rarely over 5,000; a full paper's text is about 50,000)."""
+EmbeddingBackend = Literal[
+    "auto",
+    "torch",
+    "torch-fp32",
+    "onnx-fp32",
+    "torch-bf16",
+    "torch-fp16",
+    "torch-bf16-128",
+    "onnx-int8",
+]
+"""``Settings.embedding_backend``: ``"auto"``, ``"torch"`` (= ``"torch-fp32"``) or an embedding
+path's name (:mod:`deepcritical.evidence.embedding_paths`)."""
 
 MAX_EVIDENCE_CHARS = 20_000
 """The default of ``Settings.max_evidence_chars``: characters of an item's text a run keeps
@@ -223,14 +234,19 @@ class Settings(BaseSettings):
     )
     embedding_backend: EmbeddingBackend = Field(
         default="auto",
-        description="How the local corpus embeds its records and queries: 'torch' (fp32 "
-        "sentence-transformers), 'onnx-int8' (the same model exported to ONNX and quantised "
-        "to int8, reading each record's first 128 word pieces; about 6x faster on a CPU; "
-        "exported once into ~/.cache/deepcritical/onnx, "
-        "falls back to torch with a warning when it cannot be), or 'auto': what an existing "
-        "corpus was built with, else 'onnx-int8'. Runs' screening and evidence store use the "
-        "same model's fp32 ONNX export (torch's vectors to float rounding, on which their "
-        "thresholds are calibrated, without torch in memory), or torch itself under 'torch'.",
+        description="The embedding path (runtime, number format, word pieces read) of the "
+        "local corpus and of runs. 'auto' (default): a corpus keeps the path it was built "
+        "with; a new one gets the fastest exact-enough path of this machine (CUDA: "
+        "'torch-bf16' or 'torch-fp16'; a CPU with AMX or AVX512_BF16: 'torch-bf16-128', bf16 "
+        "weights reading the first 128 word pieces; any other CPU: 'onnx-int8', the model "
+        "exported once to ONNX into ~/.cache/deepcritical/onnx and quantised to int8, 128 "
+        "word pieces, falling back to torch with a warning when it cannot be made), and runs "
+        "the fastest path whose vectors are torch fp32's to cosine 0.999 (on which their "
+        "thresholds are calibrated): 'torch-bf16' on a GPU or bf16 CPU, else 'torch-fp32'. "
+        "'torch' (= 'torch-fp32', sentence-transformers) or a path's name ('onnx-fp32', "
+        "'torch-bf16', 'torch-fp16', 'torch-bf16-128', 'onnx-int8') forces the corpus's path "
+        "(and the runs', when exact at 256 word pieces). `deepcritical doctor` shows the "
+        "choice.",
     )
     corpus_url: SecretStr | None = Field(
         default=None,

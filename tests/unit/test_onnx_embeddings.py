@@ -17,9 +17,11 @@ import tokenizers
 from numpy.typing import NDArray
 
 from deepcritical.evidence import onnx_embeddings
+from deepcritical.evidence.embedding_paths import MachineCapabilities
 from deepcritical.evidence.embeddings import (
     DEFAULT_MODEL,
     SentenceTransformerEmbedder,
+    length_batches,
     resolve_model_path,
     shared_embedder,
 )
@@ -32,11 +34,11 @@ from deepcritical.evidence.onnx_embeddings import (
     backend_embedder,
     execution_providers,
     export_dir,
-    length_batches,
     load_onnx,
     onnx_int8_name,
     run_embedder,
 )
+from deepcritical.evidence.torch_embeddings import TorchPathEmbedder
 from tests.conftest import PUBMEDQA
 
 
@@ -182,15 +184,15 @@ def test_missing_onnx_packages_fall_back_to_torch(
 
     monkeypatch.setattr(onnx_embeddings, "export_onnx", missing)
     with pytest.warns(EmbedderFallbackWarning, match="No module named 'onnx'"):
-        embedder = backend_embedder(DEFAULT_MODEL, "auto", cache_dir=tmp_path)
+        embedder = backend_embedder(DEFAULT_MODEL, "onnx-int8", cache_dir=tmp_path)
     assert embedder is shared_embedder(DEFAULT_MODEL)
     assert backend_embedder(DEFAULT_MODEL, "torch") is embedder
     with pytest.warns(EmbedderFallbackWarning, match=r"fp32 ONNX .*No module named 'onnx'"):
-        assert run_embedder(DEFAULT_MODEL, "auto", cache_dir=tmp_path) is embedder
+        assert run_embedder(DEFAULT_MODEL, "onnx-fp32", cache_dir=tmp_path) is embedder
 
 
 @pytest.mark.usefixtures("no_shared")
-def test_runs_embed_with_torch_itself_only_when_the_setting_says_torch(
+def test_runs_embed_on_the_exact_path_of_the_machine_or_of_the_setting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loaded: list[tuple[str, str]] = []
@@ -202,11 +204,28 @@ def test_runs_embed_with_torch_itself_only_when_the_setting_says_torch(
         return made[precision]
 
     monkeypatch.setattr(onnx_embeddings, "load_onnx", load)
+    monkeypatch.setattr(onnx_embeddings, "_SHARED_TORCH", {})
+    plain = MachineCapabilities("a CPU without bf16", frozenset({"avx2", "avx512f"}))
+    monkeypatch.setattr(onnx_embeddings, "detect_capabilities", lambda: plain)
     assert run_embedder("org/m", "torch") is shared_embedder("org/m")
-    assert run_embedder("org/m", "auto") is made["fp32"]
-    assert run_embedder("org/m", "onnx-int8") is made["fp32"]
+    assert run_embedder("org/m", "auto") is shared_embedder("org/m")  # torch fp32, never slower
+    assert run_embedder("org/m", "onnx-int8") is shared_embedder("org/m")
+    assert run_embedder("org/m", "onnx-fp32") is made["fp32"]
     assert backend_embedder("org/m", "onnx-int8") is made["int8"]
+    assert backend_embedder("org/m", "auto") is made["int8"]
     assert loaded == [("org/m", "fp32"), ("org/m", "int8")]  # one load each per process
+    amx = MachineCapabilities("a CPU with AMX", frozenset({"avx512f", "amx_bf16", "amx_tile"}))
+    monkeypatch.setattr(onnx_embeddings, "detect_capabilities", lambda: amx)
+    runs, corpus = run_embedder("org/m", "auto"), backend_embedder("org/m", "auto")
+    assert isinstance(runs, TorchPathEmbedder)
+    assert isinstance(corpus, TorchPathEmbedder)
+    assert (runs.path, runs.spec.max_tokens) == ("torch-bf16", 256)
+    assert (corpus.path, corpus.spec.max_tokens) == ("torch-bf16-128", 128)
+    assert runs.model_name == corpus.model_name == "org/m"  # one vector space: exact paths
+    assert run_embedder("org/m", "auto") is runs  # one per path per process
+    with pytest.warns(EmbedderFallbackWarning, match="needs a CUDA GPU"):
+        fp16 = backend_embedder("org/m", "torch-fp16")
+    assert fp16 is runs  # fp16 on a CPU: bf16 instead
 
 
 SENTENCES = [

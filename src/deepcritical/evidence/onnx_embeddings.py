@@ -40,7 +40,6 @@ texts and vectors. A CUDA GPU is used when ONNX Runtime offers ``CUDAExecutionPr
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -56,13 +55,24 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deepcritical.config import EmbeddingBackend
+from deepcritical.evidence.embedding_paths import (
+    PATHS,
+    PathChoice,
+    PathName,
+    choose_paths,
+    detect_capabilities,
+    requested_paths,
+)
 from deepcritical.evidence.embeddings import (
     DEFAULT_MODEL,
     Embedder,
     EmbeddingModelError,
+    length_batches,
+    model_max_tokens,
     resolve_model_path,
     shared_embedder,
 )
+from deepcritical.evidence.torch_embeddings import TorchPathEmbedder
 from deepcritical.logs import get_logger
 
 log = get_logger(__name__)
@@ -80,19 +90,6 @@ def onnx_int8_name(model_name: str) -> str:
     """The name a corpus records for vectors of ``model_name``'s int8 ONNX export:
     ``"<model_name>#onnx-int8"``."""
     return f"{model_name}{ONNX_INT8_SUFFIX}"
-
-
-def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices ``0..len(lengths)-1`` sorted by length (stable) and cut into batches of at most
-    ``batch_size``, so each batch pads to a length close to its texts' own.
-
-    Raises:
-        ValueError: ``batch_size < 1``.
-    """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def execution_providers(available: Sequence[str]) -> list[str]:
@@ -208,15 +205,6 @@ MAX_TOKENS = 128
 is shorter); the fp32 embedder reads ``max_seq_length``."""
 
 
-def _max_tokens(model_dir: Path, default: int = 256) -> int:
-    """``max_seq_length`` of the model's ``sentence_bert_config.json`` (256 for MiniLM)."""
-    try:
-        config = json.loads((model_dir / "sentence_bert_config.json").read_text("utf-8"))
-        return int(config.get("max_seq_length", default))
-    except (OSError, ValueError, TypeError):
-        return default
-
-
 class OnnxEmbedder:
     """Embedder running an ONNX export of a sentence-transformers model with ONNX Runtime; the
     session and the tokenizer load in the constructor.
@@ -258,6 +246,7 @@ class OnnxEmbedder:
 
         ort.disable_telemetry_events()  # as Chroma's: nothing about the user leaves the machine
         self.model_name = onnx_int8_name(model_name) if precision == "int8" else model_name
+        self.path: PathName = "onnx-int8" if precision == "int8" else "onnx-fp32"
         self.batch_size = batch_size
         self.max_chars = max_chars
         self._lock = threading.Lock()
@@ -269,7 +258,7 @@ class OnnxEmbedder:
         self._session: Any = ort.InferenceSession(str(onnx_path), options, providers=self.providers)
         self.dimension = int(self._session.get_outputs()[0].shape[-1])
         self._tokenizer: Any = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        tokens = _max_tokens(model_dir)
+        tokens = model_max_tokens(model_dir)
         self.max_tokens = min(tokens, MAX_TOKENS) if precision == "int8" else tokens
         self._tokenizer.enable_truncation(self.max_tokens)
         self._tokenizer.no_padding()  # tokenizer.json pads to 128: each batch pads itself
@@ -347,23 +336,61 @@ def _shared_onnx(model_name: str, precision: Precision, cache_dir: Path | None) 
         return _SHARED[key]
 
 
+_SHARED_TORCH: dict[tuple[str, PathName], Embedder] = {}
+
+
+def path_embedder(
+    model_name: str = DEFAULT_MODEL, path: PathName = "torch-fp32", cache_dir: Path | None = None
+) -> Embedder:
+    """The embedder of ``path`` (:data:`~deepcritical.evidence.embedding_paths.PATHS`), one per
+    ``(model_name, path)`` per process; each carries its path in ``.path``.
+
+    ``torch-fp32``: :func:`~deepcritical.evidence.embeddings.shared_embedder`
+    (sentence-transformers); the ONNX paths: :class:`OnnxEmbedder` (exported into
+    ``cache_dir`` on first use; when that fails, an :class:`EmbedderFallbackWarning` and
+    torch fp32); ``torch-bf16``, ``torch-bf16-128``:
+    :class:`~deepcritical.evidence.torch_embeddings.TorchPathEmbedder`; ``torch-fp16`` without
+    a CUDA GPU: an :class:`EmbedderFallbackWarning` and ``torch-bf16`` (fp16 on a CPU is
+    slower than fp32).
+    """
+    spec = PATHS[path]
+    if path == "torch-fp32":
+        return shared_embedder(model_name)
+    if spec.runtime == "onnx":
+        return _shared_onnx(model_name, "int8" if spec.precision == "int8" else "fp32", cache_dir)
+    if spec.cuda_only and not detect_capabilities().cuda:
+        warnings.warn(
+            f"the {path} path needs a CUDA GPU; using torch-bf16 instead",
+            EmbedderFallbackWarning,
+            stacklevel=2,
+        )
+        spec = PATHS["torch-bf16"]
+    with _SHARED_LOCK:
+        key = (model_name, spec.name)
+        if key not in _SHARED_TORCH:
+            _SHARED_TORCH[key] = TorchPathEmbedder(model_name, spec)
+        return _SHARED_TORCH[key]
+
+
+def machine_paths(backend: EmbeddingBackend = "auto") -> PathChoice:
+    """The paths of this machine (:func:`~deepcritical.evidence.embedding_paths.choose_paths`
+    of :func:`~deepcritical.evidence.embedding_paths.detect_capabilities`) as the
+    ``embedding_backend`` setting asks (:func:`~deepcritical.evidence.embedding_paths.
+    requested_paths`)."""
+    return requested_paths(backend, choose_paths(detect_capabilities()))
+
+
 def backend_embedder(
     model_name: str = DEFAULT_MODEL,
     backend: EmbeddingBackend = "auto",
     cache_dir: Path | None = None,
 ) -> Embedder:
-    """The corpus embedder of ``backend``, one per ``(model_name, backend)`` per process.
-
-    ``"torch"``: :func:`~deepcritical.evidence.embeddings.shared_embedder` (fp32,
-    sentence-transformers). ``"onnx-int8"`` and ``"auto"``: the int8 :class:`OnnxEmbedder`;
-    when the export or the load fails (ONNX packages missing, cache directory read-only, ...)
-    an :class:`EmbedderFallbackWarning` is issued (Python's ``warnings``: shown on standard
-    error by the command line) and the torch embedder is returned instead, whose vectors carry
-    its own name.
-    """
-    if backend == "torch":
-        return shared_embedder(model_name)
-    return _shared_onnx(model_name, "int8", cache_dir)
+    """The embedder of a new corpus under the ``embedding_backend`` setting ``backend``: the
+    corpus path of :func:`machine_paths` (``"auto"``: this machine's fastest exact-enough
+    import path; ``"torch"``: torch fp32; a path's name: that path), from
+    :func:`path_embedder` (whose fallbacks warn and use torch fp32, whose vectors carry their
+    own name)."""
+    return path_embedder(model_name, machine_paths(backend).corpus, cache_dir)
 
 
 def run_embedder(
@@ -371,14 +398,11 @@ def run_embedder(
     backend: EmbeddingBackend = "auto",
     cache_dir: Path | None = None,
 ) -> Embedder:
-    """The embedder of runs (screening, the evidence store, grounding), one per process.
-
-    The fp32 :class:`OnnxEmbedder`: the torch model's vectors, named as it is, without torch in
-    memory. ``backend="torch"`` (the ``embedding_backend`` setting) asks for
-    :func:`~deepcritical.evidence.embeddings.shared_embedder` itself; ``"auto"`` and
-    ``"onnx-int8"`` (which choose the corpus's embedder, not this one) get the fp32 export. When
-    it cannot be exported or loaded, an :class:`EmbedderFallbackWarning` and torch.
+    """The embedder of runs (screening, the evidence store, grounding), one per process: the
+    run path of :func:`machine_paths`, always exact (vectors torch fp32's to cosine 0.999, so
+    the calibrated thresholds hold): ``torch-bf16`` on a CUDA GPU or a CPU with AMX or
+    AVX512_BF16, else ``torch-fp32`` (``"onnx-fp32"`` asks for the fp32 ONNX graph, which
+    needs no torch in memory). When an ONNX path cannot be exported or loaded, an
+    :class:`EmbedderFallbackWarning` and torch fp32.
     """
-    if backend == "torch":
-        return shared_embedder(model_name)
-    return _shared_onnx(model_name, "fp32", cache_dir)
+    return path_embedder(model_name, machine_paths(backend).run, cache_dir)
