@@ -29,6 +29,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -260,35 +261,46 @@ class CorpusImporter:
         seen: set[str] = set()
         batch: list[tuple[PubmedArticle, str]] = []
 
-        def flush() -> None:
-            nonlocal added, skipped
-            if batch:
-                existing = self._docs.existing([a.pmid for a, _ in batch])
-                new = [(a, t) for a, t in batch if a.pmid not in existing]
-                skipped += len(batch) - len(new)
-                if new:
-                    self._write(new, source_sha256)
-                    added += len(new)
-                batch.clear()
-            if progress is not None:
-                progress(read)
+        with EmbedAhead(self) as ahead:
 
-        for original in articles:
-            read += 1
-            checked = check_record(original, max_chars)
-            article = checked.article
-            truncated += checked.truncated
-            text = index_text(article)
-            if not text:
-                empty += 1
-            elif article.pmid in seen:
-                skipped += 1
-            else:
-                seen.add(article.pmid)
-                batch.append((article, text))
-                if len(batch) >= self.batch_size:
-                    flush()
-        flush()
+            def flush() -> None:
+                nonlocal added, skipped
+                done = read
+                if batch:
+                    # a PMID is never in two batches (``seen``), so this batch's check need
+                    # not wait for the write of the one before
+                    existing = self._docs.existing([a.pmid for a, _ in batch])
+                    new = [(a, t) for a, t in batch if a.pmid not in existing]
+                    skipped += len(batch) - len(new)
+                    added += len(new)
+                    batch.clear()
+                    if new:
+                        ahead.submit(
+                            [t for _, t in new],
+                            lambda vectors: self._store(new, source_sha256, vectors),
+                            after=None if progress is None else lambda: progress(done),
+                        )
+                        return
+                ahead.drain()
+                if progress is not None:
+                    progress(done)
+
+            for original in articles:
+                read += 1
+                checked = check_record(original, max_chars)
+                article = checked.article
+                truncated += checked.truncated
+                text = index_text(article)
+                if not text:
+                    empty += 1
+                elif article.pmid in seen:
+                    skipped += 1
+                else:
+                    seen.add(article.pmid)
+                    batch.append((article, text))
+                    if len(batch) >= self.batch_size:
+                        flush()
+            flush()
         return ImportResult(
             read=read,
             added=added,
@@ -297,14 +309,17 @@ class CorpusImporter:
             truncated=truncated,
         )
 
-    def _embed(self, texts: list[str]) -> NDArray[np.float32]:
-        """Vectors of ``texts``, checking (and on first use recording) the model, the
-        embedding path and the dimension; the embedding time is added to
-        :attr:`embed_seconds`."""
+    def vectors(self, texts: list[str]) -> NDArray[np.float32]:
+        """The embedder's vectors of ``texts`` (no database access: safe on the embedding
+        thread of :class:`EmbedAhead`); the time taken is added to :attr:`embed_seconds`."""
         start = time.perf_counter()
         vectors = self._embedder.embed(texts)
         self.embed_seconds += time.perf_counter() - start
         self.embedded += len(texts)
+        return vectors
+
+    def _check_vectors(self, vectors: NDArray[np.float32]) -> None:
+        """Check (and on first use record) the model, the embedding path and the dimension."""
         dim = str(vectors.shape[1])
         stored_dim = self._docs.meta("embedding_dimension")
         if stored_dim is None:
@@ -316,7 +331,6 @@ class CorpusImporter:
                 f"the corpus in {self._directory} holds {stored_dim}-dimensional vectors; "
                 f"the embedder gives {dim}"
             )
-        return vectors
 
     def _write(
         self,
@@ -325,7 +339,20 @@ class CorpusImporter:
         passages: list[tuple[str, int, Passage, str]] | None = None,
     ) -> None:
         extra = passages or []
-        vectors = self._embed([t for _, t in rows] + [t for *_, t in extra])
+        vectors = self.vectors([t for _, t in rows] + [t for *_, t in extra])
+        self._store(rows, source_sha256, vectors, extra)
+
+    def _store(
+        self,
+        rows: list[tuple[PubmedArticle, str]],
+        source_sha256: str | None,
+        vectors: NDArray[np.float32],
+        passages: list[tuple[str, int, Passage, str]] | None = None,
+    ) -> None:
+        """Write records (and passages) with their ``vectors``: vectors first, then the rows
+        and BM25 rows in one transaction."""
+        extra = passages or []
+        self._check_vectors(vectors)
         ids = [a.pmid for a, _ in rows] + [passage_id(pmid, n) for pmid, n, *_ in extra]
         self._dense_index().upsert(ids, vectors)
         self._docs.insert(rows, source_sha256, extra)
@@ -335,17 +362,86 @@ class CorpusImporter:
         upserts: list[Upsert],
         deletes: list[str],
         checkpoint: tuple[str, Path, int],
+        vectors: NDArray[np.float32] | None = None,
     ) -> None:
         """Write one batch of a streamed PubMed XML import: vectors first (the passages of
         replaced and deleted documents, and deleted documents, removed; new vectors stored),
-        then the records, BM25 rows and checkpoint in one transaction."""
+        then the records, BM25 rows and checkpoint in one transaction. ``vectors`` are those
+        of ``upserts`` (computed here when ``None``)."""
         dense = self._dense_index()
         gone = self._docs.passage_ids([a.pmid for a, _, _ in upserts] + deletes) + deletes
         if gone:
             dense.delete(gone)
         if upserts:
-            dense.upsert([a.pmid for a, _, _ in upserts], self._embed([t for _, t, _ in upserts]))
+            if vectors is None:
+                vectors = self.vectors([t for _, t, _ in upserts])
+            self._check_vectors(vectors)
+            dense.upsert([a.pmid for a, _, _ in upserts], vectors)
         self._docs.apply(upserts, deletes, checkpoint[0], checkpoint)
+
+
+class EmbedAhead:
+    """The import pipeline's overlap: one batch is embedded on a worker thread while the
+    importer's thread writes the batch before it and reads and checks the records of the next.
+
+    :meth:`submit` starts embedding a batch, then writes the batch submitted before (its
+    vectors awaited); so at most two batches are in memory and batches are written in the
+    order they were submitted, each in its own transaction (with a streamed file's resume
+    checkpoint), all on the caller's thread (the database is touched by no other). On leaving
+    the ``with`` block normally the last batch is written; when it is left by an exception
+    (Ctrl-C included), the batch still being embedded is dropped, never written: an import
+    killed at any point has committed whole batches only.
+    """
+
+    def __init__(self, importer: CorpusImporter) -> None:
+        self._importer = importer
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="corpus-embed")
+        self._pending: tuple[Future[NDArray[np.float32]], _Write, Callable[[], None] | None] | None
+        self._pending = None
+
+    def __enter__(self) -> EmbedAhead:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        try:
+            if kind is None:
+                self.drain()
+        finally:
+            if self._pending is not None:
+                self._pending[0].cancel()
+                self._pending = None
+            self._pool.shutdown(wait=True)
+
+    def submit(self, texts: list[str], write: _Write, after: Callable[[], None] | None) -> None:
+        """Start embedding ``texts`` (the batch's), then write the batch before; ``write``
+        gets this batch's vectors when its turn comes, then ``after`` is called.
+
+        Raises:
+            whatever the previous batch's embedding or write raised.
+        """
+        future = self._pool.submit(self._importer.vectors, texts)
+        previous, self._pending = self._pending, (future, write, after)
+        if previous is not None:
+            self._finish(previous)
+
+    def drain(self) -> None:
+        """Write the batch still pending, if any (waiting for its vectors)."""
+        previous, self._pending = self._pending, None
+        if previous is not None:
+            self._finish(previous)
+
+    @staticmethod
+    def _finish(
+        item: tuple[Future[NDArray[np.float32]], _Write, Callable[[], None] | None],
+    ) -> None:
+        future, write, after = item
+        write(future.result())
+        if after is not None:
+            after()
+
+
+_Write = Callable[[NDArray[np.float32]], None]
+"""Writes one batch given its vectors (on the importer's thread)."""
 
 
 class _UpdateStream:
@@ -360,6 +456,7 @@ class _UpdateStream:
         self._path = path.resolve()
         self._max_chars = max_chars
         self._pending: dict[str, Upsert] = {}
+        self._ahead: EmbedAhead
         self._progress: Callable[[int], None] | None = None
         self.position = 0
         names = ("read", "added", "replaced", "skipped_existing", "skipped_empty", "truncated")
@@ -376,18 +473,19 @@ class _UpdateStream:
         ``progress`` is called after each committed batch."""
         if progress is not None:
             self._progress = lambda done: progress(done, total)
-        for item in items:
-            self.position += 1
-            if self.position <= start:
-                continue
-            if isinstance(item, DeletedCitations):
-                self._flush(self.position - 1)
-                self._delete(item.pmids)
-            else:
-                self._collect(item.article, item.version)
-            if len(self._pending) >= self._importer.batch_size:
-                self._flush(self.position)
-        self._flush(self.position)
+        with EmbedAhead(self._importer) as self._ahead:
+            for item in items:
+                self.position += 1
+                if self.position <= start:
+                    continue
+                if isinstance(item, DeletedCitations):
+                    self._flush(self.position - 1)
+                    self._delete(item.pmids)
+                else:
+                    self._collect(item.article, item.version)
+                if len(self._pending) >= self._importer.batch_size:
+                    self._flush(self.position)
+            self._flush(self.position)
 
     def _collect(self, original: PubmedArticle, version: int) -> None:
         self.counts["read"] += 1
@@ -406,9 +504,13 @@ class _UpdateStream:
         self._pending[article.pmid] = (article, text, version)
 
     def _flush(self, position: int) -> None:
-        """Write the pending records (those new, or newer than stored) at ``position``."""
+        """Write the pending records (those new, or newer than stored) at ``position``: the
+        batch before is written first (a PMID may be in both), then this batch's vectors are
+        computed on the embedding thread while the next records are read; it is written with
+        its checkpoint when the next batch is submitted, or when the import ends."""
         if not self._pending:
             return
+        self._ahead.drain()
         stored = self._importer._docs.stored(list(self._pending))
         writes: list[Upsert] = []
         for pmid, (article, text, version) in self._pending.items():
@@ -419,9 +521,22 @@ class _UpdateStream:
             self.counts["replaced" if old is not None else "added"] += 1
             writes.append((article, text, version))
         self._pending.clear()
-        self._commit(writes, [], position)
+        if not writes:
+            self._commit([], [], position)
+            return
+        checkpoint = (self._sha, self._path, position)
+        self._ahead.submit(
+            [t for _, t, _ in writes],
+            lambda vectors: self._importer._apply(writes, [], checkpoint, vectors),
+            after=None if self._progress is None else lambda: self._report(position),
+        )
+
+    def _report(self, position: int) -> None:
+        if self._progress is not None:
+            self._progress(position)
 
     def _delete(self, pmids: list[str]) -> None:
+        self._ahead.drain()
         present = sorted(self._importer._docs.existing(pmids))
         self.counts["deleted"] += len(present)
         self._commit([], present, self.position)
