@@ -23,7 +23,9 @@ to torch fp32 measured in the same run, and the CPU model, its flags and the loa
    paths.
 4. Import through :meth:`LocalCorpus.add_file` (what ``deepcritical corpus add`` runs) of the
    first 100 abstracts and of all 1,000 into fresh directories: rate = 900 / (t1000 - t100)
-   (fixed costs cancel out), against :data:`TARGET_RATE`.
+   (fixed costs cancel out), against :data:`TARGET_RATE`; then, for the chosen path, the
+   pipelined import against one batch after the other (``LocalCorpus(pipelined=False)``),
+   alternating.
 5. Retrieval of each corpus (:mod:`benchmarks.retrieval`: recall@1/5/10, MRR@10 per mode),
    recall@10 within :data:`TARGET_RECALL_GAP` of torch fp32; and the int8 corpus queried with
    the run path's vectors (the case an int8 corpus searched by a run's embedder would be).
@@ -152,11 +154,13 @@ def print_agreement(
         )
 
 
-def timed_import(directory: Path, source: Path, embedder: Embedder) -> tuple[int, float]:
+def timed_import(
+    directory: Path, source: Path, embedder: Embedder, *, pipelined: bool = True
+) -> tuple[int, float]:
     """``(abstracts added, seconds)`` of importing ``source`` into a fresh ``directory``."""
     shutil.rmtree(directory, ignore_errors=True)
     start = time.perf_counter()
-    with LocalCorpus(directory, embedder) as corpus:
+    with LocalCorpus(directory, embedder, pipelined=pipelined) as corpus:
         added = corpus.add_file(source).added
     return added, time.perf_counter() - start
 
@@ -179,6 +183,21 @@ def import_and_recall(
         flush=True,
     )
     return {"rate": rate, **recall(work / f"{path}-all", embedder, questions)}
+
+
+def compare_pipeline(work: Path, embedder: Embedder, corpus_file: Path, path: PathName) -> None:
+    """The import of every abstract one batch after the other, then pipelined, twice each,
+    alternating (so both see the same load): abstracts/s including fixed costs."""
+    rates: dict[bool, list[float]] = {False: [], True: []}
+    for pipelined in (False, True, False, True):
+        n, seconds = timed_import(work / "pipeline", corpus_file, embedder, pipelined=pipelined)
+        rates[pipelined].append(n / seconds)
+    off, on = statistics.median(rates[False]), statistics.median(rates[True])
+    print(
+        f"  [{path}] corpus add of {n} abstracts: one batch after the other {off:.1f}/s, "
+        f"pipelined {on:.1f}/s ({on / off:.2f}x; median of 2 each, alternating)",
+        flush=True,
+    )
 
 
 def recall(
@@ -283,6 +302,8 @@ def run_imports(
         results: dict[str, dict[str, float]] = {}
         for path, embedder in embedders.items():
             results[path] = import_and_recall(path, embedder, work, corpus_file, questions)
+        chosen = next(p for p in embedders if p != BASELINE)
+        compare_pipeline(work, embedders[chosen], corpus_file, chosen)
         if "onnx-int8" in embedders:
             queries = Renamed(path_embedder(DEFAULT_MODEL, run_path), onnx_int8_name(DEFAULT_MODEL))
             results[f"int8+{run_path}"] = recall(work / "onnx-int8-all", queries, questions)

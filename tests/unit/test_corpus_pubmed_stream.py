@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import shutil
 import sqlite3
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -285,3 +286,32 @@ def test_the_corpus_url_and_its_token_are_never_shown(monkeypatch: pytest.Monkey
     with pytest.raises(ValueError, match="must be http") as error:
         DenseIndex(Path("unused"), server_url="ftp://:tok3n-secret@host")
     assert "tok3n-secret" not in str(error.value)
+
+
+def record(seen: list[tuple[int, int]], done: int, total: int) -> None:
+    seen.append((done, total))
+
+
+@pytest.mark.parametrize("name", ["big.xml", "big.jsonl"])
+def test_pipelined_and_sequential_imports_write_the_same_corpus(tmp_path: Path, name: str) -> None:
+    source = big_xml(tmp_path / "big.xml", 35, deleted=("3", "4"))
+    if name.endswith(".jsonl"):
+        with LocalCorpus(tmp_path / "x", HashingEmbedder(), batch_size=10) as xml_corpus:
+            xml_corpus.add_file(source)
+            lines = [xml_corpus.get(str(i)) for i in range(1, 36)]
+        source = tmp_path / name
+        source.write_text(
+            "\n".join(a.model_dump_json() for a in lines if a is not None) + "\n",
+            encoding="utf-8",
+        )
+    outcomes = []
+    for pipelined in (False, True):
+        progress: list[tuple[int, int]] = []
+        directory = tmp_path / f"c-{pipelined}"
+        with LocalCorpus(directory, HashingEmbedder(), batch_size=10, pipelined=pipelined) as c:
+            result = c.add_file(source, progress=partial(record, progress))
+            hits = [h.article.pmid for h in c.search("record 17 topic3", 5)]
+            outcomes.append((result, progress, c.count(), c._dense_index().count(), hits))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[1][2] == 33  # 35 records, 2 deleted (XML) or never written (JSONL)
+    assert outcomes[1][1][-1][0] == outcomes[1][1][-1][1]  # progress reached the end

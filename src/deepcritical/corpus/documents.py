@@ -20,7 +20,9 @@ blocked by an import). Tables:
   the file with that content are committed, updated in the transaction of each batch.
 - ``imported_files(sha256 PRIMARY KEY, path, size_bytes, first_imported_at, last_imported_at,
   records_read, records_added)``: one row per distinct file content.
-- ``meta(key PRIMARY KEY, value)``: ``embedding_model``, ``embedding_dimension``,
+- ``meta(key PRIMARY KEY, value)``: ``embedding_model``, ``embedding_path`` (the embedding
+  path of its first vectors), ``embedding_rate`` and ``embedding_rate_path`` (texts/s of the
+  last import's embedding alone, and the path measured), ``embedding_dimension``,
   ``generation`` (incremented by every write), ``lexical`` (the lexical index's version) and
   ``schema_version``.
 

@@ -83,7 +83,9 @@ class LocalCorpus:
     (``chroma run``) in a collection named in the database (``meta.dense_collection``), so a
     corpus directory on a shared mount is searched by every machine. A corpus is either
     embedded or on a server from its first import on. ``batch_size`` records are embedded
-    and committed together during an import.
+    and committed together during an import; ``pipelined`` (default) embeds a batch on a
+    worker thread while the batch before is written and the next one read
+    (:class:`~deepcritical.corpus.ingest.EmbedAhead`), ``False`` does one after the other.
 
     Raises:
         CorpusMismatchError: the corpus was embedded with a model of another name, or its
@@ -98,6 +100,7 @@ class LocalCorpus:
         *,
         server_url: str | None = None,
         batch_size: int = BATCH,
+        pipelined: bool = True,
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -120,6 +123,7 @@ class LocalCorpus:
             embedder=embedder,
             lock=self._lock,
             batch_size=max(1, batch_size),
+            pipelined=pipelined,
         )
         self._searcher = HybridSearch(
             directory=self.directory,

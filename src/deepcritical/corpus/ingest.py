@@ -18,7 +18,11 @@ batch and is never rebuilt.
 * JATS full text: one document whose passages are index rows of their own
   (``"<pmid>#<position>"``), each embedded.
 
-The first vectors written record the embedder's name and dimension in the corpus's ``meta``;
+The import is pipelined (:class:`EmbedAhead`): a batch is embedded on a worker thread while
+the batch before is written and the records of the next are read and checked; writes stay in
+order on the importer's thread, each batch in its own transaction with its checkpoint.
+
+The first vectors written record the embedder's name, path and dimension in ``meta``;
 vectors of another dimension are refused. Writes take the corpus's lock (the validation pass
 before them does not), so an import and a search of one corpus never interleave.
 """
@@ -128,7 +132,8 @@ class CorpusImporter:
     """The import pipeline of one open corpus: the corpus's document store, its dense index
     (``dense()`` opens it on first use), the ``embedder`` its vectors come from, and the lock
     every write takes (the corpus's, shared with its search). ``directory`` only names the
-    corpus in errors; ``batch_size`` records are embedded and committed together.
+    corpus in errors; ``batch_size`` records are embedded and committed together;
+    ``pipelined``: embedding overlaps reading and writing (:class:`EmbedAhead`).
     :class:`~deepcritical.corpus.index.LocalCorpus` builds one and delegates its imports to it.
     """
 
@@ -141,6 +146,7 @@ class CorpusImporter:
         embedder: Embedder,
         lock: threading.RLock,
         batch_size: int,
+        pipelined: bool = True,
     ) -> None:
         self._directory = directory
         self._docs = docs
@@ -148,6 +154,7 @@ class CorpusImporter:
         self._embedder = embedder
         self._lock = lock
         self.batch_size = batch_size
+        self.pipelined = pipelined
         self.embedded = 0
         self.embed_seconds = 0.0
 
@@ -390,12 +397,15 @@ class EmbedAhead:
     checkpoint), all on the caller's thread (the database is touched by no other). On leaving
     the ``with`` block normally the last batch is written; when it is left by an exception
     (Ctrl-C included), the batch still being embedded is dropped, never written: an import
-    killed at any point has committed whole batches only.
+    killed at any point has committed whole batches only. An importer that is not
+    ``pipelined`` embeds each batch on the caller's thread, after writing the one before.
     """
 
     def __init__(self, importer: CorpusImporter) -> None:
         self._importer = importer
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="corpus-embed")
+        self._pool: ThreadPoolExecutor | None = None
+        if importer.pipelined:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="corpus-embed")
         self._pending: tuple[Future[NDArray[np.float32]], _Write, Callable[[], None] | None] | None
         self._pending = None
 
@@ -410,7 +420,8 @@ class EmbedAhead:
             if self._pending is not None:
                 self._pending[0].cancel()
                 self._pending = None
-            self._pool.shutdown(wait=True)
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
 
     def submit(self, texts: list[str], write: _Write, after: Callable[[], None] | None) -> None:
         """Start embedding ``texts`` (the batch's), then write the batch before; ``write``
@@ -419,7 +430,12 @@ class EmbedAhead:
         Raises:
             whatever the previous batch's embedding or write raised.
         """
-        future = self._pool.submit(self._importer.vectors, texts)
+        if self._pool is not None:
+            future = self._pool.submit(self._importer.vectors, texts)
+        else:  # not pipelined: embed here, in turn
+            self.drain()
+            future = Future()
+            future.set_result(self._importer.vectors(texts))
         previous, self._pending = self._pending, (future, write, after)
         if previous is not None:
             self._finish(previous)

