@@ -67,6 +67,7 @@ TARGET_RATE = 100.0  # abstracts per second through `corpus add`, issues 17 and 
 TARGET_SPEEDUP = 3.0  # the chosen CPU path against torch fp32 at 256 word pieces, issue 35
 TARGET_RECALL_GAP = 0.01  # recall@10 within 1 point of torch fp32
 SMALL = 100
+PIPELINE_N = 512  # abstracts per import of the pipelined / one-after-the-other comparison
 BASELINE: PathName = "torch-fp32"
 
 
@@ -171,8 +172,15 @@ def import_and_recall(
     work: Path,
     corpus_file: Path,
     questions: list[tuple[str, str]],
+    reuse: bool = False,
 ) -> dict[str, float]:
-    """Import rate (``rate``) and retrieval figures (``"<mode> recall@k"``) of one path."""
+    """Import rate (``rate``) and retrieval figures (``"<mode> recall@k"``) of one path;
+    ``reuse``: a whole corpus of this path left in ``work`` by an earlier run is searched
+    as it is (no import, no rate)."""
+    whole = work / f"{path}-all"
+    if reuse and LocalCorpus.exists(whole):
+        print(f"  [{path}] the corpus of an earlier run reused (no import timed)", flush=True)
+        return recall(whole, embedder, questions)
     n_small, t_small = timed_import(
         work / f"{path}-{SMALL}", work / f"first-{SMALL}.jsonl", embedder
     )
@@ -186,11 +194,14 @@ def import_and_recall(
 
 
 def compare_pipeline(work: Path, embedder: Embedder, corpus_file: Path, path: PathName) -> None:
-    """The import of every abstract one batch after the other, then pipelined, twice each,
-    alternating (so both see the same load): abstracts/s including fixed costs."""
+    """The import of :data:`PIPELINE_N` abstracts one batch after the other, then pipelined,
+    twice each, alternating (so both see the same load): abstracts/s including fixed costs."""
+    lines = corpus_file.read_text(encoding="utf-8").splitlines(keepends=True)
+    source = work / f"first-{PIPELINE_N}.jsonl"
+    source.write_text("".join(lines[:PIPELINE_N]), encoding="utf-8")
     rates: dict[bool, list[float]] = {False: [], True: []}
     for pipelined in (False, True, False, True):
-        n, seconds = timed_import(work / "pipeline", corpus_file, embedder, pipelined=pipelined)
+        n, seconds = timed_import(work / "pipeline", source, embedder, pipelined=pipelined)
         rates[pipelined].append(n / seconds)
     off, on = statistics.median(rates[False]), statistics.median(rates[True])
     print(
@@ -262,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--texts", type=int, default=64, help="abstracts per speed round")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved speed rounds")
     parser.add_argument("--no-import", action="store_true", help="speed and agreement only")
+    parser.add_argument(
+        "--reuse", action="store_true", help="search torch fp32's corpus left in --work-dir"
+    )
     args = parser.parse_args(argv)
     files = pubmedqa_files(args.data)
     if files is None:
@@ -280,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     print_speed(embedding_speed(embedders, sample, args.rounds), choice.corpus, len(sample))
     print_agreement(embedders, sample, [q for q, _ in questions[:200]])
     if not args.no_import:
-        run_imports(args.work_dir, embedders, corpus_file, questions, choice.run)
+        run_imports(args.work_dir, embedders, corpus_file, questions, choice.run, args.reuse)
     print(f"\nload average at the end {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 
@@ -291,8 +305,11 @@ def run_imports(
     corpus_file: Path,
     questions: list[tuple[str, str]],
     run_path: PathName,
+    reuse: bool = False,
 ) -> None:
-    """Import and retrieval of every path, and the int8 corpus queried by the run path."""
+    """Import and retrieval of every path (``reuse``: torch fp32's corpus of an earlier run
+    searched as it is), the pipeline comparison, and the int8 corpus queried by the run
+    path."""
     with tempfile.TemporaryDirectory(prefix="dc-bench-import-") as tmp:
         work = work_dir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -301,7 +318,8 @@ def run_imports(
         print(f"\nimport through corpus add; {len(questions)} questions:")
         results: dict[str, dict[str, float]] = {}
         for path, embedder in embedders.items():
-            results[path] = import_and_recall(path, embedder, work, corpus_file, questions)
+            again = reuse and path == BASELINE
+            results[path] = import_and_recall(path, embedder, work, corpus_file, questions, again)
         chosen = next(p for p in embedders if p != BASELINE)
         compare_pipeline(work, embedders[chosen], corpus_file, chosen)
         if "onnx-int8" in embedders:
