@@ -32,7 +32,12 @@ from deepcritical.evidence.embeddings import (
     resolve_model_path,
 )
 
-__all__ = ["TorchPathEmbedder"]
+__all__ = ["CPU_BATCH", "GPU_BATCH", "TorchPathEmbedder"]
+
+CPU_BATCH = 32
+"""Texts per forward pass on a CPU."""
+GPU_BATCH = 256
+"""Texts per forward pass on a GPU."""
 
 
 class TorchPathEmbedder:
@@ -43,7 +48,8 @@ class TorchPathEmbedder:
             (its vectors are the fp32 model's to cosine 0.999).
         spec: the path (``runtime == "torch"``, precision ``bf16`` or ``fp16``).
         device: ``"cuda"`` or ``"cpu"``; ``None``: CUDA when torch sees a GPU.
-        batch_size: texts per forward pass.
+        batch_size: texts per forward pass; ``None``: :data:`GPU_BATCH` on a GPU (which is
+            idle between small batches), :data:`CPU_BATCH` on the CPU.
         max_chars: each text is cut to this many characters first (as the other embedders).
 
     Raises:
@@ -56,7 +62,7 @@ class TorchPathEmbedder:
         spec: PathSpec,
         *,
         device: str | None = None,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         max_chars: int = 2000,
     ) -> None:
         if spec.runtime != "torch" or spec.precision not in ("bf16", "fp16"):
@@ -64,13 +70,18 @@ class TorchPathEmbedder:
         self.model_name = model_name
         self.path = spec.name
         self.spec = spec
-        self.batch_size = batch_size
+        self._batch_size = batch_size
         self.max_chars = max_chars
         self.dimension = 384
         self.device = device
         self._lock = threading.Lock()
         self._model: Any = None
         self._tokenizer: Any = None
+
+    @property
+    def batch_size(self) -> int:
+        """Texts per forward pass (known once the device is: :data:`CPU_BATCH` until then)."""
+        return self._batch_size or CPU_BATCH
 
     def _load(self) -> None:
         """Load the tokenizer and the model (cast to the path's dtype) once."""
@@ -96,6 +107,8 @@ class TorchPathEmbedder:
         tokenizer.enable_truncation(min(self.spec.max_tokens, model_max_tokens(directory)))
         tokenizer.no_padding()
         self._model = model.to(device=self.device, dtype=dtype)
+        if self._batch_size is None:
+            self._batch_size = GPU_BATCH if self.device.startswith("cuda") else CPU_BATCH
         self.dimension = int(model.config.hidden_size)
         self._tokenizer = tokenizer
 
