@@ -254,12 +254,13 @@ def print_table(results: dict[str, dict[str, float]]) -> None:
             print(f"{mode + ' ' + key:<22}{row}{target}")
 
 
-def parse_paths(text: str, chosen: PathName) -> list[PathName]:
-    """The ``--paths`` list (``chosen`` substituted for ``chosen``, torch fp32 first, no
-    repeats); raises ``SystemExit`` for an unknown name."""
+def parse_paths(text: str, chosen: PathName, run: PathName) -> list[PathName]:
+    """A ``--paths`` list (the words ``chosen`` and ``run`` standing for this machine's
+    import and run paths; torch fp32 first, no repeats); ``SystemExit`` for an unknown
+    name."""
     names: list[PathName] = [BASELINE]
-    for name in text.split(","):
-        name = chosen if name == "chosen" else name.strip()
+    for word in text.split(","):
+        name = {"chosen": chosen, "run": run}.get(word.strip(), word.strip())
         if name not in get_args(PathName):
             sys.exit(f"unknown path {name!r}; known: {', '.join(PATHS)}")
         if name not in names:
@@ -274,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="PubMedQA directory")
     parser.add_argument("--work-dir", type=Path, default=None, help="corpora go here (kept)")
     parser.add_argument("--questions", type=int, default=None, help="use the first N only")
-    parser.add_argument("--paths", default="chosen,onnx-int8", help="besides torch-fp32")
+    parser.add_argument("--paths", default="chosen,run,onnx-int8", help="timed, besides fp32")
+    parser.add_argument("--import-paths", default="chosen,onnx-int8", help="imported")
     parser.add_argument("--texts", type=int, default=32, help="abstracts per speed round")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved speed rounds")
     parser.add_argument("--no-import", action="store_true", help="speed and agreement only")
@@ -292,14 +294,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine.describe()}")
     print(f"chosen: corpus {choice.corpus}, runs {choice.run} ({choice.reason})")
     print(f"{os.cpu_count()} cores, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    paths = parse_paths(args.paths, choice.corpus)
-    embedders = {p: path_embedder(DEFAULT_MODEL, p) for p in paths}
+    paths = parse_paths(args.paths, choice.corpus, choice.run)
+    imported = parse_paths(args.import_paths, choice.corpus, choice.run)
+    embedders = {p: path_embedder(DEFAULT_MODEL, p) for p in dict.fromkeys(paths + imported)}
     abstracts = [index_text(a) for a in read_corpus_file(corpus_file)]
     sample = abstracts[:: max(1, len(abstracts) // args.texts)][: args.texts]
-    print_speed(embedding_speed(embedders, sample, args.rounds), choice.corpus, len(sample))
-    print_agreement(embedders, sample, [q for q, _ in questions[:200]])
+    timed = {p: embedders[p] for p in paths}
+    print_speed(embedding_speed(timed, sample, args.rounds), choice.corpus, len(sample))
+    print_agreement(timed, sample, [q for q, _ in questions[:200]])
     if not args.no_import:
-        run_imports(args.work_dir, embedders, corpus_file, questions, choice.run, args.reuse)
+        chosen = {p: embedders[p] for p in imported}
+        run_imports(args.work_dir, chosen, corpus_file, questions, choice.run, args.reuse)
     print(f"\nload average at the end {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 
