@@ -28,12 +28,21 @@ async def search_round(run: RunContext, round_no: int, queries: Sequence[str]) -
     """Search ``queries`` on every source into the store (the round's results re-ranked by
     relevance to the question and checklist; at most the room left under ``max_sources``
     kept, the most relevant), then screen the new items, read full texts, track citations
-    and appraise the studies; emit source warnings and ``evidence_added``."""
+    and appraise the studies; emit source warnings and ``evidence_added``.
+
+    Every round searches within the plan's ``filters``; round 1 sends the plan's
+    ``source_queries`` verbatim to the sources they name (the others get ``queries``)."""
     plan = run.plan
     with run.accounting.stage("searching"):
         targets = [plan.refined_question, *(c.description for c in plan.checklist)]
         room = max(run.settings.max_sources - len(run.store), 0)
-        result = await run.search.run(queries, relevance_to=targets, keep=room)
+        result = await run.search.run(
+            queries,
+            relevance_to=targets,
+            keep=room,
+            filters=plan.filters,
+            source_queries=plan.source_queries if round_no == 1 else None,
+        )
     run.accounting.record_search(result, run.source_names)
     run.flow_log.record(result)
     _source_failures(run, round_no, result)

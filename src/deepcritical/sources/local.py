@@ -16,7 +16,7 @@ from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.records import check_record
 from deepcritical.evidence.titles import with_derived_title
 from deepcritical.formats.pubmed_xml import article_to_evidence
-from deepcritical.models import Evidence, SourceName
+from deepcritical.models import Evidence, SearchFilters, SourceName
 from deepcritical.sources.base import SourceError
 
 
@@ -63,8 +63,13 @@ class LocalCorpusSource:
         self.corpus = corpus
         self.max_chars = max_chars
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         """Up to ``limit`` evidence items for ``query``, best first; ``[]`` for an empty query.
+
+        ``filters``: records outside the publication range by their own date are left out
+        (unknown dates kept); the run screens designs after retrieval.
 
         Raises:
             SourceError: the corpus is empty or cannot be searched (database, index or
