@@ -39,6 +39,7 @@ __all__ = [
     "pubmed_added_params",
     "pubmed_term",
     "registry_designs",
+    "unapplied_filters",
 ]
 
 FAR_PAST = date(1000, 1, 1)
@@ -193,3 +194,31 @@ def openalex_filters(filters: SearchFilters | None) -> list[str]:
     if day is not None:
         parts.append(f"from_created_date:{day.isoformat()}")
     return parts
+
+
+_DATES = ("published_from", "published_to")
+_TRIAL_ONLY = ("trial_phases", "trial_statuses")
+_APPLIED: dict[str, frozenset[str]] = {
+    "pubmed": frozenset({*_DATES, "languages", "designs", "added_since"}),
+    "europepmc": frozenset({*_DATES, "languages", "designs", "added_since"}),
+    "trials": frozenset({*_DATES, "designs", *_TRIAL_ONLY, "added_since"}),
+    "openalex": frozenset({*_DATES, "languages", "designs", "added_since"}),
+    "local": frozenset({*_DATES, "designs", "added_since"}),
+    "web": frozenset(),
+}
+"""The filter fields each source applies, in its request or (``local``; designs for every
+source) by the run's screening of what comes back."""
+
+
+def unapplied_filters(source: str, filters: SearchFilters | None) -> list[str]:
+    """The fields set in ``filters`` that ``source`` cannot apply (``[]`` when it applies
+    them all): the web search applies none, ClinicalTrials.gov no languages, the local corpus
+    no languages. Trial phases and statuses are for ClinicalTrials.gov only and never listed
+    for the other sources; an unknown source applies none."""
+    if filters is None:
+        return []
+    set_fields = list(filters.key())
+    applied = _APPLIED.get(source, frozenset())
+    return [
+        f for f in set_fields if f not in applied and (source == "trials" or f not in _TRIAL_ONLY)
+    ]
