@@ -1,6 +1,7 @@
 """A run with search filters against the local API stub: every search request the stub logs
-carries the date bounds in its API's own form, the stub answers within them, and the report
-keeps only records inside the range (or of unknown date) and states the filters."""
+carries the date bounds in its API's own form, the stub answers within them, the web source
+(which has no filters) is named in a warning, and the report keeps only records inside the
+range (or of unknown date) and states the filters."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def _settings(stub: StubAPI, tmp_path: Path) -> Settings:
     return Settings(
         _env_file=None,
         llm="none",
-        sources=["pubmed", "trials", "europepmc", "openalex"],
+        sources=["pubmed", "trials", "europepmc", "openalex", "web"],
         max_rounds=1,
         max_sources=30,
         results_per_query=10,
@@ -40,6 +41,7 @@ def _settings(stub: StubAPI, tmp_path: Path) -> Settings:
             "trials": stub.trials_url,
             "europepmc": stub.europepmc_url,
             "openalex": stub.openalex_url,
+            "web": stub.ddgs_url,
         },
     )
 
@@ -78,6 +80,12 @@ async def test_a_filtered_run_sends_only_date_bounded_searches(
     years = [e.citation.year for e in last.result.evidence]
     assert years, "the stub has records inside the range"
     assert all(y is None or 2015 <= y <= 2020 for y in years), years
+    warnings = [e.message for e in events if e.type == "warning"]
+    assert (
+        "Web ignores the plan's search filters published_from, published_to; its records are "
+        "screened by their own date and design only"
+    ) in warnings
+    assert "Web ignored published_from, published_to." in last.result.report.methodology
     planning = next(e for e in events if e.type == "planning")
     assert planning.data_as(PlanningData).filters == FILTERS
     methodology = last.result.report.methodology
