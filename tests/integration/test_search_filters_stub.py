@@ -12,7 +12,7 @@ import httpx
 
 from deepcritical.config import Settings
 from deepcritical.events import PlanningData
-from deepcritical.models import SearchFilters
+from deepcritical.models import SearchFilters, TrialStatus
 from deepcritical.testing.api_stub import StubAPI, build_stub_sources
 from deepcritical.testing.embedders import HashingEmbedder
 
@@ -109,3 +109,18 @@ async def test_the_stub_answers_within_the_added_since_bound(
     assert 0 < len(newer) < len(everything["pubmed"])
     edat = [r.params for r in stub.requests_for("esearch") if r.params.get("datetype")]
     assert edat[-1] == {**edat[-1], "datetype": "edat", "mindate": "2016/01/01"}
+
+
+async def test_the_stub_answers_trials_updated_since_and_of_a_status(
+    stub: StubAPI, client: httpx.AsyncClient
+) -> None:
+    (trials,) = build_stub_sources(stub, client, timeout_seconds=5.0, tries=1, names=("trials",))
+    since = SearchFilters(added_since=datetime(2016, 1, 1, tzinfo=UTC))
+    updated = await trials.search("phelan", 50, filters=since)
+    assert sorted(e.citation.nct_id or "" for e in updated) == ["NCT00763412", "NCT03475563"]
+    withdrawn = SearchFilters(trial_statuses=(TrialStatus.WITHDRAWN,))
+    assert [e.citation.nct_id for e in await trials.search("phelan", 50, withdrawn)] == [
+        "NCT00973089"
+    ]
+    (last, *_) = reversed(stub.requests_for("trials"))
+    assert last.params["filter.overallStatus"] == "WITHDRAWN"
