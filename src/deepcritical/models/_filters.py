@@ -185,12 +185,12 @@ _UNKNOWN_DESIGNS = frozenset({StudyDesign.OTHER, StudyDesign.PREPRINT})
 class TrialPhase(StrEnum):
     """A ClinicalTrials.gov study phase (API v2 ``Phase`` enum; ``NA``: not applicable)."""
 
-    NA = "NA"
     EARLY_PHASE1 = "EARLY_PHASE1"
     PHASE1 = "PHASE1"
     PHASE2 = "PHASE2"
     PHASE3 = "PHASE3"
     PHASE4 = "PHASE4"
+    NA = "NA"
 
 
 class TrialStatus(StrEnum):
