@@ -3,7 +3,8 @@
 Sources and evidence (:mod:`._evidence`), their integrity flags (:mod:`._integrity`), the
 plan and what the run forms from evidence (:mod:`._plan`), the report and the run's result
 (:mod:`._report`), a follow-up question on a finished run and its answer (:mod:`._follow_up`), a
-version of a run's report revised at a user's instruction (:mod:`._report_version`),
+version of a run's report revised at a user's instruction (:mod:`._report_version`), the
+researcher's reviews of the plan and the evidence (:mod:`._review`),
 inline citation markers (:mod:`._markers`), full-text passages
 (:mod:`._passages`) and the report's markdown rendering (:mod:`._markdown`). Every other
 level imports from this package; it imports nothing from the rest of the project.
@@ -98,6 +99,17 @@ from deepcritical.models._report import (
     UsageReport,
 )
 from deepcritical.models._report_version import ReportVersion, ReportVersionInfo
+from deepcritical.models._review import (
+    MAX_REVIEW_REASON_CHARS,
+    REVIEWER_EXCLUDED,
+    REVIEWER_INCLUDED,
+    EvidenceDecision,
+    ReviewStage,
+    ReviewStatus,
+    RunReview,
+    ScreenedRecord,
+    plan_changes,
+)
 from deepcritical.models._words import error_text, plural, stop_reason_text
 
 __all__ = [
@@ -117,6 +129,7 @@ __all__ = [
     "LOOSE_E_ID",
     "MARKER_IDS",
     "MARKER_START",
+    "MAX_REVIEW_REASON_CHARS",
     "NCT_ID",
     "NUMBERED_MARKER_IDS",
     "PICO",
@@ -125,6 +138,8 @@ __all__ = [
     "PMCID_TOKEN",
     "PMID_LABEL",
     "PMID_TOKEN",
+    "REVIEWER_EXCLUDED",
+    "REVIEWER_INCLUDED",
     "SECTION_SEPARATOR",
     "SOURCE_LABELS",
     "Certainty",
@@ -135,6 +150,7 @@ __all__ = [
     "CitationValidation",
     "EffectEstimate",
     "Evidence",
+    "EvidenceDecision",
     "ExtractedValue",
     "FlaggedRecord",
     "FollowUp",
@@ -158,7 +174,11 @@ __all__ = [
     "ReportVersionInfo",
     "ResearchPlan",
     "ResearchReport",
+    "ReviewStage",
+    "ReviewStatus",
     "RunResult",
+    "RunReview",
+    "ScreenedRecord",
     "Screening",
     "SoftwareEnvironment",
     "SourceName",
@@ -181,6 +201,7 @@ __all__ = [
     "numbered",
     "on_topic_items",
     "parse_number",
+    "plan_changes",
     "plural",
     "render_markdown",
     "retracted_items",

@@ -114,7 +114,7 @@ class ResearchPlan(BaseModel):
     ``mesh_terms``: MeSH descriptors of the question (for PubMed ``[MeSH Terms]`` queries);
     ``sub_questions``: at most ``Settings.max_questions``, each with its queries;
     ``question_type`` and ``pico``: the question's type and elements (``None`` and empty in
-    plans saved before they existed).
+    plans saved before they existed); ``sources``: see the field.
     """
 
     question: str
@@ -129,6 +129,9 @@ class ResearchPlan(BaseModel):
     preferences: ReportPreferences = Field(default_factory=ReportPreferences)
     question_type: QuestionType | None = None
     pico: PICO = Field(default_factory=PICO)
+    sources: list[str] = Field(default_factory=list)
+    """The sources the plan searches, when the user's review kept a subset of the run's;
+    empty: every source of the run (the planner's plan)."""
 
     def unsatisfied(self) -> list[ChecklistItem]:
         """Checklist items not yet satisfied, in plan order."""
