@@ -531,14 +531,12 @@ async def _continue(
     given: GivenParts,
 ) -> AsyncGenerator[ResearchEvent, None]:
     """The run continued after its review was decided (:func:`resume`)."""
-    continued = resume(
-        run_id,
-        settings,
-        model=given.model,
-        sources=given.sources,
-        embedder=given.embedder,
-        owner=owner,
-    )
+    parts: dict[str, Any] = {
+        "model": given.model,
+        "sources": given.sources,
+        "embedder": given.embedder,
+    }  # only the parts given, so a caller's defaults (tests' partials) stay
+    continued = resume(run_id, settings, owner=owner, **{k: v for k, v in parts.items() if v})
     async with aclosing(cast("AsyncGenerator[ResearchEvent, None]", continued)) as events:
         async for event in events:
             yield event

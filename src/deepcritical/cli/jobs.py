@@ -30,10 +30,13 @@ from deepcritical.cli.research import (
     MaxSourcesOption,
     OrchestratorOption,
     QuestionArg,
+    ReviewEvidenceOption,
+    ReviewPlanOption,
     SourcesOption,
     SyllabusOption,
     TimeBudgetOption,
     run_inputs,
+    with_reviews,
 )
 from deepcritical.cli.run_output import (
     ExportOption,
@@ -66,9 +69,13 @@ def submit(
     length: LengthOption = None,
     focus: FocusOption = None,
     syllabus_file: SyllabusOption = None,
+    review_plan: ReviewPlanOption = False,
+    review_evidence: ReviewEvidenceOption = False,
 ) -> None:
     """Submit QUESTION as a job for the workers (`deepcritical worker`) and print its run id;
-    `deepcritical runs follow ID` shows its progress."""
+    `deepcritical runs follow ID` shows its progress. With --review-plan / --review-evidence
+    the job waits for `deepcritical runs approve-plan|approve-evidence ID`, holding no
+    worker."""
     inputs = run_inputs(
         corpus=corpus,
         llm=llm,
@@ -88,7 +95,7 @@ def submit(
     try:
         run_id = submit_run(
             question,
-            inputs.settings,
+            with_reviews(inputs.settings, review_plan, review_evidence),
             context=context,
             preferences=inputs.preferences,
             syllabus=inputs.syllabus,

@@ -3,7 +3,8 @@ plus a JSON file of the report, the plan and every evidence item (and, with ``--
 report's references as RIS, BibTeX or CSL-JSON).
 
 The run is recorded in the run database; its id is printed first, and ``deepcritical runs
-resume ID`` continues it if it is interrupted.
+resume ID`` continues it if it is interrupted. ``--review-plan`` / ``--review-evidence`` stop
+it for the researcher's review (:mod:`deepcritical.cli.reviewing`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from deepcritical.config import Settings
 from deepcritical.models import ReportPreferences
 from deepcritical.state import Syllabus, SyllabusError
 
-__all__ = ["RunInputs", "research", "run_inputs"]
+__all__ = ["RunInputs", "research", "run_inputs", "with_reviews"]
 
 REPORT_LENGTHS = ("brief", "standard", "detailed")
 
@@ -87,6 +88,36 @@ SyllabusOption = Annotated[
         "(e.g. syllabi/drug_profile.yaml).",
     ),
 ]
+
+
+ReviewPlanOption = Annotated[
+    bool,
+    typer.Option(
+        "--review-plan",
+        help="Stop after planning: the plan is shown (opened in $EDITOR on a terminal) to "
+        "edit and approve, or cancel, before anything is searched.",
+    ),
+]
+ReviewEvidenceOption = Annotated[
+    bool,
+    typer.Option(
+        "--review-evidence",
+        help="Stop after gathering: the screened evidence table is shown to exclude or "
+        "include records (with reasons) or ask for one more search round before writing.",
+    ),
+]
+
+
+def with_reviews(settings: Settings, plan: bool, evidence: bool) -> Settings:
+    """``settings`` with the reviews of ``--review-plan`` / ``--review-evidence`` on."""
+    if not (plan or evidence):
+        return settings
+    return settings.model_copy(
+        update={
+            "review_plan": settings.review_plan or plan,
+            "review_evidence": settings.review_evidence or evidence,
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -155,12 +186,15 @@ def research(
     out: ReportPath = Path("report.md"),
     export: ExportOption = None,
     syllabus_file: SyllabusOption = None,
+    review_plan: ReviewPlanOption = False,
+    review_evidence: ReviewEvidenceOption = False,
 ) -> None:
     """Research QUESTION and write a validated report (markdown + JSON; with --export, its
     references as RIS, BibTeX or CSL-JSON next to it).
 
     The run is recorded (its id is printed first): `deepcritical runs resume ID` continues it
-    if it is interrupted."""
+    if it is interrupted. With --review-plan / --review-evidence it stops for your review
+    (see `deepcritical runs approve-plan --help`)."""
     exports = parse_export_formats(export)
     check_out_path(out, exports)
     inputs = run_inputs(
@@ -178,19 +212,25 @@ def research(
     )
 
     from deepcritical.api import research as run_research
+    from deepcritical.cli.reviewing import reviewed_run
     from deepcritical.llm.providers import ModelSpecError
     from deepcritical.orchestrators.deps import QuestionError
+    from deepcritical.state import StateError
 
+    settings = with_reviews(inputs.settings, review_plan, review_evidence)
     run_to_report(
-        lambda: run_research(
-            question,
-            inputs.settings,
-            context=context,
-            syllabus=inputs.syllabus,
-            preferences=inputs.preferences,
+        lambda: reviewed_run(
+            lambda: run_research(
+                question,
+                settings,
+                context=context,
+                syllabus=inputs.syllabus,
+                preferences=inputs.preferences,
+            ),
+            settings,
         ),
         out,
-        bad_input=(QuestionError, ModelSpecError),
+        bad_input=(QuestionError, ModelSpecError, StateError),
         exports=exports,
     )
 
