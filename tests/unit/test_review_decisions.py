@@ -88,6 +88,12 @@ def test_check_plan_cleans_an_edit_and_keeps_the_question() -> None:
     assert checked.checklist[0].status == ChecklistStatus.UNSATISFIED
     assert checked.checklist[0].evidence_ids == []
     assert check_plan(plan(sources=["pubmed"]), proposed, SOURCES).sources == ["pubmed"]
+    # an edit of some fields keeps the others as proposed (the YAML shown holds only some)
+    keyed = plan(key_terms=["aspirin", "stroke"])
+    partial = check_plan({"queries": ["aspirin ischaemic stroke"]}, keyed, SOURCES)
+    assert partial.key_terms == ["aspirin", "stroke"]
+    assert [c.key for c in partial.checklist] == ["effect", "harms"]
+    assert partial.queries == ["aspirin ischaemic stroke"]
 
 
 @pytest.mark.parametrize(

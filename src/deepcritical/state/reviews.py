@@ -254,7 +254,8 @@ def _plan_error(exc: ValidationError) -> InvalidPlanError:
 def check_plan(
     plan: ResearchPlan | Mapping[str, Any], proposed: ResearchPlan, sources: Sequence[str]
 ) -> ResearchPlan:
-    """The user's edit of ``proposed`` (a plan or its JSON), checked and cleaned: the
+    """The user's edit of ``proposed`` (a plan, or its JSON, whose fields replace those of
+    ``proposed``: a field left out is kept as proposed), checked and cleaned: the
     original question kept, white space collapsed, checklist statuses and evidence cleared
     (nothing was searched yet), blank queries refused, ``sources`` a subset of the run's
     ``sources`` (all of them stored as ``[]``).
@@ -264,14 +265,11 @@ def check_plan(
             description, an empty refined question or query, more than
             :data:`MAX_PLAN_QUERIES` queries, an unknown source, or a malformed field.
     """
-    if isinstance(plan, ResearchPlan):
-        data: dict[str, Any] = plan.model_dump(mode="json")
-    else:
-        data = dict(plan)
+    edit = plan.model_dump(mode="json") if isinstance(plan, ResearchPlan) else dict(plan)
+    data: dict[str, Any] = {**proposed.model_dump(mode="json"), **edit}
     if not data.get("checklist"):
         raise InvalidPlanError("the plan needs at least one checklist item")
     data["question"] = proposed.question
-    data.setdefault("preferences", proposed.preferences.model_dump(mode="json"))
     try:
         edited = ResearchPlan.model_validate(data)
     except ValidationError as exc:
