@@ -69,6 +69,10 @@ def test_plan_changes_name_every_edit_in_the_plans_order() -> None:
         "sources: PubMed",
     ]
     assert plan_changes(before, before.model_copy(deep=True), SOURCES) == []
+    # any other field is listed whole (search filters, per-source queries, key terms...)
+    assert plan_changes(before, plan(key_terms=["aspirin", "stroke"]), SOURCES) == [
+        'changed key terms: ["aspirin", "stroke"]'
+    ]
     # every source kept is no change
     assert plan_changes(before, plan(sources=list(SOURCES)), SOURCES) == []
 

@@ -11,6 +11,7 @@ by the user (approved, possibly edited; cancelled) or by its timeout.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Literal
 
@@ -153,8 +154,9 @@ def _listed(before: list[str], after: list[str], what: str) -> list[str]:
 def plan_changes(before: ResearchPlan, after: ResearchPlan, sources: list[str]) -> list[str]:
     """What ``after`` (the reviewed plan) changed of ``before`` (the planner's), one short
     line each, in the plan's order: the refined question, checklist items removed, added or
-    changed (by key), queries, MeSH terms and scope added or removed, and the sources kept of
-    ``sources`` (the run's). ``[]`` when nothing changed."""
+    changed (by key), queries, MeSH terms and scope added or removed, the sources kept of
+    ``sources`` (the run's), then any other field changed, whole ("changed key terms:
+    [...]": search filters, per-source queries). ``[]`` when nothing changed."""
     out: list[str] = []
     if after.refined_question != before.refined_question:
         out.append(f"refined question changed to {after.refined_question!r}")
@@ -177,4 +179,25 @@ def plan_changes(before: ResearchPlan, after: ResearchPlan, sources: list[str]) 
     kept_after = after.sources or sources
     if kept_after != kept_before:
         out.append("sources: " + ", ".join(_label(s) for s in kept_after))
+    out.extend(_other_changes(before, after))
+    return out
+
+
+_NAMED = frozenset(
+    {"question", "refined_question", "checklist", "queries", "mesh_terms", "scope_in",
+     "scope_out", "sources", "preferences"}
+)  # fmt: skip
+"""Fields :func:`plan_changes` names one by one; any other field changed is listed whole."""
+
+
+def _other_changes(before: ResearchPlan, after: ResearchPlan) -> list[str]:
+    """ "changed FIELD: VALUE" for every other field of the plan the edit changed (search
+    filters, per-source queries, key terms...), its value as JSON, cut to 200 characters."""
+    old, new = before.model_dump(mode="json"), after.model_dump(mode="json")
+    out = []
+    for name in type(after).model_fields:
+        if name in _NAMED or old.get(name) == new.get(name):
+            continue
+        value = json.dumps(new.get(name), ensure_ascii=False)
+        out.append(f"changed {name.replace('_', ' ')}: {value[:200]}")
     return out

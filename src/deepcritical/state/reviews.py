@@ -302,6 +302,13 @@ def check_plan(
         raise InvalidPlanError(
             f"unknown source(s) {', '.join(unknown)}; the run searches {', '.join(sources)}"
         )
+    per_source = getattr(edited, "source_queries", None)  # the plan's queries per source
+    strange = [s for s in per_source or {} if s not in sources]
+    if strange:
+        raise InvalidPlanError(
+            f"queries for unknown source(s) {', '.join(strange)}; the run searches "
+            f"{', '.join(sources)}"
+        )
     kept = list(dict.fromkeys(edited.sources))
     edited.sources = [] if set(kept) == set(sources) else kept
     return edited
