@@ -32,7 +32,7 @@ from deepcritical.api import (
 )
 from deepcritical.config import Settings
 from deepcritical.events import EvidenceReadyData, PlanReadyData, ResearchEvent
-from deepcritical.models import Evidence, ResearchPlan
+from deepcritical.models import Evidence, ResearchPlan, marker_ids
 from deepcritical.state import RunStore
 from deepcritical.state.errors import (
     InvalidPlanError,
@@ -157,7 +157,10 @@ async def test_evidence_review_excludes_a_record_from_the_references(tmp_path: P
     assert result is not None
     report = result.report
     assert dropped not in {r.evidence_id for r in report.references}
-    assert f"[{dropped}]" not in report.to_markdown()
+    cited = {i for text in report.texts() for i in marker_ids(text)}
+    assert cited  # the report cites records, never the excluded one
+    assert dropped not in cited
+    assert dropped not in {i for h in report.hypotheses_tested for i in h.supporting_evidence_ids}
     flow = report.metadata.flow
     assert flow is not None
     assert flow.excluded_by_reviewer == 1

@@ -29,7 +29,7 @@ from deepcritical import api
 from deepcritical.cli.main import app
 from deepcritical.config import Settings
 from deepcritical.events import EvidenceReadyData, PlanReadyData, ResearchEvent
-from deepcritical.models import RunResult
+from deepcritical.models import RunResult, marker_ids
 from deepcritical.state import RunStore
 from deepcritical.state.reviews import run_reviews
 from deepcritical.testing.embedders import HashingEmbedder
@@ -192,6 +192,7 @@ def test_research_review_prompts_take_an_edited_plan_and_decisions(tmp_path: Pat
     result = RunResult.model_validate_json((tmp_path / "report.json").read_text("utf-8"))
     assert "metformin colorectal prevention trial" in result.report.metadata.queries
     assert "E2" not in {r.evidence_id for r in result.report.references}
+    assert "E2" not in {i for text in result.report.texts() for i in marker_ids(text)}
     markdown = " ".join(result.report.to_markdown().split())
     assert "added query 'metformin colorectal prevention trial'" in markdown
     assert "excluded E2 (a duplicate report)" in markdown
