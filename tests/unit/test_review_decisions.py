@@ -181,6 +181,23 @@ def test_decisions_move_records_and_the_flow_counts_them_apart() -> None:
     assert "- Included by the reviewer: 1" in lines
 
 
+def test_a_decision_finds_its_paper_by_identifier_when_the_ids_moved() -> None:
+    store = _store()
+    first, second = store.all()[:2]
+    moved = EvidenceDecision(
+        evidence_id=first.id, action="exclude", reason="wrong paper", keys=["pmid:1001"]
+    )  # the review showed PMID 1001 as first.id; the replay numbered it second.id
+    gone = EvidenceDecision(evidence_id="E9", action="exclude", reason="x", keys=["pmid:999"])
+    review = RunReview(number=1, stage="evidence", status="approved", decisions=[moved, gone])
+    missing = apply_decisions(SimpleNamespace(store=store), review)
+    assert missing == ["E9"]
+    assert first.screening == Screening.RELEVANT
+    assert second.citation.id == "1001"
+    assert second.screening == Screening.OFF_TOPIC
+    table = screened_table(store.all())
+    assert table[1].keys == ["pmid:1001"]
+
+
 def test_the_methodology_sentence_says_what_the_reviewer_did() -> None:
     edited = RunReview(number=1, stage="plan", status="approved", changes=["added query 'x'"])
     assert edited.methodology_line() == (

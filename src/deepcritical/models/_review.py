@@ -48,7 +48,8 @@ MAX_REVIEW_REASON_CHARS = 300
 class ScreenedRecord(BaseModel):
     """One row of the evidence table a run shows for review: the record's evidence id
     (``E3``), title, source, year, study design (``""`` when not read), whether screening (or
-    an earlier review) included it, the screening reason and its relevance (0..1)."""
+    an earlier review) included it, the screening reason, its relevance (0..1) and its
+    identifier keys."""
 
     id: str
     title: str = ""
@@ -58,6 +59,9 @@ class ScreenedRecord(BaseModel):
     included: bool = True
     reason: str = ""
     relevance: float = 0.0
+    keys: list[str] = Field(default_factory=list)
+    """The record's identifier keys (``pmid:123``, ``doi:...``): a decision finds its record
+    by them when the run's replay numbered the records otherwise."""
 
 
 class EvidenceDecision(BaseModel):
@@ -72,6 +76,9 @@ class EvidenceDecision(BaseModel):
     evidence_id: str = Field(min_length=1, max_length=40)
     action: Literal["include", "exclude"]
     reason: str = Field(default="", max_length=MAX_REVIEW_REASON_CHARS)
+    keys: list[str] = Field(default_factory=list)
+    """The record's identifier keys as the review showed it (filled in when the decision is
+    stored), so the decision reaches the same paper whatever its evidence id on a replay."""
 
     @model_validator(mode="after")
     def _reason_to_exclude(self) -> EvidenceDecision:

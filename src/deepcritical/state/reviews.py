@@ -357,7 +357,8 @@ def decide_plan(
 
 
 def _evidence_changes(review: RunReview, decisions: Sequence[EvidenceDecision]) -> list[str]:
-    """The decisions checked against ``review``'s table, as change lines.
+    """The decisions checked against ``review``'s table, as change lines; each decision gets
+    its record's identifier keys.
 
     Raises:
         UnknownRecordError: a record the table does not hold.
@@ -382,6 +383,7 @@ def _evidence_changes(review: RunReview, decisions: Sequence[EvidenceDecision]) 
             raise InvalidReviewError(f"record {row.id} is already {state}")
         why = f" ({decision.reason})" if decision.reason else ""
         changes.append(f"{decision.action}d {row.id}{why}")
+        decision.keys = list(row.keys)
     return changes
 
 
@@ -407,7 +409,7 @@ def decide_evidence(
         sqlalchemy.exc.SQLAlchemyError: the database failed.
     """
     try:
-        checked = [EvidenceDecision.model_validate(d) for d in decisions]
+        checked = [EvidenceDecision.model_validate(d).model_copy() for d in decisions]
     except ValidationError as exc:
         first = exc.errors()[0]
         raise InvalidReviewError(f"invalid evidence decision: {first['msg']}") from None
