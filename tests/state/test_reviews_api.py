@@ -310,3 +310,9 @@ async def test_in_process_a_review_times_out_when_the_run_is_next_resumed(
         assert reviews[0].status == "cancelled"
         assert _record(tmp_path, run_id).status == "cancelled"
         assert source.queries == []
+        store = RunStore.open(settings)
+        try:
+            logged = [e.event for e in store.events(run_id)]
+        finally:
+            store.close()
+        assert [e.type for e in logged].count("error") == 1  # said once, by the run

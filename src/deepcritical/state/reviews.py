@@ -129,12 +129,18 @@ def _cancel_run(session: Session, runs: RunStore, run_id: str, note: str) -> Non
 
 
 def settle_timeout(
-    runs: RunStore, run_id: str, number: int, action: Literal["continue", "cancel"]
+    runs: RunStore,
+    run_id: str,
+    number: int,
+    action: Literal["continue", "cancel"],
+    *,
+    end_run: bool = True,
 ) -> RunReview | None:
     """Decide the waiting review ``number`` of run ``run_id`` by its timeout: ``continue``
     (status ``timed_out``: the run goes on with the plan or evidence as it stands) or
-    ``cancel`` (status ``cancelled``, and the run too). ``None`` when the review no longer
-    waits (the user decided first).
+    ``cancel`` (status ``cancelled``, and the run too, with a last ``error`` event, unless
+    ``end_run`` is false: the run itself, resumed, says so). ``None`` when the review no
+    longer waits (the user decided first).
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: the database failed.
@@ -152,7 +158,7 @@ def settle_timeout(
         settled = _settle(
             session, run_id, review.model_copy(update={"changes": [note]}), "cancelled"
         )
-        if settled is not None:
+        if settled is not None and end_run:
             _cancel_run(session, runs, run_id, note)
         return settled
 
@@ -224,7 +230,8 @@ class ReviewBook:
             return self.runs.transact(insert)
         waited = utc_now() - found.created_at
         if found.status == "waiting" and waited > timedelta(seconds=timeout_seconds):
-            settle_timeout(self.runs, self.run_id, found.number, action)
+            # the run reading it goes on or ends itself (its own error event)
+            settle_timeout(self.runs, self.run_id, found.number, action, end_run=False)
             return self.find(proposed.stage, proposed.ordinal) or found
         return found
 
