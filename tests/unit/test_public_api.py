@@ -12,20 +12,35 @@ import deepcritical
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
-    from deepcritical.api import ask, research, resume, revise
+    from deepcritical.api import (
+        approve_evidence,
+        approve_plan,
+        ask,
+        cancel_review,
+        research,
+        resume,
+        revise,
+    )
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
     from deepcritical.models import (
+        EvidenceDecision,
         FollowUp,
         ReportPreferences,
         ReportVersion,
+        ResearchPlan,
         ResearchReport,
         RunResult,
         SearchFilters,
     )
 
     homes = {
+        "approve_plan": approve_plan,
+        "approve_evidence": approve_evidence,
+        "cancel_review": cancel_review,
+        "EvidenceDecision": EvidenceDecision,
+        "ResearchPlan": ResearchPlan,
         "research": research,
         "resume": resume,
         "ask": ask,
