@@ -3,7 +3,8 @@
 Sources and evidence (:mod:`._evidence`), their integrity flags (:mod:`._integrity`), the
 plan and what the run forms from evidence (:mod:`._plan`), the report and the run's result
 (:mod:`._report`), a follow-up question on a finished run and its answer (:mod:`._follow_up`), a
-version of a run's report revised at a user's instruction (:mod:`._report_version`),
+version of a run's report revised at a user's instruction (:mod:`._report_version`), a
+watched question (living review) and its updates (:mod:`._watch`),
 inline citation markers (:mod:`._markers`), full-text passages
 (:mod:`._passages`) and the report's markdown rendering (:mod:`._markdown`). Every other
 level imports from this package; it imports nothing from the rest of the project.
@@ -98,6 +99,16 @@ from deepcritical.models._report import (
     UsageReport,
 )
 from deepcritical.models._report_version import ReportVersion, ReportVersionInfo
+from deepcritical.models._watch import (
+    ChangedRecord,
+    UpdateFlow,
+    UpdateOutcome,
+    Watch,
+    WatchChange,
+    WatchUpdate,
+    format_every,
+    parse_every,
+)
 from deepcritical.models._words import error_text, plural, stop_reason_text
 
 __all__ = [
@@ -129,6 +140,7 @@ __all__ = [
     "SOURCE_LABELS",
     "Certainty",
     "CertaintyLevel",
+    "ChangedRecord",
     "ChecklistItem",
     "ChecklistStatus",
     "Citation",
@@ -170,16 +182,23 @@ __all__ = [
     "SubQuestion",
     "SupportingQuote",
     "TextSpan",
+    "UpdateFlow",
+    "UpdateOutcome",
     "UsageReport",
+    "Watch",
+    "WatchChange",
+    "WatchUpdate",
     "clean_doi",
     "error_text",
     "flag_labels",
     "flags_from_publication_types",
     "flow_lines",
+    "format_every",
     "grounding_appendix",
     "marker_ids",
     "numbered",
     "on_topic_items",
+    "parse_every",
     "parse_number",
     "plural",
     "render_markdown",

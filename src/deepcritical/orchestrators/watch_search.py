@@ -1,0 +1,142 @@
+"""An update's search: only the records added to the sources since the watch's last update,
+the records the watch already knows skipped before screening, the rest screened and appraised
+like a run's (:func:`find_new`).
+
+Every source is searched with the watch's queries and the update's window (the
+:class:`~deepcritical.models.SearchFilters` ``added_since`` bound, which each source turns into
+its API's date of entry: PubMed ``datetype=edat``, Europe PMC ``CREATION_DATE``,
+ClinicalTrials.gov ``LastUpdatePostDate``, OpenAlex ``from_created_date``, the local corpus's
+date of import). A returned record sharing an identifier (PMID, DOI, PMCID, NCT, URL) with a
+record the watch holds is counted as already known and dropped; the others are
+de-duplicated among themselves (the evidence store's rules), screened against the refined
+question with the calibrated screening, and appraised by the rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from deepcritical.agents.search import SearchAgent
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.evidence.identifiers import identifier_keys
+from deepcritical.evidence.screening import default_calibration, screen_items
+from deepcritical.evidence.store import EvidenceStore
+from deepcritical.evidence.study_extraction import appraise_items
+from deepcritical.models import Evidence, Screening, UpdateFlow
+from deepcritical.sources.base import SearchSource
+
+__all__ = ["KnownRecords", "NewRecords", "find_new", "renumber"]
+
+_NUMBER = re.compile(r"^E(\d+)$")
+
+
+class KnownRecords:
+    """The identifier keys of the records a watch holds (every record its run and its
+    updates screened, off-topic ones included)."""
+
+    def __init__(self, items: Iterable[Evidence]) -> None:
+        self.keys: set[str] = set()
+        self.last_number = 0
+        for item in items:
+            self.keys.update(identifier_keys(item.citation))
+            found = _NUMBER.match(item.id)
+            if found:
+                self.last_number = max(self.last_number, int(found.group(1)))
+
+    def knows(self, item: Evidence) -> bool:
+        """Whether ``item`` shares an identifier with a known record."""
+        return any(key in self.keys for key in identifier_keys(item.citation))
+
+
+class _SkipKnown:
+    """``inner`` with the records ``known`` holds dropped from its answers, counted per
+    source in ``skipped``; every argument of ``search`` (the filters too) is passed on."""
+
+    def __init__(self, inner: SearchSource, known: KnownRecords, skipped: dict[str, int]) -> None:
+        self.inner = inner
+        self.known = known
+        self.skipped = skipped
+        self.name = inner.name
+
+    async def search(self, query: str, limit: int, *args: Any, **kwargs: Any) -> list[Evidence]:
+        items = await self.inner.search(query, limit, *args, **kwargs)
+        fresh = [item for item in items if not self.known.knows(item)]
+        self.skipped[self.name] = self.skipped.get(self.name, 0) + len(items) - len(fresh)
+        return fresh
+
+
+@dataclass
+class NewRecords:
+    """What :func:`find_new` found: ``items`` (the new records, screened and appraised, ids
+    continuing the watch's numbering), ``flow`` (the update's flow of records) and
+    ``failures`` (source -> reason, for sources that failed on every query: their window is
+    not covered)."""
+
+    items: list[Evidence] = field(default_factory=list)
+    flow: UpdateFlow = field(default_factory=UpdateFlow)
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+def renumber(items: Sequence[Evidence], after: int) -> list[Evidence]:
+    """Copies of ``items`` with ids ``E<after + 1>``, ``E<after + 2>``... in order."""
+    return [
+        item.model_copy(update={"id": f"E{after + n}"}, deep=True)
+        for n, item in enumerate(items, start=1)
+    ]
+
+
+async def find_new(
+    sources: Sequence[SearchSource],
+    known: KnownRecords,
+    queries: Sequence[str],
+    question: str,
+    embedder: Embedder,
+    *,
+    results_per_query: int = 10,
+    near_duplicate_threshold: float = 0.97,
+    **search_options: Any,
+) -> NewRecords:
+    """Search ``queries`` on ``sources`` for new records (see the module docstring).
+
+    Args:
+        sources: the sources, each searching only the update's window (``search_options``
+            are passed to the :class:`~deepcritical.agents.search.SearchAgent`, e.g. the
+            filters with ``added_since``).
+        known: the records the watch holds.
+        queries: the watch's searches.
+        question: the refined question the new records are screened against.
+        embedder: the run embedder (screening is calibrated for all-MiniLM-L6-v2; with
+            another embedder records are not screened and count as included).
+        results_per_query: records asked of each source per query.
+        near_duplicate_threshold: the evidence store's near-duplicate threshold.
+
+    Raises:
+        Exception: the embedder failed (source failures are reported in ``failures``).
+    """
+    skipped: dict[str, int] = {}
+    wrapped = [_SkipKnown(s, known, skipped) for s in sources]
+    store = EvidenceStore(embedder, near_duplicate_threshold)
+    agent = SearchAgent(wrapped, store, results_per_query, **search_options)
+    found = await agent.run(queries, relevance_to=[question])
+    ids = list(found.added_ids)
+    calibration = default_calibration()
+    if ids and calibration.fits(embedder):
+        await asyncio.to_thread(screen_items, store, question, ids, calibration)
+    items = renumber([store.require(i) for i in ids], known.last_number)
+    on_topic = [e for e in items if e.screening != Screening.OFF_TOPIC]
+    appraise_items([e for e in on_topic if not e.citation.retracted])
+    identified = {name: hits + skipped.get(name, 0) for name, hits in found.hits_per_source.items()}
+    flow = UpdateFlow(
+        identified_per_source=identified,
+        already_known=sum(skipped.values()),
+        duplicates=found.identifier_copies + found.near_duplicate_copies,
+        new=len(items),
+        excluded=len(items) - len(on_topic),
+        included=sum(not e.citation.retracted for e in on_topic),
+        retracted_new=sum(e.citation.retracted for e in on_topic),
+    )
+    return NewRecords(items=items, flow=flow, failures=dict(found.failures))

@@ -1,0 +1,287 @@
+"""One update of a living review (:func:`run_watch_update`), the same whether a worker runs
+it on schedule or a user asks for it.
+
+1. The watch's update lease is taken (one update at a time; a recovered workflow takes its own
+   lease back).
+2. Its window runs from ``checked_until`` (the last update's end, or when the run's report was
+   written) to now; every source is searched for the records added in it
+   (:func:`~deepcritical.orchestrators.watch_search.find_new`), through the call cache, so an
+   update that is run again after its worker died asks no source twice.
+3. Retractions and corrections of the known records are checked again
+   (:func:`~deepcritical.orchestrators.integrity_recheck.recheck_integrity`).
+4. When a new record is included, or a known one was retracted or corrected, a new report
+   version is written over the union of the evidence with its "What's new" section
+   (:func:`~deepcritical.writing.update_version.write_update_version`); otherwise the update
+   says so in one line and writes no version.
+5. Everything is recorded in one transaction (:meth:`WatchStore.commit_update`); then the
+   webhook, if any, is told (a failed delivery is logged, never retried, never fails the
+   update).
+
+An update in which every source failed records ``failed`` and keeps the window, so the next
+update covers it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from deepcritical.config import Settings
+from deepcritical.evidence.embeddings import Embedder
+from deepcritical.llm.llm_errors import describe_error
+from deepcritical.logs import get_logger
+from deepcritical.models import (
+    ChangedRecord,
+    Evidence,
+    ReportVersion,
+    Screening,
+    Watch,
+    WatchChange,
+    WatchUpdate,
+    utc_now,
+)
+from deepcritical.orchestrators.integrity_recheck import recheck_integrity
+from deepcritical.orchestrators.watch_search import KnownRecords, find_new
+from deepcritical.report.finish import GroundingOptions
+from deepcritical.sources.base import SearchSource
+from deepcritical.sources.factory import build_pubmed, build_sources
+from deepcritical.sources.http import new_http_client
+from deepcritical.sources.netguard import UnsafeURLError
+from deepcritical.sources.pubmed import PubMedSource
+from deepcritical.sources.webhook import (
+    WebhookError,
+    WebhookGuard,
+    post_webhook,
+    shown_url,
+    update_payload,
+)
+from deepcritical.state.cache import CachedSource, CallCache
+from deepcritical.state.errors import StateError, run_without_report
+from deepcritical.state.run_store import RunStore
+from deepcritical.state.watch_store import WatchStore
+from deepcritical.writing.update_version import write_update_version
+
+__all__ = ["UpdateParts", "WatchBusyError", "run_watch_update", "watch_settings"]
+
+log = get_logger(__name__)
+
+LEASE_RENEW_SECONDS = 20.0
+"""How often a running update renews its lease."""
+
+
+class WatchBusyError(StateError):
+    """Another process is updating this watch now."""
+
+
+@dataclass
+class UpdateParts:
+    """What an update uses instead of what it would build from the settings (tests): the
+    search ``sources``, the ``pubmed`` client of the integrity re-check, the ``embedder``,
+    and the webhook's ``guard``; ``search_options`` go to the search agent."""
+
+    sources: Sequence[SearchSource] | None = None
+    pubmed: PubMedSource | None = None
+    embedder: Embedder | None = None
+    guard: WebhookGuard | None = None
+    search_options: dict[str, Any] = field(default_factory=dict)
+
+
+def watch_settings(watch: Watch, base: Settings) -> Settings:
+    """The settings an update of ``watch`` runs with: the run's stored public settings, with
+    the database, data directory, keys and source roots of ``base`` (the process's)."""
+    stored = {k: v for k, v in watch.settings.items() if k in Settings.model_fields}
+    stored.update(data_dir=base.data_dir, database_url=base.database_url, persist_runs=True)
+    if base.source_base_urls:
+        stored["source_base_urls"] = dict(base.source_base_urls)
+    return Settings(**stored)
+
+
+async def _embedder(settings: Settings, given: Embedder | None) -> Embedder:
+    if given is not None:
+        return given
+    from deepcritical.evidence.onnx_embeddings import run_embedder
+
+    return await asyncio.to_thread(
+        run_embedder, settings.embedding_model, settings.embedding_backend
+    )
+
+
+@contextlib.asynccontextmanager
+async def _renewing(watches: WatchStore, watch_id: str, holder: str) -> AsyncIterator[None]:
+    """Renew ``holder``'s lease every :data:`LEASE_RENEW_SECONDS` while the block runs."""
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(LEASE_RENEW_SECONDS)
+            await asyncio.to_thread(watches.renew, watch_id, holder)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def run_watch_update(
+    watch: Watch,
+    settings: Settings,
+    *,
+    holder: str,
+    trigger: Literal["schedule", "manual"] = "manual",
+    parts: UpdateParts | None = None,
+) -> WatchUpdate:
+    """Update ``watch`` now (see the module docstring); the recorded update.
+
+    Args:
+        watch: the watch (its owner already checked by the caller).
+        settings: the process's settings (database, keys, source roots); the run's stored
+            settings say what is searched (:func:`watch_settings`).
+        holder: the lease holder's name (a worker's workflow id; a manual update's own).
+        trigger: ``"schedule"`` or ``"manual"``.
+        parts: replacements for what is built from the settings (tests).
+
+    Raises:
+        WatchBusyError: another process is updating the watch.
+        RunWithoutReportError: the watch's run lost its report.
+        Exception: what the update raised (recorded as a ``failed`` update first).
+    """
+    given = parts or UpdateParts()
+    runs = await asyncio.to_thread(RunStore.open, settings)
+    watches = WatchStore(runs)
+    try:
+        if not await asyncio.to_thread(watches.claim, watch.id, holder):
+            raise WatchBusyError(f"watch {watch.id} is being updated by another process")
+        started = utc_now()
+        try:
+            async with _renewing(watches, watch.id, holder):
+                made = await _update(watch, settings, runs, given, started)
+        except Exception as exc:
+            failed = WatchUpdate(
+                watch_id=watch.id,
+                number=1,
+                started_at=started,
+                finished_at=utc_now(),
+                outcome="failed",
+                summary=describe_error(exc)[:500],
+                trigger=trigger,
+            )
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(watches.commit_update, watch.id, holder, failed)
+            raise
+        made.update.trigger = trigger
+        recorded = await asyncio.to_thread(
+            lambda: watches.commit_update(
+                watch.id, holder, made.update, version=made.version, evidence=made.evidence
+            )
+        )
+    finally:
+        runs.close()
+    await _notify(watch, recorded, given.guard)
+    return recorded
+
+
+@dataclass
+class _Made:
+    update: WatchUpdate
+    version: ReportVersion | None = None
+    evidence: list[Evidence] | None = None
+
+
+async def _update(
+    watch: Watch, base: Settings, runs: RunStore, given: UpdateParts, started: datetime
+) -> _Made:
+    """Steps 2 to 4 of the module docstring (nothing recorded)."""
+    result = await asyncio.to_thread(lambda: runs.result(watch.run_id, owner=watch.owner))
+    previous = await asyncio.to_thread(lambda: runs.report_version(watch.run_id, owner=watch.owner))
+    if result is None or previous is None:
+        raise run_without_report(watch.run_id, "missing", action="watch")
+    settings = watch_settings(watch, base)
+    embedder = await _embedder(settings, given.embedder)
+    until = utc_now()
+    async with AsyncExitStack() as stack:
+        sources, pubmed = given.sources, given.pubmed
+        if sources is None:
+            client = await stack.enter_async_context(new_http_client(settings.http_timeout_seconds))
+            cache = CallCache(runs, settings.cache_ttl_seconds)
+            built = await asyncio.to_thread(build_sources, settings, client, embedder)
+            sources = [CachedSource(s, cache) for s in built]
+            pubmed = pubmed or build_pubmed(settings, client)
+        question = result.plan.refined_question if result.plan else watch.question
+        new = await find_new(
+            sources,
+            KnownRecords(result.evidence),
+            watch.queries,
+            question,
+            embedder,
+            results_per_query=settings.results_per_query,
+            near_duplicate_threshold=settings.near_duplicate_threshold,
+            pubmed_date_from=settings.pubmed_date_from,
+            **_window_options(watch, given),
+        )
+        recheck = await recheck_integrity(result.evidence, pubmed)
+    searched = {s.name for s in sources}
+    if searched and set(new.failures) >= searched:
+        reasons = "; ".join(f"{k}: {v}" for k, v in new.failures.items())
+        raise StateError(f"every source failed, so the window was not searched ({reasons})")
+    change = WatchChange(
+        since=watch.checked_until,
+        until=until,
+        new_included=[
+            ChangedRecord.of(e)
+            for e in new.items
+            if e.screening != Screening.OFF_TOPIC and not e.citation.retracted
+        ],
+        removed=recheck.removed,
+        corrected=recheck.corrected,
+        flow=new.flow,
+        verdict_before=previous.report.metadata.verdict,
+        verdict_after=previous.report.metadata.verdict,
+    )
+    union = [*recheck.items, *new.items]
+    update = WatchUpdate(
+        watch_id=watch.id,
+        number=1,
+        started_at=started,
+        finished_at=until,
+        outcome="nothing_new",
+        change=change,
+    )
+    if not change.relevant:
+        update.summary = change.summary()
+        return _Made(update, evidence=union if new.items else None)
+    grounding = GroundingOptions(enabled=settings.grounding, threshold=settings.grounding_threshold)
+    version = await write_update_version(
+        result.model_copy(update={"evidence": union}),
+        previous,
+        change,
+        embedder,
+        grounding,
+        max_evidence=settings.report_max_evidence,
+    )
+    update.outcome = "new_version"
+    update.version = version.version
+    update.summary = change.summary()
+    update.finished_at = utc_now()
+    return _Made(update, version=version, evidence=union)
+
+
+def _window_options(watch: Watch, given: UpdateParts) -> dict[str, Any]:
+    """The search agent's options that bound the searches to the update's window."""
+    return dict(given.search_options)
+
+
+async def _notify(watch: Watch, update: WatchUpdate, guard: WebhookGuard | None) -> None:
+    """Tell the watch's webhook about ``update`` (only updates with a new version)."""
+    if not watch.webhook_url or update.outcome != "new_version":
+        return
+    try:
+        await post_webhook(watch.webhook_url, update_payload(watch, update), guard=guard)
+    except (UnsafeURLError, WebhookError) as exc:
+        log.warning("webhook not delivered", url=shown_url(watch.webhook_url), reason=str(exc))
