@@ -8,6 +8,10 @@ The public API, imported lazily so that ``import deepcritical`` stays cheap:
   only, a :class:`~deepcritical.models.FollowUp`) and :func:`revise` (``await revise(run_id,
   "shorter", settings)``: a new version of a finished run's report, a
   :class:`~deepcritical.models.ReportVersion`), from :mod:`deepcritical.api`;
+- living reviews: :func:`watch` / :func:`watch_run` (``await watch_run(run_id, settings,
+  every="7d")``: a :class:`~deepcritical.models.Watch` that keeps a finished run's review up
+  to date) and :func:`update_watch` (an update now, a
+  :class:`~deepcritical.models.WatchUpdate`), from :mod:`deepcritical.api`;
 - :class:`Settings` (:mod:`deepcritical.config`);
 - :class:`ResearchEvent` (:mod:`deepcritical.events`): what a run streams, the last being
   ``done`` (with its :class:`RunResult`) or ``error``;
@@ -32,16 +36,21 @@ __all__ = [
     "ResearchReport",
     "RunResult",
     "Settings",
+    "Watch",
+    "WatchUpdate",
     "__version__",
     "ask",
     "export_references",
     "research",
     "resume",
     "revise",
+    "update_watch",
+    "watch",
+    "watch_run",
 ]
 
 if TYPE_CHECKING:
-    from deepcritical.api import ask, research, resume, revise
+    from deepcritical.api import ask, research, resume, revise, update_watch, watch, watch_run
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
@@ -51,6 +60,8 @@ if TYPE_CHECKING:
         ReportVersion,
         ResearchReport,
         RunResult,
+        Watch,
+        WatchUpdate,
     )
 
 _PUBLIC = {
@@ -58,6 +69,11 @@ _PUBLIC = {
     "resume": "deepcritical.api",
     "ask": "deepcritical.api",
     "revise": "deepcritical.api",
+    "watch": "deepcritical.api",
+    "watch_run": "deepcritical.api",
+    "update_watch": "deepcritical.api",
+    "Watch": "deepcritical.models",
+    "WatchUpdate": "deepcritical.models",
     "ReportVersion": "deepcritical.models",
     "FollowUp": "deepcritical.models",
     "Settings": "deepcritical.config",

@@ -12,7 +12,7 @@ import deepcritical
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
-    from deepcritical.api import ask, research, resume, revise
+    from deepcritical.api import ask, research, resume, revise, update_watch, watch, watch_run
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
@@ -22,9 +22,16 @@ def test_every_public_name_resolves_to_its_home() -> None:
         ReportVersion,
         ResearchReport,
         RunResult,
+        Watch,
+        WatchUpdate,
     )
 
     homes = {
+        "watch": watch,
+        "watch_run": watch_run,
+        "update_watch": update_watch,
+        "Watch": Watch,
+        "WatchUpdate": WatchUpdate,
         "research": research,
         "resume": resume,
         "ask": ask,

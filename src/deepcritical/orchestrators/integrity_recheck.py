@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from deepcritical.formats.pubmed_xml import article_to_evidence
+from deepcritical.formats.pubmed_xml import PubmedArticle, article_to_evidence
 from deepcritical.logs import get_logger
 from deepcritical.models import (
     ChangedRecord,
@@ -25,11 +26,19 @@ from deepcritical.models import (
     union_flags,
 )
 from deepcritical.sources.base import SourceError
-from deepcritical.sources.pubmed import PubMedSource
 
-__all__ = ["IntegrityRecheck", "recheck_integrity"]
+__all__ = ["IntegrityRecheck", "RecordFetcher", "recheck_integrity"]
 
 log = get_logger(__name__)
+
+
+class RecordFetcher(Protocol):
+    """Fetches PubMed records by PMID (:meth:`deepcritical.sources.pubmed.PubMedSource.
+    efetch`), raising :class:`~deepcritical.sources.base.SourceError` when it cannot."""
+
+    async def efetch(self, pmids: Sequence[str]) -> list[PubmedArticle]:
+        """The records of ``pmids`` that exist."""
+        ...
 
 
 @dataclass
@@ -47,7 +56,7 @@ class IntegrityRecheck:
 
 
 async def recheck_integrity(
-    known: Sequence[Evidence], pubmed: PubMedSource | None
+    known: Sequence[Evidence], pubmed: RecordFetcher | None
 ) -> IntegrityRecheck:
     """Check the integrity flags of ``known`` again on ``pubmed`` (see the module docstring);
     nothing is asked without a PubMed source. Never raises for a PubMed failure (it is in

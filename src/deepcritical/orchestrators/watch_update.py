@@ -45,14 +45,13 @@ from deepcritical.models import (
     WatchUpdate,
     utc_now,
 )
-from deepcritical.orchestrators.integrity_recheck import recheck_integrity
+from deepcritical.orchestrators.integrity_recheck import RecordFetcher, recheck_integrity
 from deepcritical.orchestrators.watch_search import KnownRecords, find_new
 from deepcritical.report.finish import GroundingOptions
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.factory import build_pubmed, build_sources
 from deepcritical.sources.http import new_http_client
 from deepcritical.sources.netguard import UnsafeURLError
-from deepcritical.sources.pubmed import PubMedSource
 from deepcritical.sources.webhook import (
     WebhookError,
     WebhookGuard,
@@ -85,7 +84,7 @@ class UpdateParts:
     and the webhook's ``guard``; ``search_options`` go to the search agent."""
 
     sources: Sequence[SearchSource] | None = None
-    pubmed: PubMedSource | None = None
+    pubmed: RecordFetcher | None = None
     embedder: Embedder | None = None
     guard: WebhookGuard | None = None
     search_options: dict[str, Any] = field(default_factory=dict)
