@@ -136,6 +136,8 @@ async def test_an_update_writes_whats_new_then_nothing_new_writes_no_version(
     assert change.flow.already_known == len(watch.queries) * len(result.evidence)
     assert (change.flow.new, change.flow.excluded, change.flow.included) == (3, 1, 2)
     assert pubmed.asked
+    windows = {call[2]["filters"].added_since for call in source.calls}
+    assert windows == {watch.checked_until}  # every search asked only for the window
     assert RETRACTED_PMID in pubmed.asked[0]
 
     version = runs.report_version(run_id)
@@ -172,6 +174,7 @@ async def test_an_update_writes_whats_new_then_nothing_new_writes_no_version(
     assert second.change is not None
     assert second.change.flow.already_known > 0
     assert second.change.flow.new == 0
+    assert source.calls[-1][2]["filters"].added_since == change.until  # the next window
     assert runs.report_version(run_id).version == 2  # type: ignore[union-attr]
     assert [u.number for u in watches.updates(watch.id)] == [1, 2]
     assert watches.mark_seen(watch.id) == 2

@@ -26,7 +26,7 @@ from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.evidence.screening import default_calibration, screen_items
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.evidence.study_extraction import appraise_items
-from deepcritical.models import Evidence, Screening, UpdateFlow
+from deepcritical.models import Evidence, Screening, SearchFilters, UpdateFlow
 from deepcritical.sources.base import SearchSource
 
 __all__ = ["KnownRecords", "NewRecords", "find_new", "renumber"]
@@ -96,6 +96,7 @@ async def find_new(
     question: str,
     embedder: Embedder,
     *,
+    filters: SearchFilters | None = None,
     results_per_query: int = 10,
     near_duplicate_threshold: float = 0.97,
     **search_options: Any,
@@ -103,12 +104,13 @@ async def find_new(
     """Search ``queries`` on ``sources`` for new records (see the module docstring).
 
     Args:
-        sources: the sources, each searching only the update's window (``search_options``
-            are passed to the :class:`~deepcritical.agents.search.SearchAgent`, e.g. the
-            filters with ``added_since``).
+        sources: the sources (``search_options`` are passed to the
+            :class:`~deepcritical.agents.search.SearchAgent`, e.g. ``pubmed_date_from``).
         known: the records the watch holds.
         queries: the watch's searches.
         question: the refined question the new records are screened against.
+        filters: the plan's filters with the window's ``added_since``: every source is
+            asked only for what was added since.
         embedder: the run embedder (screening is calibrated for all-MiniLM-L6-v2; with
             another embedder records are not screened and count as included).
         results_per_query: records asked of each source per query.
@@ -121,7 +123,7 @@ async def find_new(
     wrapped = [_SkipKnown(s, known, skipped) for s in sources]
     store = EvidenceStore(embedder, near_duplicate_threshold)
     agent = SearchAgent(wrapped, store, results_per_query, **search_options)
-    found = await agent.run(queries, relevance_to=[question])
+    found = await agent.run(queries, relevance_to=[question], filters=filters)
     ids = list(found.added_ids)
     calibration = default_calibration()
     if ids and calibration.fits(embedder):

@@ -39,7 +39,9 @@ from deepcritical.models import (
     ChangedRecord,
     Evidence,
     ReportVersion,
+    RunResult,
     Screening,
+    SearchFilters,
     Watch,
     WatchChange,
     WatchUpdate,
@@ -65,7 +67,13 @@ from deepcritical.state.run_store import RunStore
 from deepcritical.state.watch_store import WatchStore
 from deepcritical.writing.update_version import write_update_version
 
-__all__ = ["UpdateParts", "WatchBusyError", "run_watch_update", "watch_settings"]
+__all__ = [
+    "UpdateParts",
+    "WatchBusyError",
+    "run_watch_update",
+    "watch_settings",
+    "window_filters",
+]
 
 log = get_logger(__name__)
 
@@ -221,8 +229,9 @@ async def _update(
             embedder,
             results_per_query=settings.results_per_query,
             near_duplicate_threshold=settings.near_duplicate_threshold,
+            filters=window_filters(result, watch.checked_until),
             pubmed_date_from=settings.pubmed_date_from,
-            **_window_options(watch, given),
+            **given.search_options,
         )
         recheck = await recheck_integrity(result.evidence, pubmed)
     searched = {s.name for s in sources}
@@ -271,9 +280,11 @@ async def _update(
     return _Made(update, version=version, evidence=union)
 
 
-def _window_options(watch: Watch, given: UpdateParts) -> dict[str, Any]:
-    """The search agent's options that bound the searches to the update's window."""
-    return dict(given.search_options)
+def window_filters(result: RunResult, since: datetime) -> SearchFilters:
+    """The filters of an update: the run's plan's (dates, languages, designs...) with
+    ``added_since`` the window's start."""
+    base = result.plan.filters if result.plan is not None else SearchFilters()
+    return base.model_copy(update={"added_since": since})
 
 
 async def _notify(watch: Watch, update: WatchUpdate, guard: WebhookGuard | None) -> None:
