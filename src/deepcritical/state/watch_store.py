@@ -332,6 +332,21 @@ class WatchStore:
 
         return self.runs.transact(work)
 
+    def stale_leases(self, stale_after: float = LEASE_STALE_SECONDS) -> list[str]:
+        """The holders of update leases not renewed for ``stale_after`` seconds (their
+        process died)."""
+        limit = utc_now() - timedelta(seconds=stale_after)
+
+        def read(session: Session) -> list[str]:
+            rows = session.scalars(
+                select(WatchRow.lease_owner).where(
+                    WatchRow.lease_owner.is_not(None), WatchRow.lease_at < limit
+                )
+            ).all()
+            return [str(r) for r in rows if r]
+
+        return self.runs.transact(read)
+
     def renew(self, watch_id: str, holder: str) -> None:
         """Renew ``holder``'s lease (a heartbeat while the update runs)."""
         self.runs.transact(
