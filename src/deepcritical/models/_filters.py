@@ -170,6 +170,14 @@ _DESIGNS: dict[DesignFilter, frozenset[StudyDesign]] = {
     DesignFilter.GUIDELINE: frozenset(),
 }
 
+_DESIGN_ALIASES = {
+    "rct": DesignFilter.RANDOMISED_TRIAL.value,
+    "randomised_controlled_trial": DesignFilter.RANDOMISED_TRIAL.value,
+    "meta-analysis": DesignFilter.META_ANALYSIS.value,
+    "case_reports": DesignFilter.CASE_REPORT.value,
+}
+"""Other names of designs accepted on input (after lower-casing, ``-``/space as ``_``)."""
+
 _UNKNOWN_DESIGNS = frozenset({StudyDesign.OTHER, StudyDesign.PREPRINT})
 """Designs that say nothing is known: such a record is kept whatever the filter."""
 
@@ -394,6 +402,7 @@ def _enum_tuple(value: object, enum: type[StrEnum], what: str, *, lower: bool) -
         assert isinstance(text, str)
         if lower:
             text = text.lower().replace("randomized", "randomised")
+            text = _DESIGN_ALIASES.get(text, text)
         else:
             text = text.replace("PHASE_", "PHASE")
         try:
