@@ -3,13 +3,14 @@ a watch is made from a finished run; the stub's PubMed gains two relevant record
 off-topic record, and marks the record the report cited retracted; the update's new version
 lists the two in "What's new", leaves the off-topic one out, drops the retracted one from
 support and says so; the stub's request log shows date-bounded searches only (every
-esearch with ``datetype=edat&mindate``; the re-check of retractions fetches by PMID, no
-search); a second update with nothing new writes no version; the CLI's ``watch update``
-says so in one line."""
+esearch with ``datetype=edat&mindate``, every Europe PMC query with ``CREATION_DATE``; the
+re-check of retractions fetches by PMID, no search); a second update with nothing new writes
+no version; the CLI's ``watch update`` says so in one line."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -53,11 +54,11 @@ def settings_for(stub: GrowingStubAPI, data_dir: Path) -> Settings:
     return Settings(
         data_dir=data_dir,
         llm="none",
-        sources=["pubmed"],
+        sources=["pubmed", "europepmc"],
         max_rounds=1,
         max_full_texts=0,
         citation_seeds=0,
-        source_base_urls={"pubmed": stub.eutils_url},
+        source_base_urls={"pubmed": stub.eutils_url, "europepmc": stub.europepmc_url},
     )
 
 
@@ -120,6 +121,10 @@ def test_an_update_searches_the_window_lists_whats_new_and_drops_the_retracted(
             for request in searches:
                 assert request.params.get("datetype") == "edat", request.params
                 assert request.params.get("mindate"), request.params
+            epmc = stub.requests_for("europepmc")
+            assert epmc
+            for request in epmc:
+                assert "CREATION_DATE:[" in request.params.get("query", ""), request.params
             fetched = {
                 i for r in stub.requests_for("efetch") for i in r.params.get("id", "").split(",")
             }
@@ -146,7 +151,9 @@ def test_an_update_searches_the_window_lists_whats_new_and_drops_the_retracted(
 
 def run_watch_cli(stub: GrowingStubAPI, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env: dict[str, Any] = user_env()
-    env["DEEPCRITICAL_SOURCE_BASE_URLS"] = f'{{"pubmed": "{stub.eutils_url}"}}'
+    env["DEEPCRITICAL_SOURCE_BASE_URLS"] = json.dumps(
+        {"pubmed": stub.eutils_url, "europepmc": stub.europepmc_url}
+    )
     return subprocess.run(
         [*cli_command(), "--data-dir", str(root / "data"), "watch", *args],
         cwd=root,
