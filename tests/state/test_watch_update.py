@@ -7,11 +7,13 @@ is another owner's "not found"; the update lease admits one holder; pause, resum
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from deepcritical.config import Settings
@@ -112,7 +114,8 @@ async def test_an_update_writes_whats_new_then_nothing_new_writes_no_version(
 ) -> None:
     run_id = store_run(runs, result)
     watches = WatchStore(runs)
-    watch = watches.create(run_id[:8], every_seconds=7 * 86400)
+    hook = "https://hooks.example.org/services/T000/B000/s3cr3t-token"
+    watch = watches.create(run_id[:8], every_seconds=7 * 86400, webhook_url=hook)
     assert watch.run_id == run_id
     assert watch.version == 1
     assert watch.queries
@@ -124,7 +127,22 @@ async def test_an_update_writes_whats_new_then_nothing_new_writes_no_version(
 
     source, pubmed = GrowingSource(), RetractingPubMed()
     source.grown = True
-    parts = UpdateParts(sources=[source], pubmed=pubmed, embedder=embedder)
+    posted: list[httpx.Request] = []
+
+    def receive(request: httpx.Request) -> httpx.Response:
+        posted.append(request)
+        return httpx.Response(204)
+
+    async def allow(url: str) -> None:  # example.org does not resolve here
+        assert url == hook
+
+    parts = UpdateParts(
+        sources=[source],
+        pubmed=pubmed,
+        embedder=embedder,
+        guard=allow,
+        webhook_transport=httpx.MockTransport(receive),
+    )
     first = await run_watch_update(watch, settings, holder="h1", parts=parts)
 
     assert (first.outcome, first.version) == ("new_version", 2), first.summary
@@ -139,6 +157,17 @@ async def test_an_update_writes_whats_new_then_nothing_new_writes_no_version(
     windows = {call[2]["filters"].added_since for call in source.calls}
     assert windows == {watch.checked_until}  # every search asked only for the window
     assert RETRACTED_PMID in pubmed.asked[0]
+
+    assert len(posted) == 1  # the webhook heard of the new version
+    payload = json.loads(posted[0].content)
+    assert payload["summary"] == first.summary
+    assert payload["version"] == 2
+    assert {r["identifier"] for r in payload["new_included"]} == {"PMID 9100001", "PMID 9100002"}
+    assert [r["evidence_id"] for r in payload["removed"]] == [retracted_id]
+    body = posted[0].content.decode()
+    assert "s3cr3t" not in body
+    assert "database_url" not in body
+    assert "settings" not in payload
 
     version = runs.report_version(run_id)
     assert version is not None
@@ -177,6 +206,7 @@ async def test_an_update_writes_whats_new_then_nothing_new_writes_no_version(
     assert source.calls[-1][2]["filters"].added_since == change.until  # the next window
     assert runs.report_version(run_id).version == 2  # type: ignore[union-attr]
     assert [u.number for u in watches.updates(watch.id)] == [1, 2]
+    assert len(posted) == 1  # nothing new: no webhook call
     assert watches.mark_seen(watch.id) == 2
     assert watches.require(watch.id).unseen == 0
 

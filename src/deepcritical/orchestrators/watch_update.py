@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+import httpx
+
 from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.llm.llm_errors import describe_error
@@ -89,12 +91,14 @@ class WatchBusyError(StateError):
 class UpdateParts:
     """What an update uses instead of what it would build from the settings (tests): the
     search ``sources``, the ``pubmed`` client of the integrity re-check, the ``embedder``,
-    and the webhook's ``guard``; ``search_options`` go to the search agent."""
+    and the webhook's ``guard`` and ``webhook_transport``; ``search_options`` go to the
+    search agent."""
 
     sources: Sequence[SearchSource] | None = None
     pubmed: RecordFetcher | None = None
     embedder: Embedder | None = None
     guard: WebhookGuard | None = None
+    webhook_transport: httpx.AsyncBaseTransport | None = None
     search_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -190,7 +194,7 @@ async def run_watch_update(
         )
     finally:
         runs.close()
-    await _notify(watch, recorded, given.guard)
+    await _notify(watch, recorded, given)
     return recorded
 
 
@@ -287,11 +291,16 @@ def window_filters(result: RunResult, since: datetime) -> SearchFilters:
     return base.model_copy(update={"added_since": since})
 
 
-async def _notify(watch: Watch, update: WatchUpdate, guard: WebhookGuard | None) -> None:
+async def _notify(watch: Watch, update: WatchUpdate, given: UpdateParts) -> None:
     """Tell the watch's webhook about ``update`` (only updates with a new version)."""
     if not watch.webhook_url or update.outcome != "new_version":
         return
     try:
-        await post_webhook(watch.webhook_url, update_payload(watch, update), guard=guard)
+        await post_webhook(
+            watch.webhook_url,
+            update_payload(watch, update),
+            guard=given.guard,
+            transport=given.webhook_transport,
+        )
     except (UnsafeURLError, WebhookError) as exc:
         log.warning("webhook not delivered", url=shown_url(watch.webhook_url), reason=str(exc))
