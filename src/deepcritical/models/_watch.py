@@ -58,10 +58,11 @@ def parse_every(text: str) -> float:
 
 
 def format_every(seconds: float | None) -> str:
-    """A schedule in the largest whole unit: 604800 -> ``"7d"``; ``None`` -> ``"manual"``."""
+    """A schedule in the largest whole unit of days, hours, minutes or seconds: 604800 ->
+    ``"7d"``, 2 -> ``"2s"``; ``None`` -> ``"manual"``."""
     if seconds is None:
         return "manual"
-    for unit in ("w", "d", "h", "m"):
+    for unit in ("d", "h", "m"):
         size = _UNIT_SECONDS[unit]
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
