@@ -22,6 +22,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
         ReportVersion,
         ResearchReport,
         RunResult,
+        SearchFilters,
         Watch,
         WatchUpdate,
     )
@@ -43,6 +44,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
         "RunResult": RunResult,
         "ResearchReport": ResearchReport,
         "ReportPreferences": ReportPreferences,
+        "SearchFilters": SearchFilters,
         "export_references": export_references,
     }
     assert set(homes) | {"__version__"} == set(deepcritical.__all__)

@@ -15,6 +15,7 @@ import pytest
 import respx
 
 from deepcritical.corpus.hybrid import ScoredDocument
+from deepcritical.corpus.index import LocalCorpus
 from deepcritical.formats.pubmed_xml import PubmedArticle
 from deepcritical.models import DesignFilter, SearchFilters, TrialPhase, TrialStatus
 from deepcritical.sources.clinicaltrials import ClinicalTrialsSource
@@ -23,6 +24,8 @@ from deepcritical.sources.http import HttpOptions
 from deepcritical.sources.local import LocalCorpusSource
 from deepcritical.sources.openalex import OpenAlexSource
 from deepcritical.sources.pubmed import PubMedSource
+from deepcritical.testing.embedders import HashingEmbedder
+from tests.unit.test_corpus_index import TOPICS, rec, write_jsonl
 
 FAST = HttpOptions(requests_per_second=1000.0, timeout_seconds=5.0, tries=1)
 FULL = SearchFilters(
@@ -265,3 +268,24 @@ async def test_local_corpus_filters_by_record_date_and_import_time(tmp_path: Pat
     assert [e.citation.pmid for e in await source.search("q", 10, both)] == ["2", "3"]
     assert len(await source.search("q", 2)) == 2
     assert corpus.limits[-1] == 2
+
+
+async def test_a_real_corpus_keeps_its_import_times(tmp_path: Path) -> None:
+    records = [rec(p, t, year=2019) for p, t in TOPICS.items()]
+    before = datetime.now(UTC).replace(microsecond=0)
+    corpus = LocalCorpus(tmp_path / "corpus", HashingEmbedder())
+    try:
+        corpus.add_file(write_jsonl(tmp_path / "topics.jsonl", records))
+        after = datetime.now(UTC)
+        times = corpus.added_times([*TOPICS, "999"])
+        assert set(times) == set(TOPICS)
+        assert all(before <= t <= after for t in times.values())
+        source = LocalCorpusSource(corpus)
+        query = next(iter(TOPICS.values()))
+        assert await source.search(query, 5, SearchFilters(added_since=before))
+        assert (
+            await source.search(query, 5, SearchFilters(added_since=after.replace(year=3000))) == []
+        )
+        assert await source.search(query, 5, SearchFilters(published_to=date(2018, 12, 31))) == []
+    finally:
+        corpus.close()
