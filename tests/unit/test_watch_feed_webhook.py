@@ -101,7 +101,7 @@ def record_update(watches: WatchStore, watch_id: str) -> WatchUpdate:
         summary=change.summary(),
         change=change,
     )
-    assert watches.claim(watch_id, "test")
+    assert watches.claim(watch_id, "test") is not None
     return watches.commit_update(watch_id, "test", update)
 
 

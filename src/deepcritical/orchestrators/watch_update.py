@@ -4,9 +4,11 @@ it on schedule or a user asks for it.
 1. The watch's update lease is taken (one update at a time; a recovered workflow takes its own
    lease back).
 2. Its window runs from ``checked_until`` (the last update's end, or when the run's report was
-   written) to now; every source is searched for the records added in it
-   (:func:`~deepcritical.orchestrators.watch_search.find_new`), through the call cache, so an
-   update that is run again after its worker died asks no source twice.
+   written) to when the lease was taken (kept by a recovered attempt); every source is
+   searched for the records added in it
+   (:func:`~deepcritical.orchestrators.watch_search.find_new`), through the call cache keyed
+   by the window (:class:`WindowCachedSource`), so an update that is run again after its
+   worker died asks no source twice.
 3. Retractions and corrections of the known records are checked again
    (:func:`~deepcritical.orchestrators.integrity_recheck.recheck_integrity`).
 4. When a new record is included, or a known one was retracted or corrected, a new report
@@ -36,6 +38,7 @@ import httpx
 from deepcritical.config import Settings
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.llm.llm_errors import describe_error
+from deepcritical.llm.model_cache import request_key
 from deepcritical.logs import get_logger
 from deepcritical.models import (
     ChangedRecord,
@@ -72,6 +75,7 @@ from deepcritical.writing.update_version import write_update_version
 __all__ = [
     "UpdateParts",
     "WatchBusyError",
+    "WindowCachedSource",
     "run_watch_update",
     "watch_settings",
     "window_filters",
@@ -85,6 +89,23 @@ LEASE_RENEW_SECONDS = 20.0
 
 class WatchBusyError(StateError):
     """Another process is updating this watch now."""
+
+
+class WindowCachedSource(CachedSource):
+    """A :class:`~deepcritical.state.cache.CachedSource` whose keys also hold the end of the
+    update's window (``until``): the attempt recovered after a worker died (same window) is
+    answered by the cache; an update that runs again after a failure (a new window end)
+    searches again, so no record added meanwhile is missed."""
+
+    def __init__(self, source: SearchSource, cache: CallCache, until: datetime) -> None:
+        super().__init__(source, cache)
+        self.until = until
+
+    def key(self, query: str, limit: int, filters: SearchFilters | None = None) -> str:
+        """The cache key of the search within the window ending at :attr:`until`."""
+        return request_key(
+            "watch-search", {"search": super().key(query, limit, filters), "until": str(self.until)}
+        )
 
 
 @dataclass
@@ -167,12 +188,13 @@ async def run_watch_update(
     runs = await asyncio.to_thread(RunStore.open, settings)
     watches = WatchStore(runs)
     try:
-        if not await asyncio.to_thread(watches.claim, watch.id, holder):
+        until = await asyncio.to_thread(watches.claim, watch.id, holder)
+        if until is None:
             raise WatchBusyError(f"watch {watch.id} is being updated by another process")
         started = utc_now()
         try:
             async with _renewing(watches, watch.id, holder):
-                made = await _update(watch, settings, runs, given, started)
+                made = await _update(watch, settings, runs, given, (started, until))
         except Exception as exc:
             failed = WatchUpdate(
                 watch_id=watch.id,
@@ -206,23 +228,28 @@ class _Made:
 
 
 async def _update(
-    watch: Watch, base: Settings, runs: RunStore, given: UpdateParts, started: datetime
+    watch: Watch,
+    base: Settings,
+    runs: RunStore,
+    given: UpdateParts,
+    times: tuple[datetime, datetime],
 ) -> _Made:
-    """Steps 2 to 4 of the module docstring (nothing recorded)."""
+    """Steps 2 to 4 of the module docstring (nothing recorded); ``times``: when the update
+    started and the end of its window (the lease's)."""
+    started, until = times
     result = await asyncio.to_thread(lambda: runs.result(watch.run_id, owner=watch.owner))
     previous = await asyncio.to_thread(lambda: runs.report_version(watch.run_id, owner=watch.owner))
     if result is None or previous is None:
         raise run_without_report(watch.run_id, "missing", action="watch")
     settings = watch_settings(watch, base)
     embedder = await _embedder(settings, given.embedder)
-    until = utc_now()
     async with AsyncExitStack() as stack:
         sources, pubmed = given.sources, given.pubmed
         if sources is None:
             client = await stack.enter_async_context(new_http_client(settings.http_timeout_seconds))
             cache = CallCache(runs, settings.cache_ttl_seconds)
             built = await asyncio.to_thread(build_sources, settings, client, embedder)
-            sources = [CachedSource(s, cache) for s in built]
+            sources = [WindowCachedSource(s, cache, until) for s in built]
             pubmed = pubmed or build_pubmed(settings, client)
         question = result.plan.refined_question if result.plan else watch.question
         new = await find_new(

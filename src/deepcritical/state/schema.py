@@ -223,8 +223,8 @@ class WatchRow(Base):
     ``queries`` the searches each update repeats; ``every_seconds`` the schedule (``None``:
     by hand only), ``next_due_at`` when the next scheduled update is due; ``checked_until``
     the end of the last update's window. ``lease_owner`` / ``lease_at`` say who is updating
-    it now (one update at a time). ``webhook_url`` may hold a token: never logged or shown
-    in clear.
+    it now (one update at a time), ``lease_until`` the end of that update's window.
+    ``webhook_url`` may hold a token: never logged or shown in clear.
     """
 
     __tablename__ = "watches"
@@ -245,6 +245,7 @@ class WatchRow(Base):
     last_update_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     lease_owner: Mapped[str | None] = mapped_column(String(MAX_KEY_CHARS))
     lease_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class WatchUpdateRow(Base):

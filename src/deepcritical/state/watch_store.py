@@ -309,26 +309,45 @@ class WatchStore:
 
         return self.runs.transact(read)
 
-    def claim(self, watch_id: str, holder: str) -> bool:
-        """Take the update lease of watch ``watch_id`` for ``holder``: True when it was free,
-        already ``holder``'s, or stale (see the module docstring)."""
+    def claim(self, watch_id: str, holder: str) -> datetime | None:
+        """Take the update lease of watch ``watch_id`` for ``holder`` when it is free, stale
+        or already ``holder``'s (see the module docstring); the end of the update's window,
+        or ``None`` when another holder has the lease.
+
+        The window's end is the moment the lease was taken afresh, kept while the same holder
+        takes it again: a workflow recovered after its worker died searches the same window,
+        with the same cache keys, as its killed attempt did.
+        """
         now = utc_now()
         stale = now - timedelta(seconds=LEASE_STALE_SECONDS)
 
-        def work(session: Session) -> bool:
-            done = session.execute(
+        def work(session: Session) -> datetime | None:
+            session.execute(
                 update(WatchRow)
                 .where(
                     WatchRow.id == watch_id,
                     or_(
                         WatchRow.lease_owner.is_(None),
-                        WatchRow.lease_owner == holder,
-                        and_(WatchRow.lease_at.is_not(None), WatchRow.lease_at < stale),
+                        and_(
+                            WatchRow.lease_owner != holder,
+                            WatchRow.lease_at.is_not(None),
+                            WatchRow.lease_at < stale,
+                        ),
                     ),
                 )
-                .values(lease_owner=holder, lease_at=now)
+                .values(lease_owner=holder, lease_at=now, lease_until=now)
             )
-            return bool(getattr(done, "rowcount", 0))
+            session.execute(
+                update(WatchRow)
+                .where(WatchRow.id == watch_id, WatchRow.lease_owner == holder)
+                .values(lease_at=now)
+            )
+            row = session.execute(
+                select(WatchRow.lease_owner, WatchRow.lease_until).where(WatchRow.id == watch_id)
+            ).first()
+            if row is None or row[0] != holder:
+                return None
+            return aware(row[1]) if row[1] is not None else now
 
         return self.runs.transact(work)
 
@@ -363,7 +382,7 @@ class WatchStore:
             lambda s: s.execute(
                 update(WatchRow)
                 .where(WatchRow.id == watch_id, WatchRow.lease_owner == holder)
-                .values(lease_owner=None, lease_at=None)
+                .values(lease_owner=None, lease_at=None, lease_until=None)
             )
         )
 
@@ -418,6 +437,7 @@ class WatchStore:
                 row.next_due_at = kept.finished_at + timedelta(seconds=row.every_seconds)
             row.lease_owner = None
             row.lease_at = None
+            row.lease_until = None
             return kept
 
         return self.runs.transact(work)

@@ -42,6 +42,7 @@ def upgrade() -> None:
         sa.Column("last_update_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("lease_owner", sa.String(length=1000), nullable=True),
         sa.Column("lease_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True),
     )  # fmt: skip
     op.create_index("ix_watches_owner", "watches", ["owner"])
     op.create_index("ix_watches_run_id", "watches", ["run_id"])
