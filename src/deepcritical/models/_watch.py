@@ -147,6 +147,9 @@ class WatchChange(BaseModel):
         removed: known records dropped from support (retracted since the last version).
         corrected: known records that gained another integrity flag (erratum, correction,
             expression of concern); still cited, the flag shown.
+        updated: known on-topic trial registrations ClinicalTrials.gov returned for the window
+            (their status or results changed since): changed, not new; their stored record
+            is refreshed, their screening kept.
         verdict_before, verdict_after: the report's yes / no / uncertain verdict before and
             after (``None`` when the question has none).
         certainty_before, certainty_after: the verdict's certainty level, before and after.
@@ -159,6 +162,7 @@ class WatchChange(BaseModel):
     new_included: list[ChangedRecord] = Field(default_factory=list)
     removed: list[ChangedRecord] = Field(default_factory=list)
     corrected: list[ChangedRecord] = Field(default_factory=list)
+    updated: list[ChangedRecord] = Field(default_factory=list)
     verdict_before: str | None = None
     verdict_after: str | None = None
     certainty_before: str | None = None
@@ -168,9 +172,9 @@ class WatchChange(BaseModel):
 
     @property
     def relevant(self) -> bool:
-        """Whether anything relevant changed: a new included record, a removed or a
-        corrected one (an update without any writes no version)."""
-        return bool(self.new_included or self.removed or self.corrected)
+        """Whether anything relevant changed: a new included record, a removed, corrected or
+        updated one (an update without any writes no version)."""
+        return bool(self.new_included or self.removed or self.corrected or self.updated)
 
     @property
     def verdict_changed(self) -> bool:
@@ -193,6 +197,8 @@ class WatchChange(BaseModel):
             parts.append(f"{len(self.removed)} removed (retracted)")
         if self.corrected:
             parts.append(f"{len(self.corrected)} corrected or flagged")
+        if self.updated:
+            parts.append(f"{len(self.updated)} trial {_registrations(len(self.updated))} updated")
         if self.verdict_changed:
             parts.append(
                 f"verdict {self.verdict_before or 'none'} -> {self.verdict_after or 'none'}"
@@ -210,6 +216,9 @@ class WatchChange(BaseModel):
         if self.corrected:
             out += ["", "**Known studies corrected or flagged**"]
             out += [f"- {r.line()}" for r in self.corrected]
+        if self.updated:
+            out += ["", "**Trials whose status or results changed**"]
+            out += [f"- {r.line()}" for r in self.updated]
         out += ["", "**Verdict**"]
         if self.verdict_changed:
             reason = f" {self.verdict_reason}" if self.verdict_reason else ""
@@ -229,6 +238,10 @@ class WatchChange(BaseModel):
 
 def _plural(n: int) -> str:
     return "study" if n == 1 else "studies"
+
+
+def _registrations(n: int) -> str:
+    return "registration" if n == 1 else "registrations"
 
 
 def _certainty_change(change: WatchChange) -> str:

@@ -26,10 +26,24 @@ from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.evidence.screening import default_calibration, screen_items
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.evidence.study_extraction import appraise_items
-from deepcritical.models import Evidence, Screening, SearchFilters, UpdateFlow
+from deepcritical.models import (
+    ChangedRecord,
+    Evidence,
+    Screening,
+    SearchFilters,
+    UpdateFlow,
+    union_flags,
+)
 from deepcritical.sources.base import SearchSource
 
-__all__ = ["KnownRecords", "NewRecords", "find_new", "renumber"]
+__all__ = [
+    "CHANGED_SOURCES",
+    "KnownRecords",
+    "NewRecords",
+    "find_new",
+    "refresh_changed",
+    "renumber",
+]
 
 _NUMBER = re.compile(r"^E(\d+)$")
 
@@ -52,19 +66,34 @@ class KnownRecords:
         return any(key in self.keys for key in identifier_keys(item.citation))
 
 
+CHANGED_SOURCES = frozenset({"trials"})
+"""Sources whose window returns records that changed, not only new ones (ClinicalTrials.gov's
+``LastUpdatePostDate``): a known record they return is kept as changed."""
+
+
 class _SkipKnown:
     """``inner`` with the records ``known`` holds dropped from its answers, counted per
-    source in ``skipped``; every argument of ``search`` (the filters too) is passed on."""
+    source in ``skipped`` (those of a :data:`CHANGED_SOURCES` source kept in ``changed``);
+    every argument of ``search`` (the filters too) is passed on."""
 
-    def __init__(self, inner: SearchSource, known: KnownRecords, skipped: dict[str, int]) -> None:
+    def __init__(
+        self,
+        inner: SearchSource,
+        known: KnownRecords,
+        skipped: dict[str, int],
+        changed: list[Evidence],
+    ) -> None:
         self.inner = inner
         self.known = known
         self.skipped = skipped
+        self.changed = changed
         self.name = inner.name
 
     async def search(self, query: str, limit: int, *args: Any, **kwargs: Any) -> list[Evidence]:
         items = await self.inner.search(query, limit, *args, **kwargs)
         fresh = [item for item in items if not self.known.knows(item)]
+        if self.name in CHANGED_SOURCES:
+            self.changed.extend(item for item in items if self.known.knows(item))
         self.skipped[self.name] = self.skipped.get(self.name, 0) + len(items) - len(fresh)
         return fresh
 
@@ -72,11 +101,13 @@ class _SkipKnown:
 @dataclass
 class NewRecords:
     """What :func:`find_new` found: ``items`` (the new records, screened and appraised, ids
-    continuing the watch's numbering), ``flow`` (the update's flow of records) and
-    ``failures`` (source -> reason, for sources that failed on every query: their window is
-    not covered)."""
+    continuing the watch's numbering), ``changed`` (known records a source returned because
+    they changed: ClinicalTrials.gov registrations updated in the window, as returned),
+    ``flow`` (the update's flow of records) and ``failures`` (source -> reason, for sources
+    that failed on every query: their window is not covered)."""
 
     items: list[Evidence] = field(default_factory=list)
+    changed: list[Evidence] = field(default_factory=list)
     flow: UpdateFlow = field(default_factory=UpdateFlow)
     failures: dict[str, str] = field(default_factory=dict)
 
@@ -120,7 +151,8 @@ async def find_new(
         Exception: the embedder failed (source failures are reported in ``failures``).
     """
     skipped: dict[str, int] = {}
-    wrapped = [_SkipKnown(s, known, skipped) for s in sources]
+    changed: list[Evidence] = []
+    wrapped = [_SkipKnown(s, known, skipped, changed) for s in sources]
     store = EvidenceStore(embedder, near_duplicate_threshold)
     agent = SearchAgent(wrapped, store, results_per_query, **search_options)
     found = await agent.run(queries, relevance_to=[question], filters=filters)
@@ -141,4 +173,32 @@ async def find_new(
         included=sum(not e.citation.retracted for e in on_topic),
         retracted_new=sum(e.citation.retracted for e in on_topic),
     )
-    return NewRecords(items=items, flow=flow, failures=dict(found.failures))
+    return NewRecords(items=items, changed=changed, flow=flow, failures=dict(found.failures))
+
+
+def refresh_changed(
+    items: Sequence[Evidence], changed: Sequence[Evidence]
+) -> tuple[list[Evidence], list[ChangedRecord]]:
+    """``items`` (the known records) with each record of ``changed`` that matches one by
+    identifier refreshed: its content, title and dates from the source now, its id,
+    screening, relevance and integrity flags (unioned) kept; and the on-topic ones refreshed,
+    as :class:`~deepcritical.models.ChangedRecord` lines (``"registration updated"``)."""
+    out = [e.model_copy(deep=True) for e in items]
+    by_key: dict[str, int] = {}
+    for position, item in enumerate(out):
+        for key in identifier_keys(item.citation):
+            by_key.setdefault(key, position)
+    lines: dict[str, ChangedRecord] = {}
+    for fresh in changed:
+        index = next((by_key[k] for k in identifier_keys(fresh.citation) if k in by_key), None)
+        if index is None:
+            continue
+        old = out[index]
+        citation = fresh.citation.model_copy(
+            update={"integrity_flags": union_flags(old.citation.integrity_flags,
+                                                   fresh.citation.integrity_flags)}
+        )  # fmt: skip
+        out[index] = old.model_copy(update={"content": fresh.content, "citation": citation})
+        if old.screening != Screening.OFF_TOPIC and not citation.retracted:
+            lines[old.id] = ChangedRecord.of(out[index], "registration updated")
+    return out, list(lines.values())

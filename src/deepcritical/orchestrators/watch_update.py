@@ -53,7 +53,7 @@ from deepcritical.models import (
     utc_now,
 )
 from deepcritical.orchestrators.integrity_recheck import RecordFetcher, recheck_integrity
-from deepcritical.orchestrators.watch_search import KnownRecords, find_new
+from deepcritical.orchestrators.watch_search import KnownRecords, find_new, refresh_changed
 from deepcritical.report.finish import GroundingOptions
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.factory import build_pubmed, build_sources
@@ -264,7 +264,8 @@ async def _update(
             pubmed_date_from=settings.pubmed_date_from,
             **given.search_options,
         )
-        recheck = await recheck_integrity(result.evidence, pubmed)
+        known, updated = refresh_changed(result.evidence, new.changed)
+        recheck = await recheck_integrity(known, pubmed)
     searched = {s.name for s in sources}
     if searched and set(new.failures) >= searched:
         reasons = "; ".join(f"{k}: {v}" for k, v in new.failures.items())
@@ -279,6 +280,7 @@ async def _update(
         ],
         removed=recheck.removed,
         corrected=recheck.corrected,
+        updated=updated,
         flow=new.flow,
         verdict_before=previous.report.metadata.verdict,
         verdict_after=previous.report.metadata.verdict,
