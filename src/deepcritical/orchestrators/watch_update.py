@@ -52,8 +52,17 @@ from deepcritical.models import (
     WatchUpdate,
     utc_now,
 )
-from deepcritical.orchestrators.integrity_recheck import RecordFetcher, recheck_integrity
-from deepcritical.orchestrators.watch_search import KnownRecords, find_new, refresh_changed
+from deepcritical.orchestrators.integrity_recheck import (
+    IntegrityRecheck,
+    RecordFetcher,
+    recheck_integrity,
+)
+from deepcritical.orchestrators.watch_search import (
+    KnownRecords,
+    NewRecords,
+    find_new,
+    refresh_changed,
+)
 from deepcritical.report.finish import GroundingOptions
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.factory import build_pubmed, build_sources
@@ -227,22 +236,30 @@ class _Made:
     evidence: list[Evidence] | None = None
 
 
-async def _update(
+@dataclass
+class _Found:
+    """What an update's searches and re-check found (steps 2 and 3)."""
+
+    new: NewRecords
+    recheck: IntegrityRecheck
+    updated: list[ChangedRecord]
+
+
+async def _search_window(
     watch: Watch,
-    base: Settings,
+    settings: Settings,
     runs: RunStore,
     given: UpdateParts,
-    times: tuple[datetime, datetime],
-) -> _Made:
-    """Steps 2 to 4 of the module docstring (nothing recorded); ``times``: when the update
-    started and the end of its window (the lease's)."""
-    started, until = times
-    result = await asyncio.to_thread(lambda: runs.result(watch.run_id, owner=watch.owner))
-    previous = await asyncio.to_thread(lambda: runs.report_version(watch.run_id, owner=watch.owner))
-    if result is None or previous is None:
-        raise run_without_report(watch.run_id, "missing", action="watch")
-    settings = watch_settings(watch, base)
-    embedder = await _embedder(settings, given.embedder)
+    result: RunResult,
+    embedder: Embedder,
+    until: datetime,
+) -> _Found:
+    """Steps 2 and 3 of the module docstring: the window searched on every source (through
+    the call cache keyed by the window), the known records re-checked.
+
+    Raises:
+        StateError: every source failed (the window was not searched).
+    """
     async with AsyncExitStack() as stack:
         sources, pubmed = given.sources, given.pubmed
         if sources is None:
@@ -270,6 +287,27 @@ async def _update(
     if searched and set(new.failures) >= searched:
         reasons = "; ".join(f"{k}: {v}" for k, v in new.failures.items())
         raise StateError(f"every source failed, so the window was not searched ({reasons})")
+    return _Found(new, recheck, updated)
+
+
+async def _update(
+    watch: Watch,
+    base: Settings,
+    runs: RunStore,
+    given: UpdateParts,
+    times: tuple[datetime, datetime],
+) -> _Made:
+    """Steps 2 to 4 of the module docstring (nothing recorded); ``times``: when the update
+    started and the end of its window (the lease's)."""
+    started, until = times
+    result = await asyncio.to_thread(lambda: runs.result(watch.run_id, owner=watch.owner))
+    previous = await asyncio.to_thread(lambda: runs.report_version(watch.run_id, owner=watch.owner))
+    if result is None or previous is None:
+        raise run_without_report(watch.run_id, "missing", action="watch")
+    settings = watch_settings(watch, base)
+    embedder = await _embedder(settings, given.embedder)
+    found = await _search_window(watch, settings, runs, given, result, embedder, until)
+    new, recheck = found.new, found.recheck
     change = WatchChange(
         since=watch.checked_until,
         until=until,
@@ -280,7 +318,7 @@ async def _update(
         ],
         removed=recheck.removed,
         corrected=recheck.corrected,
-        updated=updated,
+        updated=found.updated,
         flow=new.flow,
         verdict_before=previous.report.metadata.verdict,
         verdict_after=previous.report.metadata.verdict,
@@ -292,10 +330,10 @@ async def _update(
         started_at=started,
         finished_at=until,
         outcome="nothing_new",
+        summary=change.summary(),
         change=change,
     )
     if not change.relevant:
-        update.summary = change.summary()
         return _Made(update, evidence=union if new.items else None)
     grounding = GroundingOptions(enabled=settings.grounding, threshold=settings.grounding_threshold)
     version = await write_update_version(
