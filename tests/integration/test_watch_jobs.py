@@ -248,3 +248,34 @@ def executor_of(cluster: Cluster, workflow_id: str) -> str:
     executor = found[0].executor_id
     assert executor in cluster.workers, executor
     return str(executor)
+
+
+def test_the_embedded_default_runs_scheduled_updates_in_a_worker(
+    api_fixtures: Path, tmp_path: Path
+) -> None:
+    """One ``deepcritical worker`` on the SQLite run database (no server) runs a watch's
+    scheduled updates."""
+    with GrowingStubAPI(StubData(api_fixtures)) as stub:
+        env = user_env()
+        env["DEEPCRITICAL_SOURCE_BASE_URLS"] = json.dumps({"pubmed": stub.eutils_url})
+        cluster = Cluster(url="", stub=stub, root=tmp_path, env=env)
+        settings = cluster.settings().model_copy(update={"database_url": None})
+        run_id = asyncio.run(finished_run(settings))
+        watch = asyncio.run(watch_run(run_id, settings, every=f"{EVERY:g}s"))
+        store = RunStore.open(settings)
+        try:
+            cluster.start_worker("solo")
+
+            def two() -> list[WatchUpdate] | None:
+                found = WatchStore(store).updates(watch.id)
+                return found if len(found) >= 2 else None
+
+            updates = wait_for(two, "two scheduled updates", cluster, 120)
+            check_once_each(updates)
+            assert {u.trigger for u in updates} == {"schedule"}
+        finally:
+            store.close()
+            for proc in cluster.workers.values():
+                proc.terminate()
+                proc.wait(timeout=30)
+        assert not stub.errors, stub.errors
