@@ -577,8 +577,9 @@ async def update_watch(
         watch_id: the watch (a unique prefix of 6+ characters is accepted).
         settings: the database, keys and source roots; defaults to the environment's.
         owner: the user the watch belongs to (``None``: the local user).
-        sources: search sources to use instead of those the run's settings name (they must
-            honour the update's window themselves).
+        sources: search sources to use instead of those the run's settings name (they are
+            given the window's filters; the re-check of retractions on PubMed is then not
+            made: it is made with the PubMed client built from the settings only).
         embedder: the embedder to use instead of the run embedder.
 
     Raises:

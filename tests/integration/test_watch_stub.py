@@ -146,6 +146,15 @@ def test_an_update_searches_the_window_lists_whats_new_and_drops_the_retracted(
         assert cli.stdout.strip().startswith("Nothing relevant is new since ")
         listed = run_watch_cli(stub, tmp_path, "list")
         assert watch.id in listed.stdout
+        private = run_watch_cli(stub, tmp_path, "webhook", watch.id, "http://10.0.0.7/h/s3cr3t")
+        assert private.returncode == 2, private.stderr
+        assert "s3cr3t" not in private.stderr
+        hook = "https://hooks.example.org/services/T0/B0/s3cr3t"
+        assert run_watch_cli(stub, tmp_path, "webhook", watch.id, hook).returncode == 0
+        shown = run_watch_cli(stub, tmp_path, "show", watch.id[:8])
+        assert "Webhook: https://hooks.example.org/services/..." in shown.stdout
+        assert "s3cr3t" not in shown.stdout + shown.stderr
+        assert "Update 3 (manual" in shown.stdout
         assert not stub.errors, stub.errors
 
 

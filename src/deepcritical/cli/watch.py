@@ -4,7 +4,8 @@
   (as ``research`` does, writing the report) and watch the run;
 - ``deepcritical watch --run ID [--every 30d] [--webhook URL]``: watch a finished run;
 - ``watch list | show ID | update ID | pause ID | resume ID | remove ID``: ``update`` runs an
-  update now and prints what is new, or that nothing is.
+  update now and prints what is new, or that nothing is;
+- ``watch webhook ID [URL]``: set (public http(s) URLs only) or remove a watch's webhook.
 
 Scheduled updates run in the job workers (``deepcritical worker``, or ``serve --jobs``); see
 ``docs/watches.md``. A bad watch id exits with code 2, as a bad run id does.
@@ -139,12 +140,15 @@ def new(
     length: LengthOption = None,
     focus: FocusOption = None,
     out: ReportPath = Path("report.md"),
+    owner: Owner = None,
 ) -> None:
-    """Research QUESTION and watch it, or watch the finished run --run ID."""
+    """Research QUESTION and watch it, or watch the finished run --run ID (of --owner)."""
     from deepcritical.api import watch_run
 
     if (question is None) == (run is None):
         raise fail('give a question or --run ID (not both): watch "QUESTION" or watch --run ID', 2)
+    if question is not None and owner is not None:
+        raise fail("--owner works with --run only (a new research belongs to the local user)", 2)
     settings = settings_from_options()
     if run is None:
         assert question is not None
@@ -293,6 +297,28 @@ def pause(watch_id: WatchId, owner: Owner = None) -> None:
 def resume(watch_id: WatchId, owner: Owner = None) -> None:
     """Resume a paused watch: its next update is due one period from now."""
     _set_paused(watch_id, owner, False)
+
+
+@watch_app.command("webhook")
+def webhook(
+    watch_id: WatchId,
+    url: Annotated[
+        str | None, typer.Argument(help="The webhook URL (public http(s)); none: remove it.")
+    ] = None,
+    owner: Owner = None,
+) -> None:
+    """Set a watch's webhook (each new version's change summary is POSTed to it), or remove
+    it when no URL is given."""
+    from deepcritical.sources.webhook import check_webhook_url
+
+    checked = _on_watch(lambda: check_webhook_url(url), watch_id) if url else None
+    runs, watches = _store()
+    try:
+        _on_watch(lambda: watches.set_webhook(watch_id, checked, owner=owner), watch_id)
+    finally:
+        runs.close()
+    shown = f"set to {shown_url(checked)}" if checked else "removed"
+    console.print(f"Webhook of watch {watch_id} {shown}.")
 
 
 @watch_app.command("remove")
