@@ -21,8 +21,10 @@ from deepcritical.evidence.embeddings import Embedder
 from deepcritical.formats.pubmed_xml import PubmedArticle
 from deepcritical.models import Citation, Evidence, RunResult, Screening, utc_now
 from deepcritical.orchestrators.watch_update import UpdateParts, run_watch_update
-from deepcritical.state import RunStore
+from deepcritical.sources.base import SourceError
+from deepcritical.state import RunStore, StateError
 from deepcritical.state.watch_store import WatchNotFoundError, WatchStore
+from deepcritical.testing.embedders import HashingEmbedder
 from tests.state.revision_run import MetforminSource, finished_run
 from tests.state.test_ask_api import store_run
 
@@ -217,6 +219,8 @@ def test_watches_belong_to_their_owner_and_one_update_holds_the_lease(
     run_id = store_run(runs, result, owner="user:alice")
     watches = WatchStore(runs)
     watch = watches.create(run_id, owner="user:alice", every_seconds=2.0)
+    with pytest.raises(StateError, match="watched already"):
+        watches.create(run_id, owner="user:alice")  # one watch per run
     with pytest.raises(WatchNotFoundError):
         watches.require(watch.id, owner="user:bob")
     assert watches.list_watches(owner="user:bob") == []
@@ -244,3 +248,30 @@ def test_watches_belong_to_their_owner_and_one_update_holds_the_lease(
     with pytest.raises(WatchNotFoundError):
         watches.require(watch.id, owner="user:alice")
     assert runs.get_run(run_id, owner="user:alice") is not None  # the run stays
+
+
+class DownSource:
+    name = "pubmed"
+
+    async def search(self, query: str, limit: int, *args: Any, **kwargs: Any) -> list[Evidence]:
+        raise SourceError("pubmed", "HTTP 503 after 3 tries")
+
+
+async def test_an_update_whose_sources_all_failed_keeps_its_window(
+    runs: RunStore, settings: Settings, result: RunResult
+) -> None:
+    run_id = store_run(runs, result)
+    watches = WatchStore(runs)
+    watch = watches.create(run_id, every_seconds=60.0)
+    parts = UpdateParts(
+        sources=[DownSource()], pubmed=RetractingPubMed(), embedder=HashingEmbedder()
+    )
+    with pytest.raises(StateError, match="every source failed"):
+        await run_watch_update(watch, settings, holder="h", parts=parts)
+    (failed,) = watches.updates(watch.id)
+    assert failed.outcome == "failed"
+    assert "HTTP 503" in failed.summary
+    after = watches.require(watch.id)
+    assert after.checked_until == watch.checked_until  # the next update searches it again
+    assert after.version == 1
+    assert watches.claim(watch.id, "another") is not None  # the lease was freed

@@ -204,29 +204,45 @@ async def run_watch_update(
         try:
             async with _renewing(watches, watch.id, holder):
                 made = await _update(watch, settings, runs, given, (started, until))
+            made.update.trigger = trigger
+            recorded = await asyncio.to_thread(
+                lambda: watches.commit_update(
+                    watch.id, holder, made.update, version=made.version, evidence=made.evidence
+                )
+            )
         except Exception as exc:
-            failed = WatchUpdate(
-                watch_id=watch.id,
-                number=1,
-                started_at=started,
-                finished_at=utc_now(),
-                outcome="failed",
-                summary=describe_error(exc)[:500],
-                trigger=trigger,
-            )
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(watches.commit_update, watch.id, holder, failed)
+            failure = (watches, watch.id, holder, started, exc, trigger)
+            await asyncio.to_thread(_record_failure, *failure)
             raise
-        made.update.trigger = trigger
-        recorded = await asyncio.to_thread(
-            lambda: watches.commit_update(
-                watch.id, holder, made.update, version=made.version, evidence=made.evidence
-            )
-        )
     finally:
         runs.close()
     await _notify(watch, recorded, given)
     return recorded
+
+
+def _record_failure(
+    watches: WatchStore,
+    watch_id: str,
+    holder: str,
+    started: datetime,
+    exc: BaseException,
+    trigger: Literal["schedule", "manual"],
+) -> None:
+    """Record a ``failed`` update (its window kept for the next one) and free the lease;
+    nothing when this holder lost the lease meanwhile."""
+    failed = WatchUpdate(
+        watch_id=watch_id,
+        number=1,
+        started_at=started,
+        finished_at=utc_now(),
+        outcome="failed",
+        summary=describe_error(exc)[:500],
+        trigger=trigger,
+    )
+    try:
+        watches.commit_update(watch_id, holder, failed)
+    except Exception:  # noqa: BLE001 - the update's own error is what the caller sees
+        log.warning("a failed update could not be recorded", watch=watch_id)
 
 
 @dataclass

@@ -85,11 +85,21 @@ class WatchStore:
         Raises:
             RunNotFoundError: no such run among ``owner``'s runs.
             RunWithoutReportError: the run has no report (failed, cancelled, unfinished).
+            StateError: the run is watched already (one watch per run: its updates are the
+                run's report versions).
         """
         record = self.runs.require_run(run_id, owner=owner)
         result = self.runs.result(record.id, owner=owner)
         if result is None:
             raise run_without_report(record.id, record.status, record.error, action="watch")
+        watched = self.runs.transact(
+            lambda s: s.scalar(select(WatchRow.id).where(WatchRow.run_id == record.id))
+        )
+        if watched is not None:
+            raise StateError(
+                f"run {record.id} is watched already (watch {watched})",
+                cli_hint=f"see `deepcritical watch show {watched}`",
+            )
         now = utc_now()
         watch_id = uuid.uuid4().hex
         row = WatchRow(
