@@ -124,3 +124,29 @@ async def test_the_stub_answers_trials_updated_since_and_of_a_status(
     ]
     (last, *_) = reversed(stub.requests_for("trials"))
     assert last.params["filter.overallStatus"] == "WITHDRAWN"
+
+
+async def test_citation_tracking_keeps_to_the_filters(stub: StubAPI, tmp_path: Path) -> None:
+    """The seed (PMID 22663011, 2012) is inside 2010-; its references from 2001 and the
+    papers citing it from 1990 and 1976 (the stub's synthetic graph) are removed by the
+    filters and counted in the flow, which still adds up."""
+    from deepcritical.api import research
+
+    settings = _settings(stub, tmp_path).model_copy(
+        update={"sources": ["pubmed", "openalex"], "citation_seeds": 1, "citation_candidates": 10}
+    )
+    since_2010 = SearchFilters(published_from=date(2010, 1, 1))
+    events = [
+        e
+        async for e in research(QUESTION, settings, filters=since_2010, embedder=HashingEmbedder())
+    ]
+    result = events[-1].result
+    assert result is not None, events[-1].message
+    assert any(r.route == "elink" for r in stub.requests), "citation tracking ran"
+    years = [e.citation.year for e in result.evidence]
+    assert all(y is None or y >= 2010 for y in years), years
+    flow = result.report.metadata.flow
+    assert flow is not None
+    assert flow.identified_by_citation_tracking > 0
+    assert flow.excluded_by_filters > 0
+    assert flow.problems() == []

@@ -95,6 +95,13 @@ def test_bad_values_raise_a_clear_error(fields: dict[str, object], message: str)
     assert message in str(caught.value)
 
 
+def test_added_since_is_kept_in_utc() -> None:
+    filters = SearchFilters.model_validate({"added_since": "2024-02-01T01:30:00+02:00"})
+    assert filters.added_since == datetime(2024, 1, 31, 23, 30, tzinfo=UTC)
+    assert filters.added_since is not None
+    assert filters.added_since.tzinfo is UTC
+
+
 def test_a_one_day_range_is_allowed() -> None:
     day = date(2020, 2, 29)
     assert SearchFilters(published_from=day, published_to=day).year_range == (2020, 2020)
