@@ -59,14 +59,16 @@ def watches_html(watches: list[Watch]) -> str:
         badge = f'<span class="dc-badge">{w.unseen} new</span>' if w.unseen else ""
         last = f"{w.last_update_at:%Y-%m-%d %H:%M} UTC" if w.last_update_at else "never"
         state = "paused" if w.paused else f"every {format_every(w.every_seconds)}"
+        feed = html.escape(watch_feed_path(w.id))
         rows.append(
             f'<tr data-watch="{html.escape(w.id)}"><td><code>{html.escape(w.id)}</code></td>'
             f"<td>{html.escape(w.question)} {badge}</td><td>{html.escape(state)}</td>"
             f"<td>{w.version}</td><td>{html.escape(last)}<br>"
-            f"<small>{html.escape(w.last_summary)}</small></td></tr>"
+            f"<small>{html.escape(w.last_summary)}</small></td>"
+            f'<td><a href="{feed}">Atom</a></td></tr>'
         )
     head = "<tr><th>watch</th><th>question</th><th>schedule</th><th>version</th>"
-    head += "<th>last update</th></tr>"
+    head += "<th>last update</th><th>feed</th></tr>"
     feed = html.escape(watch_feed_path())
     return (
         f'<table class="dc-watches">{head}{"".join(rows)}</table>'
