@@ -1,5 +1,6 @@
 """Living reviews in the web app (issue 33, item 5), in headless Chromium: a run researched
-in the browser is kept up to date from the Watches tab; two relevant records are added to the
+in the browser is kept up to date from the Watches tab (its run box holds the finished run
+the page shows); two relevant records are added to the
 local corpus; *Update now* says what is new and writes version 2; the list shows the badge
 of unseen changes; *Show what changed* opens the "What's new" section and the diff by
 section, and the badge clears. The watch's Atom feed is served to this browser and refused to
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.e2e.conftest import (
     CHROMIUM_ARGS,
@@ -103,7 +104,9 @@ def test_keep_a_review_up_to_date_update_badge_and_diff(
         assert run_id
 
         page.get_by_role("tab", name="Watches").click()
-        page.locator("#dc-watch-run input, #dc-watch-run textarea").first.fill(run_id)
+        # the finished run the page shows is the one "Keep this review up to date" acts on
+        box = page.locator("#dc-watch-run input, #dc-watch-run textarea").first
+        expect(box).to_have_value(run_id, timeout=30_000)
         page.locator("#dc-watch-keep").click()
         status = page.locator("#dc-watch-status")
         status.get_by_text("Watching run").wait_for(timeout=30_000)

@@ -308,7 +308,7 @@ def _page(
             handlers.backend,
             tabs.follow_up,
         )
-        watches_tab(settings, access)
+        watches_tab(settings, access, tabs.versions.run_id)
     runs = _wire_run_events(handlers, form, options, watch_state, progress, run_outputs, history)
     starts = [form.run_btn.click, form.question.submit, form.resume_btn.click]
     after_runs = _wire_follow_ups(

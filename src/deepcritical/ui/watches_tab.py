@@ -187,8 +187,15 @@ class WatchHandlers:
         return whats_new, diff, listing
 
 
-def watches_tab(settings: Settings, access: Access) -> None:
-    """Build the *Watches* tab (inside the current ``gr.Tabs``) and wire its handlers."""
+def _shown_run(run_id: str | None) -> Any:
+    """The finished run the page shows, for the run box (left as it is without one)."""
+    return run_id if run_id else gr.skip()
+
+
+def watches_tab(settings: Settings, access: Access, shown_run: gr.State | None = None) -> None:
+    """Build the *Watches* tab (inside the current ``gr.Tabs``) and wire its handlers;
+    ``shown_run`` (the finished run the page shows, the versions panel's) fills the run box,
+    so *Keep this review up to date* acts on it."""
     handlers = WatchHandlers(settings, access)
     with gr.Tab("Watches", elem_id="dc-watches-tab") as tab:
         gr.Markdown(
@@ -218,4 +225,6 @@ def watches_tab(settings: Settings, access: Access) -> None:
         handlers.keep_up_to_date, [run_id, schedule], [status, listing, watch_id], **private
     )
     update_btn.click(handlers.update_now, watch_id, [status, listing], **private)
+    if shown_run is not None:
+        shown_run.change(_shown_run, shown_run, run_id, queue=False, **private)
     changes_btn.click(handlers.show_changes, watch_id, [whats_new, diff, listing], **private)
