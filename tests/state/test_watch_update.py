@@ -25,7 +25,7 @@ from deepcritical.sources.base import SourceError
 from deepcritical.state import RunStore, StateError
 from deepcritical.state.watch_store import WatchNotFoundError, WatchStore
 from deepcritical.testing.embedders import HashingEmbedder
-from tests.state.revision_run import MetforminSource, finished_run
+from tests.state.revision_run import QUESTION, MetforminSource, finished_run
 from tests.state.test_ask_api import store_run
 
 NEW_RECORDS = (
@@ -275,3 +275,25 @@ async def test_an_update_whose_sources_all_failed_keeps_its_window(
     assert after.checked_until == watch.checked_until  # the next update searches it again
     assert after.version == 1
     assert watches.claim(watch.id, "another") is not None  # the lease was freed
+
+
+async def test_watch_researches_then_watches_and_refuses_a_bad_schedule_first(
+    runs: RunStore, settings: Settings
+) -> None:
+    from deepcritical.api import watch as watch_question
+
+    with pytest.raises(ValueError, match="schedule"):
+        await watch_question(QUESTION, settings, every="weekly")
+    assert runs.list_runs() == []  # refused before the research started
+    made = await watch_question(
+        QUESTION,
+        settings.model_copy(update={"sources": ["pubmed"], "max_rounds": 1}),
+        every="30d",
+        sources=[MetforminSource()],
+        embedder=HashingEmbedder(),
+    )
+    assert made.every_seconds == 30 * 86400
+    assert made.question == QUESTION
+    record = runs.require_run(made.run_id)
+    assert record.status in {"completed", "max_iterations"}
+    assert [w.id for w in WatchStore(runs).list_watches()] == [made.id]
