@@ -11,6 +11,10 @@ The public API, imported lazily so that ``import deepcritical`` stays cheap:
   (``research(..., review_plan=True, review_evidence=True)`` stops with ``plan_ready`` /
   ``evidence_ready``; :func:`approve_plan`, :func:`approve_evidence` decide and continue the
   run, :func:`cancel_review` cancels it), from :mod:`deepcritical.api`;
+- living reviews: :func:`watch` / :func:`watch_run` (``await watch_run(run_id, settings,
+  every="7d")``: a :class:`~deepcritical.models.Watch` that keeps a finished run's review up
+  to date) and :func:`update_watch` (an update now, a
+  :class:`~deepcritical.models.WatchUpdate`), from :mod:`deepcritical.api`;
 - :class:`Settings` (:mod:`deepcritical.config`);
 - :class:`ResearchEvent` (:mod:`deepcritical.events`): what a run streams, the last being
   ``done`` (with its :class:`RunResult`) or ``error``;
@@ -40,6 +44,8 @@ __all__ = [
     "RunResult",
     "SearchFilters",
     "Settings",
+    "Watch",
+    "WatchUpdate",
     "__version__",
     "approve_evidence",
     "approve_plan",
@@ -49,6 +55,9 @@ __all__ = [
     "research",
     "resume",
     "revise",
+    "update_watch",
+    "watch",
+    "watch_run",
 ]
 
 if TYPE_CHECKING:
@@ -60,6 +69,9 @@ if TYPE_CHECKING:
         research,
         resume,
         revise,
+        update_watch,
+        watch,
+        watch_run,
     )
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
@@ -73,6 +85,8 @@ if TYPE_CHECKING:
         ResearchReport,
         RunResult,
         SearchFilters,
+        Watch,
+        WatchUpdate,
     )
 
 _PUBLIC = {
@@ -85,6 +99,11 @@ _PUBLIC = {
     "cancel_review": "deepcritical.api",
     "EvidenceDecision": "deepcritical.models",
     "ResearchPlan": "deepcritical.models",
+    "watch": "deepcritical.api",
+    "watch_run": "deepcritical.api",
+    "update_watch": "deepcritical.api",
+    "Watch": "deepcritical.models",
+    "WatchUpdate": "deepcritical.models",
     "ReportVersion": "deepcritical.models",
     "FollowUp": "deepcritical.models",
     "Settings": "deepcritical.config",

@@ -4,6 +4,8 @@
 ``research(..., review_plan=True, review_evidence=True)`` stops for the researcher's reviews,
 which ``approve_plan(run_id, plan)`` and ``approve_evidence(run_id, decisions)`` decide
 (then continue the run) and ``cancel_review(run_id)`` cancels.
+Living reviews: ``await watch_run(run_id, settings, every="7d")`` (or ``watch(question,
+...)``, which researches first) and ``await update_watch(watch_id, settings)``.
 
 Opens the run's record, has its parts assembled
 (:mod:`deepcritical.orchestrators.assembly`: models, HTTP client, sources, evidence store,
@@ -37,6 +39,8 @@ from deepcritical.models import (
     ResearchPlan,
     RunReview,
     SearchFilters,
+    Watch,
+    WatchUpdate,
 )
 from deepcritical.orchestrators.assembly import GivenParts, build_run_deps, resolve_models
 from deepcritical.orchestrators.deps import check_context, check_question, requested_filters
@@ -648,3 +652,157 @@ def _earlier_traces(metrics: dict[str, Any]) -> list[dict[str, str]]:
     if metrics.get("trace_id") and metrics.get("trace_span_id"):
         earlier.append({"trace_id": metrics["trace_id"], "span_id": metrics["trace_span_id"]})
     return earlier
+
+
+def _every_seconds(every: str | float | None) -> float | None:
+    """A schedule given as ``"7d"`` or seconds, in seconds (``None``: by hand only).
+
+    Raises:
+        ValueError: a schedule not understood or too short.
+    """
+    from deepcritical.models import parse_every
+
+    if every is None:
+        return None
+    return parse_every(every) if isinstance(every, str) else parse_every(f"{float(every)}s")
+
+
+async def watch_run(
+    run_id: str,
+    settings: Settings | None = None,
+    *,
+    every: str | float | None = None,
+    webhook_url: str | None = None,
+    owner: str | None = None,
+) -> Watch:
+    """Keep ``owner``'s finished run ``run_id`` up to date: a watch (living review) on it.
+
+    The watch holds the run's question, reviewed plan, public settings and queries; its
+    versions are the run's report versions. Each update (:func:`update_watch`, or a worker on
+    schedule) searches only the records added to the sources since the last one. See
+    ``docs/watches.md``.
+
+    Args:
+        run_id: the run (a unique prefix of 6+ characters is accepted).
+        settings: where the run database is; defaults to :class:`Settings` from the
+            environment.
+        every: the schedule, ``"7d"``, ``"30d"``, ``"12h"`` or seconds (``None``: updated by
+            hand only); workers (``deepcritical worker``) run the scheduled updates.
+        webhook_url: where each new version's change summary is POSTed (public http(s)
+            hosts only).
+        owner: the user the run belongs to (``None``, the default: the local user).
+
+    Raises:
+        ValueError: ``every`` not understood or shorter than a second.
+        UnsafeURLError: ``webhook_url`` is not http(s) or names a private or local host.
+        RunNotFoundError: no such run among ``owner``'s runs.
+        RunWithoutReportError: the run has no report.
+    """
+    from deepcritical.sources.webhook import check_webhook_url
+    from deepcritical.state.run_store import RunStore
+    from deepcritical.state.watch_store import WatchStore
+
+    base = settings or Settings()
+    seconds = _every_seconds(every)
+    url = check_webhook_url(webhook_url) if webhook_url else None
+    store = await asyncio.to_thread(RunStore.open, base)
+    try:
+        return await asyncio.to_thread(
+            lambda: WatchStore(store).create(
+                run_id, owner=owner, every_seconds=seconds, webhook_url=url
+            )
+        )
+    finally:
+        store.close()
+
+
+async def watch(
+    question: str,
+    settings: Settings | None = None,
+    *,
+    every: str | float | None = None,
+    webhook_url: str | None = None,
+    context: str | None = None,
+    preferences: ReportPreferences | None = None,
+    owner: str | None = None,
+    sources: Sequence[SearchSource] | None = None,
+    embedder: Embedder | None = None,
+) -> Watch:
+    """Research ``question`` (:func:`research`, to its report) and watch the run
+    (:func:`watch_run`): the review is kept up to date on schedule ``every``.
+
+    Raises:
+        ValueError: ``every`` not understood; UnsafeURLError: a bad ``webhook_url`` (both
+            before the research starts).
+        RunWithoutReportError: the research ended without a report.
+        Exception: what :func:`research` raises.
+    """
+    from deepcritical.sources.webhook import check_webhook_url
+
+    base = settings or Settings()
+    _every_seconds(every)
+    if webhook_url:
+        check_webhook_url(webhook_url)
+    run_id: str | None = None
+    events = research(
+        question,
+        base,
+        context=context,
+        preferences=preferences,
+        owner=owner,
+        sources=sources,
+        embedder=embedder,
+    )
+    async for event in events:
+        run_id = run_id or event.run_id
+    if run_id is None:
+        raise run_not_found("(none: the run was not recorded)")
+    return await watch_run(run_id, base, every=every, webhook_url=webhook_url, owner=owner)
+
+
+async def update_watch(
+    watch_id: str,
+    settings: Settings | None = None,
+    *,
+    owner: str | None = None,
+    sources: Sequence[SearchSource] | None = None,
+    embedder: Embedder | None = None,
+) -> WatchUpdate:
+    """Update ``owner``'s watch ``watch_id`` now: search the records added since its last
+    update, check the known records' retractions again, and write a new report version when
+    anything relevant changed (``outcome`` ``new_version``), else record ``nothing_new``
+    (no version). See :mod:`deepcritical.orchestrators.watch_update`.
+
+    Args:
+        watch_id: the watch (a unique prefix of 6+ characters is accepted).
+        settings: the database, keys and source roots; defaults to the environment's.
+        owner: the user the watch belongs to (``None``: the local user).
+        sources: search sources to use instead of those the run's settings name (they are
+            given the window's filters; the re-check of retractions on PubMed is then not
+            made: it is made with the PubMed client built from the settings only).
+        embedder: the embedder to use instead of the run embedder.
+
+    Raises:
+        WatchNotFoundError: no such watch among ``owner``'s watches.
+        WatchBusyError: another process is updating it now.
+        Exception: what the update raised (recorded as a ``failed`` update).
+    """
+    import uuid
+
+    from deepcritical.orchestrators.watch_update import UpdateParts, run_watch_update
+    from deepcritical.state.run_store import RunStore
+    from deepcritical.state.watch_store import WatchStore
+
+    base = settings or Settings()
+    store = await asyncio.to_thread(RunStore.open, base)
+    try:
+        found = await asyncio.to_thread(lambda: WatchStore(store).require(watch_id, owner=owner))
+    finally:
+        store.close()
+    return await run_watch_update(
+        found,
+        base,
+        holder=f"manual-{uuid.uuid4().hex}",
+        trigger="manual",
+        parts=UpdateParts(sources=sources, embedder=embedder),
+    )

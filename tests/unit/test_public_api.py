@@ -20,6 +20,9 @@ def test_every_public_name_resolves_to_its_home() -> None:
         research,
         resume,
         revise,
+        update_watch,
+        watch,
+        watch_run,
     )
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
@@ -33,6 +36,8 @@ def test_every_public_name_resolves_to_its_home() -> None:
         ResearchReport,
         RunResult,
         SearchFilters,
+        Watch,
+        WatchUpdate,
     )
 
     homes = {
@@ -41,6 +46,11 @@ def test_every_public_name_resolves_to_its_home() -> None:
         "cancel_review": cancel_review,
         "EvidenceDecision": EvidenceDecision,
         "ResearchPlan": ResearchPlan,
+        "watch": watch,
+        "watch_run": watch_run,
+        "update_watch": update_watch,
+        "Watch": Watch,
+        "WatchUpdate": WatchUpdate,
         "research": research,
         "resume": resume,
         "ask": ask,

@@ -7,6 +7,10 @@ infrastructure only: a job whose worker died is recovered (DBOS re-runs its work
 continues the run from its checkpoints), at most :data:`MAX_RECOVERY_ATTEMPTS` times; a run
 that ended with an error report or raised is never retried.
 
+Each worker also runs the scheduled updates of living reviews
+(:mod:`~deepcritical.jobs.watch_jobs`): it enqueues the due ones every second, one workflow per
+watch and due time, on their own queue.
+
 A job's workflow arguments are its run id and, when its submitter traced, the submitter's
 trace context (``trace``: W3C ``traceparent``/``tracestate``), the parent of the job's span.
 A job whose run stops for the researcher's review ends there (its slot is free) and starts
@@ -37,6 +41,14 @@ from deepcritical.config import Settings
 from deepcritical.jobs.engine import QUEUE, QUEUE_POLL_SECONDS, WORKFLOW, dbos_config
 from deepcritical.jobs.execute import execute_run
 from deepcritical.jobs.review_wait import REVIEW_WORKFLOW, start_review_wait, wait_for_review
+from deepcritical.jobs.watch_jobs import (
+    WATCH_POLL_SECONDS,
+    WATCH_QUEUE,
+    WATCH_WORKFLOW,
+    enqueue_due,
+    execute_watch_update,
+    recover_stale_watches,
+)
 from deepcritical.logs import get_logger
 from deepcritical.state.lease import abandon_runs, dead_workers, touch_waiting
 from deepcritical.state.run_store import AWAITING_REVIEW, STALE_AFTER_SECONDS, RunStore
@@ -94,6 +106,13 @@ def _register_workflow() -> None:
             raise RuntimeError("no worker in this process")
         return await wait_for_review(run_id, number, _CONTEXT.settings, _CONTEXT.worker_id, run_job)
 
+    @DBOS.workflow(name=WATCH_WORKFLOW, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS)
+    async def watch_update(watch_id: str, due: str) -> str:
+        if _CONTEXT is None:
+            raise RuntimeError("no worker in this process")
+        workflow_id = DBOS.workflow_id or f"watch-{watch_id}"
+        return await execute_watch_update(watch_id, due, workflow_id, _CONTEXT.settings)
+
 
 def run_worker(
     settings: Settings,
@@ -133,17 +152,39 @@ def run_worker(
         DBOS.register_queue(
             QUEUE, worker_concurrency=concurrency, polling_interval_sec=QUEUE_POLL_SECONDS
         )
+        DBOS.register_queue(
+            WATCH_QUEUE, worker_concurrency=concurrency, polling_interval_sec=QUEUE_POLL_SECONDS
+        )
         log.info("worker started", worker=name, concurrency=concurrency)
-        waiting = stop or threading.Event()
-        store = RunStore.open(settings)
-        try:
-            while not waiting.wait(RECOVERY_POLL_SECONDS):
-                _recover_dead(store, name)
-        finally:
-            store.close()
+        _serve(stop or threading.Event(), settings, name)
     finally:
         DBOS.destroy()
         _CONTEXT = None
+
+
+def _serve(waiting: threading.Event, settings: Settings, name: str) -> None:
+    """Until ``waiting`` is set: enqueue the due watch updates every
+    :data:`~deepcritical.jobs.watch_jobs.WATCH_POLL_SECONDS` and recover the jobs of dead
+    workers every :data:`RECOVERY_POLL_SECONDS`."""
+    store = RunStore.open(settings)
+    ticks_per_recovery = max(1, round(RECOVERY_POLL_SECONDS / WATCH_POLL_SECONDS))
+    tick = 0
+    try:
+        while not waiting.wait(WATCH_POLL_SECONDS):
+            tick += 1
+            _enqueue_watches(store)
+            if tick % ticks_per_recovery == 0:
+                _recover_dead(store, name)
+    finally:
+        store.close()
+
+
+def _enqueue_watches(store: RunStore) -> None:
+    """Enqueue the due watch updates (one per watch and due time, whoever enqueues it)."""
+    try:
+        enqueue_due(store)
+    except Exception:
+        log.exception("enqueuing the due watch updates failed")
 
 
 def _recover_dead(store: RunStore, alive: str) -> None:
@@ -157,5 +198,6 @@ def _recover_dead(store: RunStore, alive: str) -> None:
         if dead:
             log.warning("recovering the jobs of dead workers", workers=dead)
             DBOS._recover_pending_workflows(dead)
+        recover_stale_watches(store, alive)
     except Exception:
         log.exception("recovering dead workers' jobs failed")

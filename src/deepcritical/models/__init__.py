@@ -5,7 +5,8 @@ plan's search filters (:mod:`._filters`), the plan and what the run forms from e
 (:mod:`._plan`), the report and the run's result (:mod:`._report`), a follow-up question on a
 finished run and its answer (:mod:`._follow_up`), a version of a run's report revised at a
 user's instruction (:mod:`._report_version`), the researcher's reviews of the plan and the
-evidence (:mod:`._review`), inline citation markers (:mod:`._markers`), full-text passages
+evidence (:mod:`._review`), a watched question (living review) and its updates
+(:mod:`._watch`), inline citation markers (:mod:`._markers`), full-text passages
 (:mod:`._passages`) and the report's markdown rendering (:mod:`._markdown`). Every other
 level imports from this package; it imports nothing from the rest of the project.
 """
@@ -121,6 +122,16 @@ from deepcritical.models._review import (
     ScreenedRecord,
     plan_changes,
 )
+from deepcritical.models._watch import (
+    ChangedRecord,
+    UpdateFlow,
+    UpdateOutcome,
+    Watch,
+    WatchChange,
+    WatchUpdate,
+    format_every,
+    parse_every,
+)
 from deepcritical.models._words import error_text, plural, stop_reason_text
 
 __all__ = [
@@ -158,6 +169,7 @@ __all__ = [
     "SOURCE_LABELS",
     "Certainty",
     "CertaintyLevel",
+    "ChangedRecord",
     "ChecklistItem",
     "ChecklistStatus",
     "Citation",
@@ -210,16 +222,23 @@ __all__ = [
     "TextSpan",
     "TrialPhase",
     "TrialStatus",
+    "UpdateFlow",
+    "UpdateOutcome",
     "UsageReport",
+    "Watch",
+    "WatchChange",
+    "WatchUpdate",
     "clean_doi",
     "error_text",
     "flag_labels",
     "flags_from_publication_types",
     "flow_lines",
+    "format_every",
     "grounding_appendix",
     "marker_ids",
     "numbered",
     "on_topic_items",
+    "parse_every",
     "parse_number",
     "plan_changes",
     "plural",

@@ -39,7 +39,8 @@ continues a stopped run in this process.
 The page is composed here from its parts, in order: the header, the question
 (:mod:`deepcritical.ui.question_panel`), the *Settings* accordion
 (:mod:`deepcritical.ui.settings_panel`), the progress panel, the run's tabs
-(:mod:`deepcritical.ui.run_tabs`) and *History* (:mod:`deepcritical.ui.history_tab`); the
+(:mod:`deepcritical.ui.run_tabs`), *History* (:mod:`deepcritical.ui.history_tab`) and
+*Watches* (living reviews, :mod:`deepcritical.ui.watches_tab`); the
 form's handlers are :mod:`deepcritical.ui.run_handlers`, and every run is rendered by
 :mod:`deepcritical.ui.live_run`.
 
@@ -88,6 +89,7 @@ from deepcritical.ui.versions_panel import (
     closed_versions,
     default_revise,
 )
+from deepcritical.ui.watches_tab import watches_tab
 
 CSS = """
 .dc-evidence { border-collapse: collapse; width: 100%; font-size: 0.9em; }
@@ -306,6 +308,7 @@ def _page(
             handlers.backend,
             tabs.follow_up,
         )
+        watches_tab(settings, access, tabs.versions.run_id)
     runs = _wire_run_events(handlers, form, options, watch_state, progress, run_outputs, history)
     starts = [form.run_btn.click, form.question.submit, form.resume_btn.click]
     after_runs = _wire_follow_ups(
