@@ -1,7 +1,8 @@
 """Domain models shared by every level of DeepCritical; nothing here does I/O.
 
 Sources and evidence (:mod:`._evidence`), their integrity flags (:mod:`._integrity`), the
-plan and what the run forms from evidence (:mod:`._plan`), the report and the run's result
+plan and what the run forms from evidence (:mod:`._plan`), a clarification asked before
+planning and its answer (:mod:`._clarification`), the report and the run's result
 (:mod:`._report`), a follow-up question on a finished run and its answer (:mod:`._follow_up`), a
 version of a run's report revised at a user's instruction (:mod:`._report_version`),
 inline citation markers (:mod:`._markers`), full-text passages
@@ -18,6 +19,17 @@ from deepcritical.models._appraisal import (
     StudyRecord,
     TextSpan,
     parse_number,
+)
+from deepcritical.models._clarification import (
+    CLARIFIED_HEADER,
+    ELEMENT_LABELS,
+    MAX_CLARIFYING_QUESTIONS,
+    Clarification,
+    ClarifiedElement,
+    ClarifyElement,
+    ClarifyingQuestion,
+    clarified_context,
+    clarified_elements,
 )
 from deepcritical.models._evidence import (
     DERIVED_TITLE_MARK,
@@ -104,11 +116,13 @@ __all__ = [
     "ANSWER_HEADING",
     "CERTAINTY_LABEL",
     "CITATION_MARKER",
+    "CLARIFIED_HEADER",
     "DERIVED_TITLE_MARK",
     "DOI_BODY",
     "DOI_PREFIX",
     "DOI_TOKEN",
     "DOI_WHOLE",
+    "ELEMENT_LABELS",
     "EVIDENCE_ID",
     "E_ID",
     "FOREIGN_MARKER_START",
@@ -117,6 +131,7 @@ __all__ = [
     "LOOSE_E_ID",
     "MARKER_IDS",
     "MARKER_START",
+    "MAX_CLARIFYING_QUESTIONS",
     "NCT_ID",
     "NUMBERED_MARKER_IDS",
     "PICO",
@@ -133,6 +148,10 @@ __all__ = [
     "ChecklistStatus",
     "Citation",
     "CitationValidation",
+    "Clarification",
+    "ClarifiedElement",
+    "ClarifyElement",
+    "ClarifyingQuestion",
     "EffectEstimate",
     "Evidence",
     "ExtractedValue",
@@ -171,6 +190,8 @@ __all__ = [
     "SupportingQuote",
     "TextSpan",
     "UsageReport",
+    "clarified_context",
+    "clarified_elements",
     "clean_doi",
     "error_text",
     "flag_labels",

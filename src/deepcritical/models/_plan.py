@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from deepcritical.models._appraisal import Certainty
+from deepcritical.models._clarification import ClarifiedElement
 
 __all__ = [
     "PICO",
@@ -114,7 +115,8 @@ class ResearchPlan(BaseModel):
     ``mesh_terms``: MeSH descriptors of the question (for PubMed ``[MeSH Terms]`` queries);
     ``sub_questions``: at most ``Settings.max_questions``, each with its queries;
     ``question_type`` and ``pico``: the question's type and elements (``None`` and empty in
-    plans saved before they existed).
+    plans saved before they existed); ``clarified``: the elements the user clarified before
+    planning (:mod:`deepcritical.models._clarification`), also in ``pico``.
     """
 
     question: str
@@ -129,6 +131,7 @@ class ResearchPlan(BaseModel):
     preferences: ReportPreferences = Field(default_factory=ReportPreferences)
     question_type: QuestionType | None = None
     pico: PICO = Field(default_factory=PICO)
+    clarified: list[ClarifiedElement] = Field(default_factory=list)
 
     def unsatisfied(self) -> list[ChecklistItem]:
         """Checklist items not yet satisfied, in plan order."""
