@@ -2,6 +2,10 @@
 
 The public API, imported lazily so that ``import deepcritical`` stays cheap:
 
+- :func:`clarify` (``await clarify(question, settings)``: the
+  :class:`~deepcritical.models.Clarification` a question needs before planning, or
+  ``None``; its answer goes to :func:`research` as context through
+  :func:`~deepcritical.models.clarified_context`);
 - :func:`research` (``async for event in research(question, settings): ...``) and
   :func:`resume` (continue a stored run) and :func:`ask` (``await ask(run_id, question,
   settings)``: a follow-up question on a finished run, answered from that run's evidence
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = [
+    "Clarification",
     "FollowUp",
     "ReportPreferences",
     "ReportVersion",
@@ -34,6 +39,8 @@ __all__ = [
     "Settings",
     "__version__",
     "ask",
+    "clarified_context",
+    "clarify",
     "export_references",
     "research",
     "resume",
@@ -41,19 +48,24 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from deepcritical.api import ask, research, resume, revise
+    from deepcritical.api import ask, clarify, research, resume, revise
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
     from deepcritical.models import (
+        Clarification,
         FollowUp,
         ReportPreferences,
         ReportVersion,
         ResearchReport,
         RunResult,
+        clarified_context,
     )
 
 _PUBLIC = {
+    "clarify": "deepcritical.api",
+    "Clarification": "deepcritical.models",
+    "clarified_context": "deepcritical.models",
     "research": "deepcritical.api",
     "resume": "deepcritical.api",
     "ask": "deepcritical.api",

@@ -12,19 +12,24 @@ import deepcritical
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
-    from deepcritical.api import ask, research, resume, revise
+    from deepcritical.api import ask, clarify, research, resume, revise
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
     from deepcritical.models import (
+        Clarification,
         FollowUp,
         ReportPreferences,
         ReportVersion,
         ResearchReport,
         RunResult,
+        clarified_context,
     )
 
     homes = {
+        "clarify": clarify,
+        "Clarification": Clarification,
+        "clarified_context": clarified_context,
         "research": research,
         "resume": resume,
         "ask": ask,
