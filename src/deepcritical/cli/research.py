@@ -79,6 +79,15 @@ LengthOption = Annotated[
 FocusOption = Annotated[
     str | None, typer.Option("--focus", help="An aspect the report should emphasise.")
 ]
+ClarifyOption = Annotated[
+    bool,
+    typer.Option(
+        "--clarify",
+        help="Before planning, ask what the question lacks (population, outcome, time "
+        "frame...): one message, choices by number, Enter skips. Not on a terminal: the "
+        "questions are printed and the run goes on.",
+    ),
+]
 SyllabusOption = Annotated[
     Path | None,
     typer.Option(
@@ -155,9 +164,11 @@ def research(
     out: ReportPath = Path("report.md"),
     export: ExportOption = None,
     syllabus_file: SyllabusOption = None,
+    clarify: ClarifyOption = False,
 ) -> None:
     """Research QUESTION and write a validated report (markdown + JSON; with --export, its
-    references as RIS, BibTeX or CSL-JSON next to it).
+    references as RIS, BibTeX or CSL-JSON next to it); with --clarify, first ask what the
+    question lacks.
 
     The run is recorded (its id is printed first): `deepcritical runs resume ID` continues it
     if it is interrupted."""
@@ -180,6 +191,11 @@ def research(
     from deepcritical.api import research as run_research
     from deepcritical.llm.providers import ModelSpecError
     from deepcritical.orchestrators.deps import QuestionError
+
+    if clarify:
+        from deepcritical.cli.clarify_prompt import clarified_run_context
+
+        context = clarified_run_context(question, inputs.settings, context)
 
     run_to_report(
         lambda: run_research(
