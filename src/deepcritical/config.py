@@ -312,6 +312,12 @@ class Settings(BaseSettings):
         description="The web app and its MCP tool run research as durable jobs on workers "
         "(deepcritical worker; see docs/jobs.md) instead of in the app's process.",
     )
+    ui_clarify: bool = Field(
+        default=True,
+        description="The web app asks one clarifying question before a run when the question "
+        "lacks what its type needs (each visitor can turn it off); the CLI asks only with "
+        "research --clarify, the API only through api.clarify.",
+    )
 
     @field_validator("sources", "model_base_urls", "model_host_allowlist", mode="before")
     @classmethod

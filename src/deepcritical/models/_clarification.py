@@ -128,13 +128,15 @@ class Clarification(BaseModel):
             raise ValueError("each clarifying question asks for another element")
         return self
 
-    def answer(self, answers: Mapping[str, str]) -> list[ClarifiedElement]:
+    def answer(
+        self, answers: Mapping[ClarifyElement, str] | Mapping[str, str]
+    ) -> list[ClarifiedElement]:
         """The user's answers, keyed by element (``{"population": "adults over 65"}``), as
         :class:`ClarifiedElement` in the order of the questions; an element this
         clarification did not ask for, or an empty answer, is left out (skipped)."""
         out: list[ClarifiedElement] = []
         for q in self.questions:
-            value = _one_line(answers.get(q.element, ""))
+            value = _one_line(dict(answers).get(q.element, ""))
             if value:
                 out.append(ClarifiedElement(element=q.element, value=value))
         return out
