@@ -67,14 +67,14 @@ def default_clarify() -> ClarifyFn:
 
 @dataclass(frozen=True)
 class ClarifyCard:
-    """The card's components: ``enabled`` (the visitor's switch), the card ``group`` (hidden
-    until a clarification is asked), its ``title``, one ``choices`` radio and one ``texts``
-    box per question slot, the *Continue* (``go``) and *Skip* buttons, ``pending`` (the
-    :class:`Clarification` shown, as a dict; ``None`` when none) and ``answered`` (the run's
-    context after answering)."""
+    """The card's components: ``enabled`` (the visitor's switch), the card ``group`` (a
+    column, hidden until a clarification is asked), its ``title``, one ``choices`` radio
+    and one ``texts`` box per question slot, the *Continue* (``go``) and *Skip* buttons,
+    ``pending`` (the :class:`Clarification` shown, as a dict; ``None`` when none) and
+    ``answered`` (the run's context after answering)."""
 
     enabled: gr.Checkbox
-    group: gr.Group
+    group: gr.Column
     title: gr.Markdown
     choices: tuple[gr.Radio, ...]
     texts: tuple[gr.Textbox, ...]
@@ -97,7 +97,7 @@ def clarify_card(settings: Settings) -> ClarifyCard:
         "outcome or time frame)",
         elem_id="dc-clarify-on",
     )
-    with gr.Group(visible=False, elem_id="dc-clarify") as group:
+    with gr.Column(visible=False, elem_id="dc-clarify", variant="panel") as group:
         title = gr.Markdown(CARD_TITLE, elem_id="dc-clarify-title")
         choices: list[gr.Radio] = []
         texts: list[gr.Textbox] = []
