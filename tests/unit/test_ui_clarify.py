@@ -4,6 +4,7 @@ with the context unchanged; a failing clarifier leaves the decision to the rules
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from deepcritical.config import Settings
 from deepcritical.models import Clarification
 from deepcritical.text.clarify_rules import clarify_by_rules
 from deepcritical.ui.app import build_app
+from deepcritical.ui.clarify_card import ClarifyHandlers
 from tests.unit.ui_fixtures import FakeResearch, run_result, script
 
 METFORMIN = "Does metformin reduce mortality?"
@@ -137,3 +139,17 @@ def test_the_switch_follows_the_setting(tmp_path: Path) -> None:
         c for c in config["components"] if c.get("props", {}).get("elem_id") == "dc-clarify"
     )
     assert card["props"]["visible"] is False
+
+
+async def test_a_slow_clarifier_leaves_it_to_the_rules(settings: Settings) -> None:
+    async def slow(question: str, settings: Settings) -> Clarification | None:
+        await asyncio.sleep(30)
+        return None
+
+    async def no_run(*args: Any) -> AsyncIterator[Any]:
+        yield ()
+
+    handlers = ClarifyHandlers(settings, slow, no_run, 13, timeout_seconds=0.05)
+    group, *rest = await handlers.clarify(True, METFORMIN, "", "")
+    assert group["visible"] is True
+    assert Clarification.model_validate(rest[-1]).by == "rules"

@@ -16,6 +16,7 @@ The card's handlers are private like every UI handler; the runs they start are t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,9 @@ RunFn = Callable[..., AsyncIterator[RunOutputs]]
 """The form's run handler: ``run(question, context, llm, key, sources, rounds, max sources,
 orchestrator, request, profile)``."""
 
+CLARIFY_TIMEOUT_SECONDS = 30.0
+"""How long *Research* waits for a model's clarification before the rules decide (the run
+has not started yet: the visitor sees nothing happen meanwhile)."""
 CARD_TITLE = (
     "**Before the search: the question could be clearer.** Pick an answer, type your own, or skip."
 )
@@ -157,21 +161,25 @@ class ClarifyHandlers:
         clarify_fn: :data:`ClarifyFn` (default :func:`deepcritical.api.clarify`).
         run: the form's run handler, whose runs the card starts.
         outputs: how many outputs a run has (a run not started skips them all).
+        timeout_seconds: how long to wait for the clarification before the rules decide.
     """
 
     settings: Settings
     clarify_fn: ClarifyFn
     run: RunFn
     outputs: int
+    timeout_seconds: float = CLARIFY_TIMEOUT_SECONDS
 
     async def _clarification(self, question: str, llm: str, api_key: str) -> Clarification | None:
-        """The clarification of ``question`` with the session's model, else the rules'."""
+        """The clarification of ``question`` with the session's model, else (a bad model
+        choice, a failure, no answer within ``timeout_seconds``) the rules'."""
         try:
             key = SecretStr(api_key) if api_key else None
             per_run = await visitor_settings(
                 self.settings, SessionChoice(llm=llm or "", api_key=key)
             )
-            return await self.clarify_fn(question, per_run)
+            async with asyncio.timeout(self.timeout_seconds):
+                return await self.clarify_fn(question, per_run)
         except Exception as exc:  # noqa: BLE001 - clarifying is optional: the rules decide
             log.warning("clarify failed; the rules decide", error=f"{type(exc).__name__}: {exc}")
             return clarify_by_rules(question) if question.strip() else None
