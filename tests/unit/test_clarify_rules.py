@@ -34,6 +34,8 @@ from deepcritical.text.clarify_rules import clarify_by_rules, missing_elements
         ("Is coffee consumption associated with liver cancer?", []),
         ("How common is vitamin D deficiency?", ["population"]),
         ("How common is vitamin D deficiency among nursing home residents?", []),
+        ("What is the evidence that statins reduce dementia incidence?", []),
+        ("What is the evidence that statins reduce incidence?", ["population", "outcome"]),
         ("Can metformin be repurposed?", ["outcome"]),
         ("Can metformin be repurposed for Alzheimer's disease?", []),
         ("How does metformin work?", []),  # mechanism: nothing essential missing

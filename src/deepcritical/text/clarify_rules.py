@@ -15,7 +15,8 @@ and names the elements its type needs that it does not state:
   the patients the test is for (a population or a condition);
 - aetiology / risk: an outcome (not a generic "risk" or "outcome") or a condition;
 - prevalence / epidemiology: a population or a setting (a condition is what is counted, not
-  where);
+  where); one with an intervention cue ("Do statins reduce dementia incidence?") is read as
+  an intervention question;
 - drug repurposing: the disease (an outcome or a condition);
 - mechanism: nothing (how a thing works needs no population).
 
@@ -151,7 +152,17 @@ def _population_named(frame: QuestionFrame, text: str) -> bool:
 
 
 _GENERIC_OUTCOMES = frozenset(
-    {"risk", "outcome", "outcomes", "health", "effect", "effects", "results", "benefit"}
+    {
+        "risk",
+        "outcome",
+        "outcomes",
+        "health",
+        "effect",
+        "effects",
+        "results",
+        "benefit",
+        "incidence",
+    }
 )
 """Outcome elements that name no outcome ("Is coffee associated with risk?")."""
 
@@ -191,6 +202,8 @@ def _needs(frame: QuestionFrame, text: str) -> list[ClarifyElement]:
         return _diagnosis_needs(frame, text)
     if kind is _T.AETIOLOGY_RISK or kind is _T.REPURPOSING:
         return [] if _outcome_named(frame, text) else ["outcome"]
+    if kind is _T.PREVALENCE and _INTERVENTION_CUE.search(text):
+        return _intervention_needs(frame, text)  # "statins reduce dementia incidence"
     if kind is _T.PREVALENCE:  # a condition does not say in whom its frequency is asked
         return [] if _people_named(frame, text) else ["population"]
     return []
