@@ -115,6 +115,7 @@ async def test_metrics_count_a_finished_and_a_failed_run_and_their_source_reques
     )
     assert latency == requests
     assert after[("deepcritical_jobs", frozenset({("state", "queued")}))] == 0
+    assert after[("deepcritical_corpus_documents", frozenset())] == len(RECORDS)
 
 
 async def test_readyz_fails_while_the_run_database_is_down(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from deepcritical import clarified_context, clarify, research
 from deepcritical.config import Settings
-from deepcritical.models import Citation, Evidence
+from deepcritical.models import Citation, Evidence, SearchFilters
 from deepcritical.orchestrators.deps import QuestionError
 from deepcritical.testing.embedders import HashingEmbedder
 
@@ -24,7 +24,9 @@ class MetforminSource:
 
     name = "fake"
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         return [
             Evidence(
                 content=(

@@ -23,6 +23,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
         ReportVersion,
         ResearchReport,
         RunResult,
+        SearchFilters,
         clarified_context,
     )
 
@@ -41,6 +42,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
         "RunResult": RunResult,
         "ResearchReport": ResearchReport,
         "ReportPreferences": ReportPreferences,
+        "SearchFilters": SearchFilters,
         "export_references": export_references,
     }
     assert set(homes) | {"__version__"} == set(deepcritical.__all__)

@@ -19,6 +19,16 @@ from typing import Annotated
 import typer
 
 from deepcritical.cli.context import console, fail, out_console, settings_from_options
+from deepcritical.cli.filter_options import (
+    AddedSinceOption,
+    DesignOption,
+    LanguageOption,
+    PublishedFromOption,
+    PublishedToOption,
+    TrialPhaseOption,
+    TrialStatusOption,
+    search_filters,
+)
 from deepcritical.cli.research import (
     AudienceOption,
     ContextOption,
@@ -66,9 +76,26 @@ def submit(
     length: LengthOption = None,
     focus: FocusOption = None,
     syllabus_file: SyllabusOption = None,
+    published_from: PublishedFromOption = None,
+    published_to: PublishedToOption = None,
+    language: LanguageOption = None,
+    design: DesignOption = None,
+    trial_phase: TrialPhaseOption = None,
+    trial_status: TrialStatusOption = None,
+    added_since: AddedSinceOption = None,
 ) -> None:
     """Submit QUESTION as a job for the workers (`deepcritical worker`) and print its run id;
-    `deepcritical runs follow ID` shows its progress."""
+    `deepcritical runs follow ID` shows its progress. The search filters are those of
+    `research`."""
+    filters = search_filters(
+        published_from=published_from,
+        published_to=published_to,
+        languages=language,
+        designs=design,
+        trial_phases=trial_phase,
+        trial_statuses=trial_status,
+        added_since=added_since,
+    )
     inputs = run_inputs(
         corpus=corpus,
         llm=llm,
@@ -81,6 +108,7 @@ def submit(
         length=length,
         focus=focus,
         syllabus_file=syllabus_file,
+        filters=filters,
     )
     from deepcritical.jobs import submit_run
     from deepcritical.orchestrators.deps import QuestionError

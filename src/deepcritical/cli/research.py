@@ -14,7 +14,18 @@ from typing import Annotated
 
 import typer
 
+from deepcritical.cli.clarify_prompt import clarified_run_context
 from deepcritical.cli.context import fail, settings_from_options
+from deepcritical.cli.filter_options import (
+    AddedSinceOption,
+    DesignOption,
+    LanguageOption,
+    PublishedFromOption,
+    PublishedToOption,
+    TrialPhaseOption,
+    TrialStatusOption,
+    search_filters,
+)
 from deepcritical.cli.run_output import (
     ExportOption,
     ReportPath,
@@ -23,7 +34,7 @@ from deepcritical.cli.run_output import (
     run_to_report,
 )
 from deepcritical.config import Settings
-from deepcritical.models import ReportPreferences
+from deepcritical.models import ReportPreferences, SearchFilters
 from deepcritical.state import Syllabus, SyllabusError
 
 __all__ = ["RunInputs", "research", "run_inputs"]
@@ -120,9 +131,12 @@ def run_inputs(
     length: str | None,
     focus: str | None,
     syllabus_file: Path | None,
+    filters: SearchFilters | None = None,
 ) -> RunInputs:
     """The settings, report preferences and syllabus of the run options; exits with code 2
-    on a bad option, a bad syllabus, or the ``local`` source without a corpus."""
+    on a bad option, a bad syllabus, or the ``local`` source without a corpus. ``filters``
+    (the search-filter options, :mod:`deepcritical.cli.filter_options`) go into the
+    settings' ``search_filters``, which the run's plan starts with."""
     syllabus = None
     if syllabus_file is not None:
         try:
@@ -144,6 +158,8 @@ def run_inputs(
     )
     if source_list is None:
         settings = _default_sources(settings, corpus_given=corpus is not None)
+    if filters is not None:
+        settings = settings.model_copy(update={"search_filters": filters.key()})
     _require_local_corpus(settings)
     return RunInputs(settings=settings, preferences=preferences, syllabus=syllabus)
 
@@ -164,16 +180,35 @@ def research(
     out: ReportPath = Path("report.md"),
     export: ExportOption = None,
     syllabus_file: SyllabusOption = None,
+    published_from: PublishedFromOption = None,
+    published_to: PublishedToOption = None,
+    language: LanguageOption = None,
+    design: DesignOption = None,
+    trial_phase: TrialPhaseOption = None,
+    trial_status: TrialStatusOption = None,
+    added_since: AddedSinceOption = None,
     clarify: ClarifyOption = False,
 ) -> None:
     """Research QUESTION and write a validated report (markdown + JSON; with --export, its
-    references as RIS, BibTeX or CSL-JSON next to it); with --clarify, first ask what the
-    question lacks.
+    references as RIS, BibTeX or CSL-JSON next to it; with --clarify, first ask what it lacks).
+
+    The search filters (--published-from/--published-to, --language, --design,
+    --trial-phase, --trial-status, --added-since) go into the plan; every source applies
+    them in its own query where its API can, and records outside them are screened out.
 
     The run is recorded (its id is printed first): `deepcritical runs resume ID` continues it
     if it is interrupted."""
     exports = parse_export_formats(export)
     check_out_path(out, exports)
+    filters = search_filters(
+        published_from=published_from,
+        published_to=published_to,
+        languages=language,
+        designs=design,
+        trial_phases=trial_phase,
+        trial_statuses=trial_status,
+        added_since=added_since,
+    )
     inputs = run_inputs(
         corpus=corpus,
         llm=llm,
@@ -186,15 +221,14 @@ def research(
         length=length,
         focus=focus,
         syllabus_file=syllabus_file,
+        filters=filters,
     )
 
     from deepcritical.api import research as run_research
     from deepcritical.llm.providers import ModelSpecError
     from deepcritical.orchestrators.deps import QuestionError
 
-    if clarify:
-        from deepcritical.cli.clarify_prompt import clarified_run_context
-
+    if clarify:  # before planning, ask what the question lacks
         context = clarified_run_context(question, inputs.settings, context)
 
     run_to_report(

@@ -1,13 +1,14 @@
 """Domain models shared by every level of DeepCritical; nothing here does I/O.
 
 Sources and evidence (:mod:`._evidence`), their integrity flags (:mod:`._integrity`), the
-plan and what the run forms from evidence (:mod:`._plan`), a clarification asked before
-planning and its answer (:mod:`._clarification`), the report and the run's result
-(:mod:`._report`), a follow-up question on a finished run and its answer (:mod:`._follow_up`), a
-version of a run's report revised at a user's instruction (:mod:`._report_version`),
-inline citation markers (:mod:`._markers`), full-text passages
-(:mod:`._passages`) and the report's markdown rendering (:mod:`._markdown`). Every other
-level imports from this package; it imports nothing from the rest of the project.
+plan's search filters (:mod:`._filters`), the plan and what the run forms from evidence
+(:mod:`._plan`), a clarification asked before planning and its answer
+(:mod:`._clarification`), the report and the run's result (:mod:`._report`), a follow-up
+question on a finished run and its answer (:mod:`._follow_up`), a version of a run's report
+revised at a user's instruction (:mod:`._report_version`), inline citation markers
+(:mod:`._markers`), full-text passages (:mod:`._passages`) and the report's markdown
+rendering (:mod:`._markdown`). Every other level imports from this package; it imports
+nothing from the rest of the project.
 """
 
 from deepcritical.models._appraisal import (
@@ -43,6 +44,17 @@ from deepcritical.models._evidence import (
     on_topic_items,
     retracted_items,
     utc_now,
+)
+from deepcritical.models._filters import (
+    DATE_CAUSE,
+    DESIGN_CAUSE,
+    LANGUAGES,
+    DesignFilter,
+    FilterExclusion,
+    Language,
+    SearchFilters,
+    TrialPhase,
+    TrialStatus,
 )
 from deepcritical.models._flow import RecordFlow, flow_lines
 from deepcritical.models._follow_up import ANSWER_HEADING, FollowUp
@@ -117,7 +129,9 @@ __all__ = [
     "CERTAINTY_LABEL",
     "CITATION_MARKER",
     "CLARIFIED_HEADER",
+    "DATE_CAUSE",
     "DERIVED_TITLE_MARK",
+    "DESIGN_CAUSE",
     "DOI_BODY",
     "DOI_PREFIX",
     "DOI_TOKEN",
@@ -128,6 +142,7 @@ __all__ = [
     "FOREIGN_MARKER_START",
     "INTEGRITY_HEADING",
     "INTEGRITY_LABELS",
+    "LANGUAGES",
     "LOOSE_E_ID",
     "MARKER_IDS",
     "MARKER_START",
@@ -152,9 +167,11 @@ __all__ = [
     "ClarifiedElement",
     "ClarifyElement",
     "ClarifyingQuestion",
+    "DesignFilter",
     "EffectEstimate",
     "Evidence",
     "ExtractedValue",
+    "FilterExclusion",
     "FlaggedRecord",
     "FollowUp",
     "GroundedClaim",
@@ -164,6 +181,7 @@ __all__ = [
     "IntegrityKind",
     "JudgeAssessment",
     "LLMUsage",
+    "Language",
     "Passage",
     "PassageKind",
     "QuestionType",
@@ -179,6 +197,7 @@ __all__ = [
     "ResearchReport",
     "RunResult",
     "Screening",
+    "SearchFilters",
     "SoftwareEnvironment",
     "SourceName",
     "SourceUsage",
@@ -189,6 +208,8 @@ __all__ = [
     "SubQuestion",
     "SupportingQuote",
     "TextSpan",
+    "TrialPhase",
+    "TrialStatus",
     "UsageReport",
     "clarified_context",
     "clarified_elements",
