@@ -11,7 +11,10 @@ The public API, imported lazily so that ``import deepcritical`` stays cheap:
   settings)``: a follow-up question on a finished run, answered from that run's evidence
   only, a :class:`~deepcritical.models.FollowUp`) and :func:`revise` (``await revise(run_id,
   "shorter", settings)``: a new version of a finished run's report, a
-  :class:`~deepcritical.models.ReportVersion`), from :mod:`deepcritical.api`;
+  :class:`~deepcritical.models.ReportVersion`), and the researcher's reviews
+  (``research(..., review_plan=True, review_evidence=True)`` stops with ``plan_ready`` /
+  ``evidence_ready``; :func:`approve_plan`, :func:`approve_evidence` decide and continue the
+  run, :func:`cancel_review` cancels it), from :mod:`deepcritical.api`;
 - :class:`Settings` (:mod:`deepcritical.config`);
 - :class:`ResearchEvent` (:mod:`deepcritical.events`): what a run streams, the last being
   ``done`` (with its :class:`RunResult`) or ``error``;
@@ -32,16 +35,21 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 __all__ = [
     "Clarification",
+    "EvidenceDecision",
     "FollowUp",
     "ReportPreferences",
     "ReportVersion",
     "ResearchEvent",
+    "ResearchPlan",
     "ResearchReport",
     "RunResult",
     "SearchFilters",
     "Settings",
     "__version__",
+    "approve_evidence",
+    "approve_plan",
     "ask",
+    "cancel_review",
     "clarified_context",
     "clarify",
     "export_references",
@@ -51,15 +59,26 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from deepcritical.api import ask, clarify, research, resume, revise
+    from deepcritical.api import (
+        approve_evidence,
+        approve_plan,
+        ask,
+        cancel_review,
+        clarify,
+        research,
+        resume,
+        revise,
+    )
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
     from deepcritical.models import (
         Clarification,
+        EvidenceDecision,
         FollowUp,
         ReportPreferences,
         ReportVersion,
+        ResearchPlan,
         ResearchReport,
         RunResult,
         SearchFilters,
@@ -74,6 +93,11 @@ _PUBLIC = {
     "resume": "deepcritical.api",
     "ask": "deepcritical.api",
     "revise": "deepcritical.api",
+    "approve_plan": "deepcritical.api",
+    "approve_evidence": "deepcritical.api",
+    "cancel_review": "deepcritical.api",
+    "EvidenceDecision": "deepcritical.models",
+    "ResearchPlan": "deepcritical.models",
     "ReportVersion": "deepcritical.models",
     "FollowUp": "deepcritical.models",
     "Settings": "deepcritical.config",

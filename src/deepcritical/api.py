@@ -1,7 +1,10 @@
 """The programmatic entry point: ``async for event in research(question, settings): ...``,
 ``await clarify(question, settings)``, the clarification a question needs before planning,
 ``await ask(run_id, question, settings)``, a follow-up question on a finished run, and
-``await revise(run_id, instruction, settings)``, a new version of its report.
+``await revise(run_id, instruction, settings)``, a new version of its report;
+``research(..., review_plan=True, review_evidence=True)`` stops for the researcher's reviews,
+which ``approve_plan(run_id, plan)`` and ``approve_evidence(run_id, decisions)`` decide
+(then continue the run) and ``cancel_review(run_id)`` cancels.
 
 Opens the run's record, has its parts assembled
 (:mod:`deepcritical.orchestrators.assembly`: models, HTTP client, sources, evidence store,
@@ -17,9 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
@@ -31,9 +34,12 @@ from deepcritical.llm.probe import resolve_endpoint
 from deepcritical.llm.providers import build_model
 from deepcritical.models import (
     Clarification,
+    EvidenceDecision,
     FollowUp,
     ReportPreferences,
     ReportVersion,
+    ResearchPlan,
+    RunReview,
     SearchFilters,
 )
 from deepcritical.orchestrators.agent_set import build_clarifier
@@ -57,6 +63,9 @@ if TYPE_CHECKING:
 
     from deepcritical.orchestrators.magentic import MagenticOrchestrator
     from deepcritical.state.lifecycle import PersistentRun
+    from deepcritical.state.run_store import RunStore
+
+T = TypeVar("T")
 
 
 async def research(
@@ -73,9 +82,13 @@ async def research(
     chat_client: SupportsChatGetResponse[Any] | None = None,
     syllabus: Syllabus | None = None,
     owner: str | None = None,
+    review_plan: bool = False,
+    review_evidence: bool = False,
 ) -> AsyncIterator[ResearchEvent]:
     """Research ``question`` and stream :class:`ResearchEvent`; the last is ``done`` (its
-    ``result`` holds the report and the evidence) or ``error``.
+    ``result`` holds the report and the evidence) or ``error``, or, when a review is asked
+    for, ``plan_ready`` / ``evidence_ready`` (the run waits: :func:`approve_plan`,
+    :func:`approve_evidence`).
 
     Args:
         question: the research question (at most ``settings.max_question_chars`` characters).
@@ -83,12 +96,9 @@ async def research(
         context: optional background from the user, passed to the planner.
         preferences: the user's report preferences (audience, length, focus), given to the
             report writer; defaults: scientists, standard length, no particular focus.
-        filters: the search filters the plan starts with (publication dates, languages,
-            study designs, trial phases and statuses, records added since): every source
-            applies them in its API's query where it can and the run screens out what comes
-            back outside them (:class:`~deepcritical.models.SearchFilters`); they replace
-            ``settings.search_filters`` and are stored with the run's settings, so a resumed
-            run keeps them. ``None``: ``settings.search_filters`` (default: none).
+        filters: the plan's search filters (:class:`~deepcritical.models.SearchFilters`),
+            applied by each source's API where it can, the rest screened out; ``None``:
+            ``settings.search_filters``.
         model: a pydantic-ai model to use instead of the one ``settings.llm`` names (tests
             pass scripted models here).
         sources: search sources to use instead of those ``settings.sources`` names.
@@ -103,6 +113,10 @@ async def research(
         owner: the user the recorded run belongs to (the web app passes its signed-in user,
             ``user:alice`` or ``hf:alice``); ``None``, the default, is the local user, whose
             runs the CLI's ``deepcritical runs`` commands show.
+        review_plan: stop after planning with ``plan_ready`` until the user approves the
+            plan (``Settings.review_plan`` too).
+        review_evidence: stop after gathering with ``evidence_ready`` until the user decides
+            on the screened evidence (``Settings.review_evidence`` too).
 
     Recording (``settings.persist_runs``, default on): the run is stored in the run database
     (``settings.database_url`` or ``<data_dir>/deepcritical.db``) and checkpointed after every
@@ -115,10 +129,10 @@ async def research(
             orchestrator without a model (before any event).
         deepcritical.corpus.index.CorpusNotFoundError: ``local`` source with no corpus.
         sqlalchemy.exc.SQLAlchemyError: the run database cannot be opened (before any event).
-        pydantic.ValidationError: ``settings.search_filters`` are not valid search filters
-            (before any event).
+        pydantic.ValidationError: invalid ``settings.search_filters`` (before any event).
+        ValueError: a review asked for on a run that is not recorded (``persist_runs`` off).
     """
-    settings = settings or Settings()
+    settings = _with_reviews(settings or Settings(), review_plan, review_evidence)
     if filters is not None:
         settings = settings.model_copy(update={"search_filters": filters.key()})
     async with aclosing(
@@ -175,6 +189,25 @@ async def clarify(
         return await build_clarifier(base, None).clarify(question)
     async with built:  # its provider's HTTP client is ours to close
         return await build_clarifier(base, built).clarify(question)
+
+
+def _with_reviews(settings: Settings, plan: bool, evidence: bool) -> Settings:
+    """``settings`` with the reviews asked for switched on (kept with the run, so a resumed
+    run stops at them too).
+
+    Raises:
+        ValueError: a review asked for while ``persist_runs`` is off.
+    """
+    if not (plan or evidence):
+        return settings
+    if not settings.persist_runs:
+        raise ValueError("a review needs a recorded run: persist_runs is off")
+    return settings.model_copy(
+        update={
+            "review_plan": settings.review_plan or plan,
+            "review_evidence": settings.review_evidence or evidence,
+        }
+    )
 
 
 async def resume(
@@ -395,6 +428,173 @@ async def revise(
     finally:
         store.close()
     return version
+
+
+async def approve_plan(
+    run_id: str,
+    plan: ResearchPlan | Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
+    *,
+    owner: str | None = None,
+    model: Model | None = None,
+    sources: Sequence[SearchSource] | None = None,
+    embedder: Embedder | None = None,
+) -> AsyncIterator[ResearchEvent]:
+    """Approve the plan ``owner``'s run ``run_id`` waits with (its ``plan_ready`` event),
+    possibly edited, then continue the run in this process, streaming its events as
+    :func:`resume` (the same run id; planning replays, the search runs the reviewed plan).
+
+    Args:
+        run_id: the run's id (a unique prefix of 6+ characters is accepted).
+        plan: the user's edit of the plan (a :class:`~deepcritical.models.ResearchPlan` or
+            its JSON: refined question, checklist, queries, MeSH terms, scope, ``sources``
+            a subset of the run's); ``None``: the plan as proposed.
+        settings: where the run database is, API keys; default: the environment.
+        owner: the user the run belongs to (``None``: the local user).
+        model, sources, embedder: as for :func:`resume`.
+
+    Raises (on the first iteration, before any event; nothing is stored):
+        RunNotFoundError: no such run among ``owner``'s runs.
+        RunNotAwaitingReviewError: the run does not wait for a plan review (running,
+            finished, failed, cancelled, waiting for its evidence review, decided already).
+        InvalidPlanError: no checklist item, an unknown source, an empty query...
+    """
+    await record_plan_review(run_id, plan, settings, owner=owner)
+    async with aclosing(
+        _continue(run_id, settings, owner, GivenParts(model, sources, None, embedder))
+    ) as events:
+        async for event in events:
+            yield event
+
+
+async def approve_evidence(
+    run_id: str,
+    decisions: Sequence[EvidenceDecision | Mapping[str, Any]] = (),
+    settings: Settings | None = None,
+    *,
+    more_search: bool = False,
+    owner: str | None = None,
+    model: Model | None = None,
+    sources: Sequence[SearchSource] | None = None,
+    embedder: Embedder | None = None,
+) -> AsyncIterator[ResearchEvent]:
+    """Decide on the screened evidence ``owner``'s run ``run_id`` waits with (its
+    ``evidence_ready`` event), then continue the run in this process as :func:`resume`:
+    ``decisions`` exclude included records (each with a reason) or include records screening
+    excluded; ``more_search`` runs one more search round, after which the run waits for an
+    evidence review again. An excluded record is never cited; the report's flow of records
+    counts the reviewer's decisions apart and its methodology states them.
+
+    Raises (on the first iteration, before any event; nothing is stored):
+        RunNotFoundError: no such run among ``owner``'s runs.
+        RunNotAwaitingReviewError: the run does not wait for an evidence review.
+        UnknownRecordError: a decision names a record the review did not show.
+        InvalidReviewError: an exclusion without a reason, a record decided twice, or a
+            decision that changes nothing.
+    """
+    await record_evidence_review(run_id, decisions, settings, more_search=more_search, owner=owner)
+    async with aclosing(
+        _continue(run_id, settings, owner, GivenParts(model, sources, None, embedder))
+    ) as events:
+        async for event in events:
+            yield event
+
+
+async def record_plan_review(
+    run_id: str,
+    plan: ResearchPlan | Mapping[str, Any] | None,
+    settings: Settings | None = None,
+    *,
+    owner: str | None = None,
+) -> RunReview:
+    """Store the approval of the plan ``owner``'s run ``run_id`` waits with (``plan``: the
+    user's edit; ``None``: as proposed) without continuing the run: for a job, whose worker
+    continues it once woken (``deepcritical.jobs.wake_review``), or a caller that resumes it
+    later. The stored review, with what the edit changed. Raises as :func:`approve_plan`."""
+    from deepcritical.state.reviews import decide_plan
+
+    return await _on_store(settings, lambda store: decide_plan(store, run_id, plan, owner=owner))
+
+
+async def record_evidence_review(
+    run_id: str,
+    decisions: Sequence[EvidenceDecision | Mapping[str, Any]],
+    settings: Settings | None = None,
+    *,
+    more_search: bool = False,
+    owner: str | None = None,
+) -> RunReview:
+    """Store the decisions on the evidence ``owner``'s run ``run_id`` waits with, without
+    continuing the run (see :func:`record_plan_review`). Raises as
+    :func:`approve_evidence`."""
+    from deepcritical.state.reviews import decide_evidence
+
+    return await _on_store(
+        settings,
+        lambda store: decide_evidence(
+            store, run_id, decisions, more_search=more_search, owner=owner
+        ),
+    )
+
+
+async def cancel_review(
+    run_id: str, settings: Settings | None = None, *, owner: str | None = None
+) -> RunReview:
+    """Cancel ``owner``'s run ``run_id`` at the review it waits for: the review and the run
+    are stored ``cancelled`` (a last ``error`` event in its log says so). The review.
+
+    Raises (nothing stored):
+        RunNotFoundError: no such run among ``owner``'s runs.
+        RunNotAwaitingReviewError: the run waits for no review.
+    """
+    from deepcritical.state.reviews import cancel_review as cancel
+
+    return await _on_store(settings, lambda store: cancel(store, run_id, owner=owner))
+
+
+async def run_reviews(
+    run_id: str, settings: Settings | None = None, *, owner: str | None = None
+) -> list[RunReview]:
+    """The reviews of ``owner``'s run ``run_id``, oldest first (the last one ``waiting``
+    when the run waits for it).
+
+    Raises:
+        RunNotFoundError: no such run among ``owner``'s runs.
+    """
+    from deepcritical.state.reviews import run_reviews as reviews
+
+    return await _on_store(
+        settings, lambda store: reviews(store, store.require_run(run_id, owner=owner).id)
+    )
+
+
+async def _on_store(settings: Settings | None, work: Callable[[RunStore], T]) -> T:
+    """``work(store)`` on the run database of ``settings``, in a worker thread."""
+    from deepcritical.state.run_store import RunStore
+
+    store = await asyncio.to_thread(RunStore.open, settings or Settings())
+    try:
+        return await asyncio.to_thread(work, store)
+    finally:
+        store.close()
+
+
+async def _continue(
+    run_id: str,
+    settings: Settings | None,
+    owner: str | None,
+    given: GivenParts,
+) -> AsyncGenerator[ResearchEvent, None]:
+    """The run continued after its review was decided (:func:`resume`)."""
+    parts: dict[str, Any] = {
+        "model": given.model,
+        "sources": given.sources,
+        "embedder": given.embedder,
+    }  # only the parts given, so a caller's defaults (tests' partials) stay
+    continued = resume(run_id, settings, owner=owner, **{k: v for k, v in parts.items() if v})
+    async with aclosing(cast("AsyncGenerator[ResearchEvent, None]", continued)) as events:
+        async for event in events:
+            yield event
 
 
 async def _research(

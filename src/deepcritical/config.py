@@ -327,6 +327,29 @@ class Settings(BaseSettings):
         "research --clarify, the API only through api.clarify.",
     )
 
+    # --- the researcher's reviews (see docs/cli.md, "Reviewing the plan and the evidence") ----
+    review_plan: bool = Field(
+        default=False,
+        description="Stop after planning with a plan_ready event and wait until the user "
+        "approves (possibly edited), or cancels, the plan (api.approve_plan, runs approve-plan).",
+    )
+    review_evidence: bool = Field(
+        default=False,
+        description="Stop after gathering with an evidence_ready event (the screened evidence "
+        "table) and wait for the user's include/exclude decisions (api.approve_evidence).",
+    )
+    review_timeout_seconds: float = Field(
+        default=7 * 86400.0,
+        gt=0,
+        description="Seconds a run waits for a review before review_timeout_action applies (in "
+        "jobs mode by the waiting job; in-process when a process next looks at the run).",
+    )
+    review_timeout_action: Literal["continue", "cancel"] = Field(
+        default="continue",
+        description="What a review that timed out does: continue with the plan or evidence as "
+        "it stands, or cancel the run.",
+    )
+
     @field_validator("sources", "model_base_urls", "model_host_allowlist", mode="before")
     @classmethod
     def _split_sources(cls, v: Any) -> Any:

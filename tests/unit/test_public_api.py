@@ -12,15 +12,26 @@ import deepcritical
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
-    from deepcritical.api import ask, clarify, research, resume, revise
+    from deepcritical.api import (
+        approve_evidence,
+        approve_plan,
+        ask,
+        cancel_review,
+        clarify,
+        research,
+        resume,
+        revise,
+    )
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
     from deepcritical.models import (
         Clarification,
+        EvidenceDecision,
         FollowUp,
         ReportPreferences,
         ReportVersion,
+        ResearchPlan,
         ResearchReport,
         RunResult,
         SearchFilters,
@@ -28,6 +39,11 @@ def test_every_public_name_resolves_to_its_home() -> None:
     )
 
     homes = {
+        "approve_plan": approve_plan,
+        "approve_evidence": approve_evidence,
+        "cancel_review": cancel_review,
+        "EvidenceDecision": EvidenceDecision,
+        "ResearchPlan": ResearchPlan,
         "clarify": clarify,
         "Clarification": Clarification,
         "clarified_context": clarified_context,

@@ -40,10 +40,13 @@ from deepcritical.cli.research import (
     MaxSourcesOption,
     OrchestratorOption,
     QuestionArg,
+    ReviewEvidenceOption,
+    ReviewPlanOption,
     SourcesOption,
     SyllabusOption,
     TimeBudgetOption,
     run_inputs,
+    with_reviews,
 )
 from deepcritical.cli.run_output import (
     ExportOption,
@@ -83,10 +86,13 @@ def submit(
     trial_phase: TrialPhaseOption = None,
     trial_status: TrialStatusOption = None,
     added_since: AddedSinceOption = None,
+    review_plan: ReviewPlanOption = False,
+    review_evidence: ReviewEvidenceOption = False,
 ) -> None:
     """Submit QUESTION as a job for the workers (`deepcritical worker`) and print its run id;
     `deepcritical runs follow ID` shows its progress. The search filters are those of
-    `research`."""
+    `research`. With --review-plan / --review-evidence the job waits for `deepcritical runs
+    approve-plan|approve-evidence ID`, holding no worker."""
     filters = search_filters(
         published_from=published_from,
         published_to=published_to,
@@ -116,7 +122,7 @@ def submit(
     try:
         run_id = submit_run(
             question,
-            inputs.settings,
+            with_reviews(inputs.settings, review_plan, review_evidence),
             context=context,
             preferences=inputs.preferences,
             syllabus=inputs.syllabus,

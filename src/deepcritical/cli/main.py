@@ -21,6 +21,7 @@ from deepcritical.cli.corpus import corpus_app
 from deepcritical.cli.doctor import doctor
 from deepcritical.cli.jobs import cancel, follow, submit, worker
 from deepcritical.cli.research import research
+from deepcritical.cli.reviewing import approve_evidence_command, approve_plan_command
 from deepcritical.cli.runs import runs_app
 from deepcritical.cli.serve import serve
 from deepcritical.environment import software_environment
@@ -98,6 +99,8 @@ app.command()(research)
 runs_app.command("submit")(submit)
 runs_app.command("follow")(follow)
 runs_app.command("cancel")(cancel)
+runs_app.command("approve-plan")(approve_plan_command)
+runs_app.command("approve-evidence")(approve_evidence_command)
 app.add_typer(runs_app, name="runs")
 app.command("worker")(worker)
 app.command("serve")(serve)

@@ -9,6 +9,10 @@ that ended with an error report or raised is never retried.
 
 A job's workflow arguments are its run id and, when its submitter traced, the submitter's
 trace context (``trace``: W3C ``traceparent``/``tracestate``), the parent of the job's span.
+A job whose run stops for the researcher's review ends there (its slot is free) and starts
+the review's waiting workflow (:mod:`~deepcritical.jobs.review_wait`), which enqueues the
+run again once the review is decided; the worker touches the runs it holds waiting, so a
+dead worker's waits are recovered like its jobs.
 
 Two ways a dead worker's job is picked up:
 
@@ -32,17 +36,27 @@ from dataclasses import dataclass
 from deepcritical.config import Settings
 from deepcritical.jobs.engine import QUEUE, QUEUE_POLL_SECONDS, WORKFLOW, dbos_config
 from deepcritical.jobs.execute import execute_run
+from deepcritical.jobs.review_wait import REVIEW_WORKFLOW, start_review_wait, wait_for_review
 from deepcritical.logs import get_logger
-from deepcritical.state.lease import abandon_runs, dead_workers
-from deepcritical.state.run_store import STALE_AFTER_SECONDS, RunStore
+from deepcritical.state.lease import abandon_runs, dead_workers, touch_waiting
+from deepcritical.state.run_store import AWAITING_REVIEW, STALE_AFTER_SECONDS, RunStore
 from deepcritical.telemetry.tracing import configure_tracing
 
-__all__ = ["MAX_RECOVERY_ATTEMPTS", "RECOVERY_POLL_SECONDS", "default_worker_id", "run_worker"]
+__all__ = [
+    "MAX_RECOVERY_ATTEMPTS",
+    "RECOVERY_POLL_SECONDS",
+    "REVIEW_RECOVERY_ATTEMPTS",
+    "default_worker_id",
+    "run_worker",
+]
 
 log = get_logger(__name__)
 
 MAX_RECOVERY_ATTEMPTS = 5
 """How often one job is recovered after its worker died before DBOS gives up on it."""
+REVIEW_RECOVERY_ATTEMPTS = 100
+"""How often one review's wait is recovered (its worker died or restarted) before DBOS gives
+up on it: a wait may last days, across many restarts of the workers."""
 RECOVERY_POLL_SECONDS = 5.0
 """How often a worker looks for the jobs of dead workers."""
 
@@ -69,7 +83,16 @@ def _register_workflow() -> None:
     async def run_job(run_id: str, trace: dict[str, str] | None = None) -> str:
         if _CONTEXT is None:
             raise RuntimeError("no worker in this process")
-        return await execute_run(run_id, _CONTEXT.settings, _CONTEXT.worker_id, trace=trace)
+        status = await execute_run(run_id, _CONTEXT.settings, _CONTEXT.worker_id, trace=trace)
+        if status == AWAITING_REVIEW:  # the slot is given back; a workflow waits for the user
+            await start_review_wait(run_id, _CONTEXT.settings, await_review)
+        return status
+
+    @DBOS.workflow(name=REVIEW_WORKFLOW, max_recovery_attempts=REVIEW_RECOVERY_ATTEMPTS)
+    async def await_review(run_id: str, number: int) -> str:
+        if _CONTEXT is None:
+            raise RuntimeError("no worker in this process")
+        return await wait_for_review(run_id, number, _CONTEXT.settings, _CONTEXT.worker_id, run_job)
 
 
 def run_worker(
@@ -124,10 +147,12 @@ def run_worker(
 
 
 def _recover_dead(store: RunStore, alive: str) -> None:
-    """Recover the workflows of workers whose runs' heartbeats are stale."""
+    """Touch the runs this worker holds while they wait for a review; recover the workflows
+    of workers whose runs' heartbeats are stale."""
     from dbos import DBOS
 
     try:
+        touch_waiting(store, alive)
         dead = dead_workers(store, alive, stale_after=STALE_AFTER_SECONDS)
         if dead:
             log.warning("recovering the jobs of dead workers", workers=dead)

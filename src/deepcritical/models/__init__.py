@@ -5,10 +5,11 @@ plan's search filters (:mod:`._filters`), the plan and what the run forms from e
 (:mod:`._plan`), a clarification asked before planning and its answer
 (:mod:`._clarification`), the report and the run's result (:mod:`._report`), a follow-up
 question on a finished run and its answer (:mod:`._follow_up`), a version of a run's report
-revised at a user's instruction (:mod:`._report_version`), inline citation markers
-(:mod:`._markers`), full-text passages (:mod:`._passages`) and the report's markdown
-rendering (:mod:`._markdown`). Every other level imports from this package; it imports
-nothing from the rest of the project.
+revised at a user's instruction (:mod:`._report_version`), the researcher's reviews of the
+plan and the evidence (:mod:`._review`), inline citation markers (:mod:`._markers`),
+full-text passages (:mod:`._passages`) and the report's markdown rendering
+(:mod:`._markdown`). Every other level imports from this package; it imports nothing from
+the rest of the project.
 """
 
 from deepcritical.models._appraisal import (
@@ -122,6 +123,17 @@ from deepcritical.models._report import (
     UsageReport,
 )
 from deepcritical.models._report_version import ReportVersion, ReportVersionInfo
+from deepcritical.models._review import (
+    MAX_REVIEW_REASON_CHARS,
+    REVIEWER_EXCLUDED,
+    REVIEWER_INCLUDED,
+    EvidenceDecision,
+    ReviewStage,
+    ReviewStatus,
+    RunReview,
+    ScreenedRecord,
+    plan_changes,
+)
 from deepcritical.models._words import error_text, plural, stop_reason_text
 
 __all__ = [
@@ -147,6 +159,7 @@ __all__ = [
     "MARKER_IDS",
     "MARKER_START",
     "MAX_CLARIFYING_QUESTIONS",
+    "MAX_REVIEW_REASON_CHARS",
     "NCT_ID",
     "NUMBERED_MARKER_IDS",
     "PICO",
@@ -155,6 +168,8 @@ __all__ = [
     "PMCID_TOKEN",
     "PMID_LABEL",
     "PMID_TOKEN",
+    "REVIEWER_EXCLUDED",
+    "REVIEWER_INCLUDED",
     "SECTION_SEPARATOR",
     "SOURCE_LABELS",
     "Certainty",
@@ -170,6 +185,7 @@ __all__ = [
     "DesignFilter",
     "EffectEstimate",
     "Evidence",
+    "EvidenceDecision",
     "ExtractedValue",
     "FilterExclusion",
     "FlaggedRecord",
@@ -195,7 +211,11 @@ __all__ = [
     "ReportVersionInfo",
     "ResearchPlan",
     "ResearchReport",
+    "ReviewStage",
+    "ReviewStatus",
     "RunResult",
+    "RunReview",
+    "ScreenedRecord",
     "Screening",
     "SearchFilters",
     "SoftwareEnvironment",
@@ -223,6 +243,7 @@ __all__ = [
     "numbered",
     "on_topic_items",
     "parse_number",
+    "plan_changes",
     "plural",
     "render_markdown",
     "retracted_items",

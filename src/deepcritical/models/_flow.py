@@ -77,6 +77,13 @@ class RecordFlow(BaseModel):
     found" section, never cited. ``relevant``, ``partial`` and ``not_screened`` count them
     with the included records (by their screening status)."""
 
+    excluded_by_reviewer: int = 0
+    """Records the user excluded when reviewing the evidence (counted in ``excluded``, their
+    cause "excluded by the reviewer")."""
+    included_by_reviewer: int = 0
+    """Records screening excluded that the user included when reviewing the evidence
+    (counted in ``included``)."""
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def identified(self) -> int:
@@ -150,6 +157,10 @@ def flow_lines(flow: RecordFlow) -> list[str]:
     lines.append(screened)
     reasons = "; ".join(f"{cause}: {n}" for cause, n in flow.exclusion_reasons.items())
     lines.append(f"- Excluded as off-topic: {flow.excluded}" + (f" ({reasons})" if reasons else ""))
+    if flow.excluded_by_reviewer:
+        lines.append(f"- Excluded by the reviewer: {flow.excluded_by_reviewer}")
+    if flow.included_by_reviewer:
+        lines.append(f"- Included by the reviewer: {flow.included_by_reviewer}")
     if flow.retracted:
         lines.append(f"- Excluded as retracted: {flow.retracted}")
     parts = [f"{flow.relevant} relevant", f"{flow.partial} partly relevant"]

@@ -126,6 +126,8 @@ class ResearchPlan(BaseModel):
     it (an absent source: as translated; the plan review shows and edits them). Plans saved
     before these fields existed load with both empty.
 
+    ``sources``: see the field.
+
     Raises:
         pydantic.ValidationError: ``source_queries`` naming an unknown source.
     """
@@ -160,6 +162,10 @@ class ResearchPlan(BaseModel):
             name: [q for q in (" ".join(x.split()) for x in queries) if q]
             for name, queries in value.items()
         }
+
+    sources: list[str] = Field(default_factory=list)
+    """The sources the plan searches, when the user's review kept a subset of the run's;
+    empty: every source of the run (the planner's plan)."""
 
     def unsatisfied(self) -> list[ChecklistItem]:
         """Checklist items not yet satisfied, in plan order."""

@@ -22,6 +22,7 @@ from deepcritical.models import SearchFilters
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.sources.citation_graph import CitationLinker
 from deepcritical.sources.fulltext import FullTextReader
+from deepcritical.state.reviews import ReviewBook
 from deepcritical.state.sources import SourceCollector
 from deepcritical.text.control import strip_control_chars
 
@@ -104,6 +105,9 @@ class RunDeps:
         citations: follows the references and citing papers of the run's best studies
             (citation tracking, once per run); ``None``: no citation tracking (offline runs,
             no PubMed or OpenAlex among the sources, a budget of 0).
+        reviews: the run's reviews in the run database (the researcher's review of the plan
+            and of the evidence, :mod:`deepcritical.orchestrators.review_step`); ``None``
+            when the run is not recorded.
         trace_parent: the run's ``run`` span, the parent of its stages' spans
             (:class:`~deepcritical.telemetry.run_trace.RunObserver`); ``None`` when tracing
             is off.
@@ -119,6 +123,7 @@ class RunDeps:
     clock: Callable[[], float] = field(default=time.monotonic)
     screening: RelevanceCalibration | None = None
     collector: SourceCollector | None = None
+    reviews: ReviewBook | None = None
     full_text: FullTextReader | None = None
     citations: CitationLinker | None = None
     trace_parent: Span | None = None

@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from deepcritical.agents.search import SearchRound
-from deepcritical.models import Evidence, RecordFlow, ResearchReport, Screening
+from deepcritical.models import (
+    REVIEWER_EXCLUDED,
+    REVIEWER_INCLUDED,
+    Evidence,
+    RecordFlow,
+    ResearchReport,
+    Screening,
+)
 
 __all__ = ["FlowLog", "exclusion_cause"]
 
@@ -79,8 +86,9 @@ class FlowLog:
 
     def flow(self, records: Sequence[Evidence], report: ResearchReport) -> RecordFlow:
         """The run's flow: the rounds so far, the screening of ``records`` (every record of
-        the store), the on-topic records excluded as retracted (``Citation.retracted``) and
-        the references of ``report``."""
+        the store), the on-topic records excluded as retracted (``Citation.retracted``), the
+        user's decisions on records (read from their screening reasons) and the references
+        of ``report``."""
         statuses = Counter(e.screening for e in records)
         excluded = [e for e in records if e.screening == Screening.OFF_TOPIC]
         causes = Counter(exclusion_cause(e.screening_reason) for e in excluded)
@@ -105,4 +113,12 @@ class FlowLog:
             partial=statuses[Screening.PARTIAL],
             cited=len({r.evidence_id for r in report.references}),
             retracted=retracted,
+            excluded_by_reviewer=sum(
+                e.screening_reason.startswith(REVIEWER_EXCLUDED) for e in excluded
+            ),
+            included_by_reviewer=sum(
+                e.screening != Screening.OFF_TOPIC
+                and e.screening_reason.startswith(REVIEWER_INCLUDED)
+                for e in records
+            ),
         )

@@ -16,6 +16,8 @@
 - ``run_report_versions``: the revised versions of a finished run's report (2, 3, ... per run;
   version 1 is the run's own report in ``runs.result``; ``payload`` is the
   :class:`~deepcritical.models.ReportVersion`).
+- ``run_reviews``: the user's reviews of a run's plan and evidence (numbered 1, 2, ... per
+  run; ``payload`` is the :class:`~deepcritical.models.RunReview`).
 
 Times are timezone-aware UTC (SQLite hands back naive values: :func:`aware` fixes them).
 """
@@ -46,6 +48,7 @@ __all__ = [
     "CacheRow",
     "FollowUpRow",
     "ReportVersionRow",
+    "ReviewRow",
     "RunEventRow",
     "RunRow",
     "SourceKeyRow",
@@ -207,3 +210,22 @@ class ReportVersionRow(Base):
     instruction: Mapped[str] = mapped_column(Text)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+class ReviewRow(Base):
+    """A review of a run (its plan before the search, its evidence before the writing):
+    ``number`` counts 1, 2, ... within the run, ``stage`` is ``plan`` or ``evidence``,
+    ``ordinal`` counts the reviews of that stage, ``status`` is ``waiting``, ``approved``,
+    ``cancelled`` or ``timed_out``; ``payload`` is the
+    :class:`~deepcritical.models.RunReview` as JSON; deleted with its run."""
+
+    __tablename__ = "run_reviews"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    number: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    stage: Mapped[str] = mapped_column(String(20))
+    ordinal: Mapped[int] = mapped_column(Integer, default=1)
+    status: Mapped[str] = mapped_column(String(20))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
