@@ -165,4 +165,5 @@ def test_a_worker_serves_health_readiness_and_metrics(tmp_path: Path) -> None:
     assert ready.status_code == 200
     assert ready.json()["checks"] == {"run database": "ok", "job engine": "ok"}
     assert 'deepcritical_jobs{state="running"} 0.0' in metrics.text
+    assert 'deepcritical_jobs{state="waiting_review"} 0.0' in metrics.text
     assert missing.status_code == 404

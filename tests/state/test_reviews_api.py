@@ -32,6 +32,7 @@ from deepcritical.api import (
 )
 from deepcritical.config import Settings
 from deepcritical.events import EvidenceReadyData, PlanReadyData, ResearchEvent
+from deepcritical.jobs.readiness import Readiness
 from deepcritical.models import Evidence, ResearchPlan, SearchFilters, marker_ids
 from deepcritical.state import RunStore
 from deepcritical.state.errors import (
@@ -110,6 +111,11 @@ async def test_plan_review_stops_before_the_search_and_the_edit_is_searched(
     assert ready.sources == ["pubmed"]
     record = _record(tmp_path, run_id)
     assert (record.status, record.stage) == ("awaiting_review", "review_plan")
+    readiness = Readiness(_settings(tmp_path))  # /metrics counts it as waiting for review
+    try:
+        assert readiness.job_counts()["waiting_review"] == 1
+    finally:
+        readiness.close()
 
     plan = ready.plan.model_copy(deep=True)
     removed = plan.checklist.pop()

@@ -31,7 +31,7 @@ __all__ = ["OPS_PATHS", "OpsAnswer", "Readiness", "answer_ops"]
 
 OPS_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 CORPUS_TIMEOUT_SECONDS = 3.0
-JOB_STATES = {"queued": "queued", "in_progress": "running"}
+JOB_STATES = {"queued": "queued", "in_progress": "running", "awaiting_review": "waiting_review"}
 """Run statuses counted as jobs, and the state they are shown as."""
 
 
@@ -99,7 +99,8 @@ class Readiness:
         return out
 
     def job_counts(self) -> dict[str, int]:
-        """Runs by job state (``queued``, ``running``) in the run database."""
+        """Runs by job state (``queued``, ``running``, ``waiting_review``: stopped for the
+        researcher's review of the plan or the evidence) in the run database."""
         query = (
             select(RunRow.status, func.count())
             .where(RunRow.status.in_(list(JOB_STATES)))
