@@ -161,3 +161,17 @@ async def test_llm_plan_records_the_clarification_and_the_model_sees_it_fenced()
     assert "- time frame: 5 years" in script.prompts[0]
     assert 'nonce="' in script.prompts[0]  # the clarification travels fenced, as user notes
     assert "time frame = 5 years" in _question_line(plan)
+
+
+def test_the_scripted_chat_model_answers_the_clarifier_with_the_rules() -> None:
+    from deepcritical.llm.fencing import new_fence
+    from deepcritical.testing.chat import RoleScript
+
+    roles = RoleScript()
+    assert roles.role_of({"clarifying_questions": {}}) == "clarifier"
+    prompt = "Research question:\n" + new_fence().wrap("user_question", METFORMIN)
+    answer = roles.answer("clarifier", prompt)
+    [question] = answer["clarifying_questions"]
+    assert question["element"] == "population"
+    complete = new_fence().wrap("user_question", "Does metformin reduce mortality in adults?")
+    assert roles.answer("clarifier", complete) == {"clarifying_questions": []}
