@@ -2,6 +2,10 @@
 
 The public API, imported lazily so that ``import deepcritical`` stays cheap:
 
+- :func:`clarify` (``await clarify(question, settings)``: the
+  :class:`~deepcritical.models.Clarification` a question needs before planning, or
+  ``None``; its answer goes to :func:`research` as context through
+  :func:`~deepcritical.models.clarified_context`);
 - :func:`research` (``async for event in research(question, settings): ...``) and
   :func:`resume` (continue a stored run) and :func:`ask` (``await ask(run_id, question,
   settings)``: a follow-up question on a finished run, answered from that run's evidence
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = [
+    "Clarification",
     "EvidenceDecision",
     "FollowUp",
     "ReportPreferences",
@@ -51,6 +56,8 @@ __all__ = [
     "approve_plan",
     "ask",
     "cancel_review",
+    "clarified_context",
+    "clarify",
     "export_references",
     "research",
     "resume",
@@ -66,6 +73,7 @@ if TYPE_CHECKING:
         approve_plan,
         ask,
         cancel_review,
+        clarify,
         research,
         resume,
         revise,
@@ -77,6 +85,7 @@ if TYPE_CHECKING:
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
     from deepcritical.models import (
+        Clarification,
         EvidenceDecision,
         FollowUp,
         ReportPreferences,
@@ -87,9 +96,13 @@ if TYPE_CHECKING:
         SearchFilters,
         Watch,
         WatchUpdate,
+        clarified_context,
     )
 
 _PUBLIC = {
+    "clarify": "deepcritical.api",
+    "Clarification": "deepcritical.models",
+    "clarified_context": "deepcritical.models",
     "research": "deepcritical.api",
     "resume": "deepcritical.api",
     "ask": "deepcritical.api",

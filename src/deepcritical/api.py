@@ -1,4 +1,5 @@
 """The programmatic entry point: ``async for event in research(question, settings): ...``,
+``await clarify(question, settings)``, the clarification a question needs before planning,
 ``await ask(run_id, question, settings)``, a follow-up question on a finished run, and
 ``await revise(run_id, instruction, settings)``, a new version of its report;
 ``research(..., review_plan=True, review_evidence=True)`` stops for the researcher's reviews,
@@ -31,7 +32,10 @@ from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.instrumentation import instrument_frameworks
 from deepcritical.llm.llm_errors import describe_error
+from deepcritical.llm.probe import resolve_endpoint
+from deepcritical.llm.providers import build_model
 from deepcritical.models import (
+    Clarification,
     EvidenceDecision,
     FollowUp,
     ReportPreferences,
@@ -42,6 +46,7 @@ from deepcritical.models import (
     Watch,
     WatchUpdate,
 )
+from deepcritical.orchestrators.agent_set import build_clarifier
 from deepcritical.orchestrators.assembly import GivenParts, build_run_deps, resolve_models
 from deepcritical.orchestrators.deps import check_context, check_question, requested_filters
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
@@ -147,6 +152,47 @@ async def research(
     ) as events:
         async for event in events:
             yield event
+
+
+async def clarify(
+    question: str, settings: Settings | None = None, *, model: Model | None = None
+) -> Clarification | None:
+    """The clarification ``question`` needs before planning, or ``None`` when it already
+    states what its type needs (one message of at most three questions, each with 2-4
+    suggested answers: :class:`~deepcritical.models.Clarification`).
+
+    Without a model (``settings.llm`` ``none``) the offline rules decide
+    (:func:`~deepcritical.text.clarify_rules.clarify_by_rules`: the question's type and PICO
+    elements); with one the model proposes it, validated, and the rules decide when its
+    answer stays invalid or the call fails. Nothing is recorded and nothing is searched.
+
+    The user's answer goes to :func:`research` as its ``context``:
+    ``context=clarified_context(context, clarification.answer({"population": "adults over
+    65"}))`` (:func:`~deepcritical.models.clarified_context`); the plan records it
+    (``ResearchPlan.clarified``) and the methodology says "The question was clarified by the
+    user before planning: population = adults over 65". Skipping is calling
+    :func:`research` with the context unchanged.
+
+    Args:
+        question: the research question (at most ``settings.max_question_chars`` characters).
+        settings: the model and its limits; defaults to :class:`Settings` from the
+            environment.
+        model: a pydantic-ai model to use instead of the one ``settings.llm`` names.
+
+    Raises:
+        QuestionError: empty or too long question.
+        ModelSpecError: a bad ``settings.llm`` or a missing API key.
+    """
+    base = settings or Settings()
+    question = check_question(question, base.max_question_chars)
+    if model is not None:
+        return await build_clarifier(base, model).clarify(question)
+    base = await resolve_endpoint(base)
+    built = build_model(base)
+    if built is None:
+        return await build_clarifier(base, None).clarify(question)
+    async with built:  # its provider's HTTP client is ours to close
+        return await build_clarifier(base, built).clarify(question)
 
 
 def _with_reviews(settings: Settings, plan: bool, evidence: bool) -> Settings:

@@ -320,6 +320,12 @@ class Settings(BaseSettings):
         description="The web app and its MCP tool run research as durable jobs on workers "
         "(deepcritical worker; see docs/jobs.md) instead of in the app's process.",
     )
+    ui_clarify: bool = Field(
+        default=True,
+        description="The web app asks one clarifying question before a run when the question "
+        "lacks what its type needs (each visitor can turn it off); the CLI asks only with "
+        "research --clarify, the API only through api.clarify.",
+    )
 
     # --- the researcher's reviews (see docs/cli.md, "Reviewing the plan and the evidence") ----
     review_plan: bool = Field(

@@ -17,6 +17,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
         approve_plan,
         ask,
         cancel_review,
+        clarify,
         research,
         resume,
         revise,
@@ -28,6 +29,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
     from deepcritical.models import (
+        Clarification,
         EvidenceDecision,
         FollowUp,
         ReportPreferences,
@@ -38,6 +40,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
         SearchFilters,
         Watch,
         WatchUpdate,
+        clarified_context,
     )
 
     homes = {
@@ -51,6 +54,9 @@ def test_every_public_name_resolves_to_its_home() -> None:
         "update_watch": update_watch,
         "Watch": Watch,
         "WatchUpdate": WatchUpdate,
+        "clarify": clarify,
+        "Clarification": Clarification,
+        "clarified_context": clarified_context,
         "research": research,
         "resume": resume,
         "ask": ask,

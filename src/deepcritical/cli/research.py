@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from deepcritical.cli.clarify_prompt import clarified_run_context
 from deepcritical.cli.context import fail, settings_from_options
 from deepcritical.cli.filter_options import (
     AddedSinceOption,
@@ -94,6 +95,15 @@ LengthOption = Annotated[
 ]
 FocusOption = Annotated[
     str | None, typer.Option("--focus", help="An aspect the report should emphasise.")
+]
+ClarifyOption = Annotated[
+    bool,
+    typer.Option(
+        "--clarify",
+        help="Before planning, ask what the question lacks (population, outcome, time "
+        "frame...): one message, choices by number, Enter skips. Not on a terminal: the "
+        "questions are printed and the run goes on.",
+    ),
 ]
 SyllabusOption = Annotated[
     Path | None,
@@ -215,9 +225,10 @@ def research(
     added_since: AddedSinceOption = None,
     review_plan: ReviewPlanOption = False,
     review_evidence: ReviewEvidenceOption = False,
+    clarify: ClarifyOption = False,
 ) -> None:
     """Research QUESTION and write a validated report (markdown + JSON; with --export, its
-    references as RIS, BibTeX or CSL-JSON next to it).
+    references as RIS, BibTeX or CSL-JSON next to it; with --clarify, first ask what it lacks).
 
     The search filters (--published-from/--published-to, --language, --design,
     --trial-phase, --trial-status, --added-since) go into the plan; every source applies
@@ -253,6 +264,8 @@ def research(
     )
 
     settings = with_reviews(inputs.settings, review_plan, review_evidence)
+    if clarify:  # before planning, ask what the question lacks
+        context = clarified_run_context(question, settings, context)
     _research_to_report(question, settings, inputs, context, out, exports)
 
 

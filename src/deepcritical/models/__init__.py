@@ -2,10 +2,11 @@
 
 Sources and evidence (:mod:`._evidence`), their integrity flags (:mod:`._integrity`), the
 plan's search filters (:mod:`._filters`), the plan and what the run forms from evidence
-(:mod:`._plan`), the report and the run's result (:mod:`._report`), a follow-up question on a
-finished run and its answer (:mod:`._follow_up`), a version of a run's report revised at a
-user's instruction (:mod:`._report_version`), the researcher's reviews of the plan and the
-evidence (:mod:`._review`), a watched question (living review) and its updates
+(:mod:`._plan`), a clarification asked before planning and its answer
+(:mod:`._clarification`), the report and the run's result (:mod:`._report`), a follow-up
+question on a finished run and its answer (:mod:`._follow_up`), a version of a run's report
+revised at a user's instruction (:mod:`._report_version`), the researcher's reviews of the
+plan and the evidence (:mod:`._review`), a watched question (living review) and its updates
 (:mod:`._watch`), inline citation markers (:mod:`._markers`), full-text passages
 (:mod:`._passages`) and the report's markdown rendering (:mod:`._markdown`). Every other
 level imports from this package; it imports nothing from the rest of the project.
@@ -20,6 +21,17 @@ from deepcritical.models._appraisal import (
     StudyRecord,
     TextSpan,
     parse_number,
+)
+from deepcritical.models._clarification import (
+    CLARIFIED_HEADER,
+    ELEMENT_LABELS,
+    MAX_CLARIFYING_QUESTIONS,
+    Clarification,
+    ClarifiedElement,
+    ClarifyElement,
+    ClarifyingQuestion,
+    clarified_context,
+    clarified_elements,
 )
 from deepcritical.models._evidence import (
     DERIVED_TITLE_MARK,
@@ -138,6 +150,7 @@ __all__ = [
     "ANSWER_HEADING",
     "CERTAINTY_LABEL",
     "CITATION_MARKER",
+    "CLARIFIED_HEADER",
     "DATE_CAUSE",
     "DERIVED_TITLE_MARK",
     "DESIGN_CAUSE",
@@ -145,6 +158,7 @@ __all__ = [
     "DOI_PREFIX",
     "DOI_TOKEN",
     "DOI_WHOLE",
+    "ELEMENT_LABELS",
     "EVIDENCE_ID",
     "E_ID",
     "FOREIGN_MARKER_START",
@@ -154,6 +168,7 @@ __all__ = [
     "LOOSE_E_ID",
     "MARKER_IDS",
     "MARKER_START",
+    "MAX_CLARIFYING_QUESTIONS",
     "MAX_REVIEW_REASON_CHARS",
     "NCT_ID",
     "NUMBERED_MARKER_IDS",
@@ -174,6 +189,10 @@ __all__ = [
     "ChecklistStatus",
     "Citation",
     "CitationValidation",
+    "Clarification",
+    "ClarifiedElement",
+    "ClarifyElement",
+    "ClarifyingQuestion",
     "DesignFilter",
     "EffectEstimate",
     "Evidence",
@@ -228,6 +247,8 @@ __all__ = [
     "Watch",
     "WatchChange",
     "WatchUpdate",
+    "clarified_context",
+    "clarified_elements",
     "clean_doi",
     "error_text",
     "flag_labels",

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 from deepcritical.models._appraisal import Certainty
+from deepcritical.models._clarification import ClarifiedElement
 from deepcritical.models._evidence import SourceName
 from deepcritical.models._filters import SearchFilters
 
@@ -116,7 +117,8 @@ class ResearchPlan(BaseModel):
     ``mesh_terms``: MeSH descriptors of the question (for PubMed ``[MeSH Terms]`` queries);
     ``sub_questions``: at most ``Settings.max_questions``, each with its queries;
     ``question_type`` and ``pico``: the question's type and elements (``None`` and empty in
-    plans saved before they existed).
+    plans saved before they existed); ``clarified``: the elements the user clarified before
+    planning (:mod:`deepcritical.models._clarification`), also in ``pico``.
     ``filters``: what the searches include (dates, languages, designs, trial phases and
     statuses, records added since), applied by every source (:class:`SearchFilters`; empty:
     no filtering). ``source_queries``: source name (:class:`SourceName` value) -> the queries
@@ -142,6 +144,7 @@ class ResearchPlan(BaseModel):
     preferences: ReportPreferences = Field(default_factory=ReportPreferences)
     question_type: QuestionType | None = None
     pico: PICO = Field(default_factory=PICO)
+    clarified: list[ClarifiedElement] = Field(default_factory=list)
     filters: SearchFilters = Field(default_factory=SearchFilters)
     source_queries: dict[str, list[str]] = Field(default_factory=dict)
 

@@ -183,8 +183,10 @@ def methodology_text(record: MethodologyRecord) -> str:
 
 
 def _question_line(plan: ResearchPlan) -> str:
-    """ "Question type: ... (population: ...; ...). " for the methodology; ``""`` for a plan
-    with no question type (saved before question types)."""
+    """ "Question type: ... (population: ...; ...). " for the methodology, then what the
+    user clarified ("The question was clarified by the user before planning: population =
+    adults over 65. "); ``""`` for a plan with no question type (saved before question
+    types)."""
     if plan.question_type is None:
         return ""
     pico = plan.pico
@@ -199,7 +201,14 @@ def _question_line(plan: ResearchPlan) -> str:
         if value
     ]
     elements = f" ({'; '.join(parts)})" if parts else ""
-    return f"Question type (by rules): {_TYPE_LABELS[plan.question_type]}{elements}. "
+    line = f"Question type (by rules): {_TYPE_LABELS[plan.question_type]}{elements}. "
+    if plan.clarified:
+        line += (
+            "The question was clarified by the user before planning: "
+            + "; ".join(c.text() for c in plan.clarified)
+            + ". "
+        )
+    return line
 
 
 def _screening_lines(s: ScreeningCounts) -> list[str]:
