@@ -98,8 +98,11 @@ check: install
 	$(BIN)/lint-imports
 	$(BIN)/hadolint Dockerfile
 
+## pytest-xdist: one pytest worker per core (-n auto; 2 here), whole files per worker
+## (--dist loadfile: a file's module fixtures, such as its app server, start once).
+PYTEST_WORKERS ?= auto
 test: check $(if $(SKIP_SYSTEM_DEPS),,system-deps)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 ## Quick feedback while editing (under 3 minutes on 2 cores): the unit, state and benchmark tests, less
 ## those marked slow (the embedding model, a large corpus) or live. No lint, no integration,

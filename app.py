@@ -31,4 +31,11 @@ downloads = DownloadShelf()
 demo = build_from_env(access, downloads)
 
 if __name__ == "__main__":
-    launch(demo, access=access, downloads=downloads, readiness=Readiness(server_settings()))
+    settings = server_settings()
+    launch(
+        demo,
+        access=access,
+        downloads=downloads,
+        readiness=Readiness(settings),
+        settings=settings,
+    )

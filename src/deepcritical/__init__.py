@@ -2,17 +2,30 @@
 
 The public API, imported lazily so that ``import deepcritical`` stays cheap:
 
+- :func:`clarify` (``await clarify(question, settings)``: the
+  :class:`~deepcritical.models.Clarification` a question needs before planning, or
+  ``None``; its answer goes to :func:`research` as context through
+  :func:`~deepcritical.models.clarified_context`);
 - :func:`research` (``async for event in research(question, settings): ...``) and
   :func:`resume` (continue a stored run) and :func:`ask` (``await ask(run_id, question,
   settings)``: a follow-up question on a finished run, answered from that run's evidence
   only, a :class:`~deepcritical.models.FollowUp`) and :func:`revise` (``await revise(run_id,
   "shorter", settings)``: a new version of a finished run's report, a
-  :class:`~deepcritical.models.ReportVersion`), from :mod:`deepcritical.api`;
+  :class:`~deepcritical.models.ReportVersion`), and the researcher's reviews
+  (``research(..., review_plan=True, review_evidence=True)`` stops with ``plan_ready`` /
+  ``evidence_ready``; :func:`approve_plan`, :func:`approve_evidence` decide and continue the
+  run, :func:`cancel_review` cancels it), from :mod:`deepcritical.api`;
+- living reviews: :func:`watch` / :func:`watch_run` (``await watch_run(run_id, settings,
+  every="7d")``: a :class:`~deepcritical.models.Watch` that keeps a finished run's review up
+  to date) and :func:`update_watch` (an update now, a
+  :class:`~deepcritical.models.WatchUpdate`), from :mod:`deepcritical.api`;
 - :class:`Settings` (:mod:`deepcritical.config`);
 - :class:`ResearchEvent` (:mod:`deepcritical.events`): what a run streams, the last being
   ``done`` (with its :class:`RunResult`) or ``error``;
-- :class:`RunResult`, :class:`ResearchReport`, :class:`ReportPreferences`
-  (:mod:`deepcritical.models`);
+- :class:`RunResult`, :class:`ResearchReport`, :class:`ReportPreferences`,
+  :class:`SearchFilters` (``research(question, settings, filters=SearchFilters(...))``: the
+  plan's publication dates, languages, study designs, trial phases and statuses, records
+  added since) (:mod:`deepcritical.models`);
 - :func:`export_references` (``export_references(result, "ris" | "bibtex" | "csljson",
   scope="references" | "evidence") -> str``): a run's references for reference managers
   (:mod:`deepcritical.formats.references`).
@@ -25,39 +38,85 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = [
+    "Clarification",
+    "EvidenceDecision",
     "FollowUp",
     "ReportPreferences",
     "ReportVersion",
     "ResearchEvent",
+    "ResearchPlan",
     "ResearchReport",
     "RunResult",
+    "SearchFilters",
     "Settings",
+    "Watch",
+    "WatchUpdate",
     "__version__",
+    "approve_evidence",
+    "approve_plan",
     "ask",
+    "cancel_review",
+    "clarified_context",
+    "clarify",
     "export_references",
     "research",
     "resume",
     "revise",
+    "update_watch",
+    "watch",
+    "watch_run",
 ]
 
 if TYPE_CHECKING:
-    from deepcritical.api import ask, research, resume, revise
+    from deepcritical.api import (
+        approve_evidence,
+        approve_plan,
+        ask,
+        cancel_review,
+        clarify,
+        research,
+        resume,
+        revise,
+        update_watch,
+        watch,
+        watch_run,
+    )
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
     from deepcritical.models import (
+        Clarification,
+        EvidenceDecision,
         FollowUp,
         ReportPreferences,
         ReportVersion,
+        ResearchPlan,
         ResearchReport,
         RunResult,
+        SearchFilters,
+        Watch,
+        WatchUpdate,
+        clarified_context,
     )
 
 _PUBLIC = {
+    "clarify": "deepcritical.api",
+    "Clarification": "deepcritical.models",
+    "clarified_context": "deepcritical.models",
     "research": "deepcritical.api",
     "resume": "deepcritical.api",
     "ask": "deepcritical.api",
     "revise": "deepcritical.api",
+    "approve_plan": "deepcritical.api",
+    "approve_evidence": "deepcritical.api",
+    "cancel_review": "deepcritical.api",
+    "EvidenceDecision": "deepcritical.models",
+    "ResearchPlan": "deepcritical.models",
+    "watch": "deepcritical.api",
+    "watch_run": "deepcritical.api",
+    "update_watch": "deepcritical.api",
+    "Watch": "deepcritical.models",
+    "WatchUpdate": "deepcritical.models",
     "ReportVersion": "deepcritical.models",
     "FollowUp": "deepcritical.models",
     "Settings": "deepcritical.config",
@@ -65,6 +124,7 @@ _PUBLIC = {
     "RunResult": "deepcritical.models",
     "ResearchReport": "deepcritical.models",
     "ReportPreferences": "deepcritical.models",
+    "SearchFilters": "deepcritical.models",
     "export_references": "deepcritical.formats.references",
 }
 

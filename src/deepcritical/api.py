@@ -1,6 +1,12 @@
 """The programmatic entry point: ``async for event in research(question, settings): ...``,
+``await clarify(question, settings)``, the clarification a question needs before planning,
 ``await ask(run_id, question, settings)``, a follow-up question on a finished run, and
-``await revise(run_id, instruction, settings)``, a new version of its report.
+``await revise(run_id, instruction, settings)``, a new version of its report;
+``research(..., review_plan=True, review_evidence=True)`` stops for the researcher's reviews,
+which ``approve_plan(run_id, plan)`` and ``approve_evidence(run_id, decisions)`` decide
+(then continue the run) and ``cancel_review(run_id)`` cancels.
+Living reviews: ``await watch_run(run_id, settings, every="7d")`` (or ``watch(question,
+...)``, which researches first) and ``await update_watch(watch_id, settings)``.
 
 Opens the run's record, has its parts assembled
 (:mod:`deepcritical.orchestrators.assembly`: models, HTTP client, sources, evidence store,
@@ -16,9 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from deepcritical.config import Settings
 from deepcritical.events import ResearchEvent
@@ -26,9 +32,23 @@ from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.llm.instrumentation import instrument_frameworks
 from deepcritical.llm.llm_errors import describe_error
-from deepcritical.models import FollowUp, ReportPreferences, ReportVersion
+from deepcritical.llm.probe import resolve_endpoint
+from deepcritical.llm.providers import build_model
+from deepcritical.models import (
+    Clarification,
+    EvidenceDecision,
+    FollowUp,
+    ReportPreferences,
+    ReportVersion,
+    ResearchPlan,
+    RunReview,
+    SearchFilters,
+    Watch,
+    WatchUpdate,
+)
+from deepcritical.orchestrators.agent_set import build_clarifier
 from deepcritical.orchestrators.assembly import GivenParts, build_run_deps, resolve_models
-from deepcritical.orchestrators.deps import check_context, check_question
+from deepcritical.orchestrators.deps import check_context, check_question, requested_filters
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.finish import GroundingOptions
 from deepcritical.sources.base import SearchSource
@@ -47,6 +67,9 @@ if TYPE_CHECKING:
 
     from deepcritical.orchestrators.magentic import MagenticOrchestrator
     from deepcritical.state.lifecycle import PersistentRun
+    from deepcritical.state.run_store import RunStore
+
+T = TypeVar("T")
 
 
 async def research(
@@ -55,6 +78,7 @@ async def research(
     *,
     context: str | None = None,
     preferences: ReportPreferences | None = None,
+    filters: SearchFilters | None = None,
     model: Model | None = None,
     sources: Sequence[SearchSource] | None = None,
     full_text: FullTextReader | None = None,
@@ -62,9 +86,13 @@ async def research(
     chat_client: SupportsChatGetResponse[Any] | None = None,
     syllabus: Syllabus | None = None,
     owner: str | None = None,
+    review_plan: bool = False,
+    review_evidence: bool = False,
 ) -> AsyncIterator[ResearchEvent]:
     """Research ``question`` and stream :class:`ResearchEvent`; the last is ``done`` (its
-    ``result`` holds the report and the evidence) or ``error``.
+    ``result`` holds the report and the evidence) or ``error``, or, when a review is asked
+    for, ``plan_ready`` / ``evidence_ready`` (the run waits: :func:`approve_plan`,
+    :func:`approve_evidence`).
 
     Args:
         question: the research question (at most ``settings.max_question_chars`` characters).
@@ -72,6 +100,9 @@ async def research(
         context: optional background from the user, passed to the planner.
         preferences: the user's report preferences (audience, length, focus), given to the
             report writer; defaults: scientists, standard length, no particular focus.
+        filters: the plan's search filters (:class:`~deepcritical.models.SearchFilters`),
+            applied by each source's API where it can, the rest screened out; ``None``:
+            ``settings.search_filters``.
         model: a pydantic-ai model to use instead of the one ``settings.llm`` names (tests
             pass scripted models here).
         sources: search sources to use instead of those ``settings.sources`` names.
@@ -86,6 +117,10 @@ async def research(
         owner: the user the recorded run belongs to (the web app passes its signed-in user,
             ``user:alice`` or ``hf:alice``); ``None``, the default, is the local user, whose
             runs the CLI's ``deepcritical runs`` commands show.
+        review_plan: stop after planning with ``plan_ready`` until the user approves the
+            plan (``Settings.review_plan`` too).
+        review_evidence: stop after gathering with ``evidence_ready`` until the user decides
+            on the screened evidence (``Settings.review_evidence`` too).
 
     Recording (``settings.persist_runs``, default on): the run is stored in the run database
     (``settings.database_url`` or ``<data_dir>/deepcritical.db``) and checkpointed after every
@@ -98,11 +133,16 @@ async def research(
             orchestrator without a model (before any event).
         deepcritical.corpus.index.CorpusNotFoundError: ``local`` source with no corpus.
         sqlalchemy.exc.SQLAlchemyError: the run database cannot be opened (before any event).
+        pydantic.ValidationError: invalid ``settings.search_filters`` (before any event).
+        ValueError: a review asked for on a run that is not recorded (``persist_runs`` off).
     """
+    settings = _with_reviews(settings or Settings(), review_plan, review_evidence)
+    if filters is not None:
+        settings = settings.model_copy(update={"search_filters": filters.key()})
     async with aclosing(
         _research(
             question,
-            settings or Settings(),
+            settings,
             context=context,
             preferences=preferences,
             given=GivenParts(model, sources, full_text, embedder, chat_client),
@@ -112,6 +152,66 @@ async def research(
     ) as events:
         async for event in events:
             yield event
+
+
+async def clarify(
+    question: str, settings: Settings | None = None, *, model: Model | None = None
+) -> Clarification | None:
+    """The clarification ``question`` needs before planning, or ``None`` when it already
+    states what its type needs (one message of at most three questions, each with 2-4
+    suggested answers: :class:`~deepcritical.models.Clarification`).
+
+    Without a model (``settings.llm`` ``none``) the offline rules decide
+    (:func:`~deepcritical.text.clarify_rules.clarify_by_rules`: the question's type and PICO
+    elements); with one the model proposes it, validated, and the rules decide when its
+    answer stays invalid or the call fails. Nothing is recorded and nothing is searched.
+
+    The user's answer goes to :func:`research` as its ``context``:
+    ``context=clarified_context(context, clarification.answer({"population": "adults over
+    65"}))`` (:func:`~deepcritical.models.clarified_context`); the plan records it
+    (``ResearchPlan.clarified``) and the methodology says "The question was clarified by the
+    user before planning: population = adults over 65". Skipping is calling
+    :func:`research` with the context unchanged.
+
+    Args:
+        question: the research question (at most ``settings.max_question_chars`` characters).
+        settings: the model and its limits; defaults to :class:`Settings` from the
+            environment.
+        model: a pydantic-ai model to use instead of the one ``settings.llm`` names.
+
+    Raises:
+        QuestionError: empty or too long question.
+        ModelSpecError: a bad ``settings.llm`` or a missing API key.
+    """
+    base = settings or Settings()
+    question = check_question(question, base.max_question_chars)
+    if model is not None:
+        return await build_clarifier(base, model).clarify(question)
+    base = await resolve_endpoint(base)
+    built = build_model(base)
+    if built is None:
+        return await build_clarifier(base, None).clarify(question)
+    async with built:  # its provider's HTTP client is ours to close
+        return await build_clarifier(base, built).clarify(question)
+
+
+def _with_reviews(settings: Settings, plan: bool, evidence: bool) -> Settings:
+    """``settings`` with the reviews asked for switched on (kept with the run, so a resumed
+    run stops at them too).
+
+    Raises:
+        ValueError: a review asked for while ``persist_runs`` is off.
+    """
+    if not (plan or evidence):
+        return settings
+    if not settings.persist_runs:
+        raise ValueError("a review needs a recorded run: persist_runs is off")
+    return settings.model_copy(
+        update={
+            "review_plan": settings.review_plan or plan,
+            "review_evidence": settings.review_evidence or evidence,
+        }
+    )
 
 
 async def resume(
@@ -334,6 +434,173 @@ async def revise(
     return version
 
 
+async def approve_plan(
+    run_id: str,
+    plan: ResearchPlan | Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
+    *,
+    owner: str | None = None,
+    model: Model | None = None,
+    sources: Sequence[SearchSource] | None = None,
+    embedder: Embedder | None = None,
+) -> AsyncIterator[ResearchEvent]:
+    """Approve the plan ``owner``'s run ``run_id`` waits with (its ``plan_ready`` event),
+    possibly edited, then continue the run in this process, streaming its events as
+    :func:`resume` (the same run id; planning replays, the search runs the reviewed plan).
+
+    Args:
+        run_id: the run's id (a unique prefix of 6+ characters is accepted).
+        plan: the user's edit of the plan (a :class:`~deepcritical.models.ResearchPlan` or
+            its JSON: refined question, checklist, queries, MeSH terms, scope, ``sources``
+            a subset of the run's); ``None``: the plan as proposed.
+        settings: where the run database is, API keys; default: the environment.
+        owner: the user the run belongs to (``None``: the local user).
+        model, sources, embedder: as for :func:`resume`.
+
+    Raises (on the first iteration, before any event; nothing is stored):
+        RunNotFoundError: no such run among ``owner``'s runs.
+        RunNotAwaitingReviewError: the run does not wait for a plan review (running,
+            finished, failed, cancelled, waiting for its evidence review, decided already).
+        InvalidPlanError: no checklist item, an unknown source, an empty query...
+    """
+    await record_plan_review(run_id, plan, settings, owner=owner)
+    async with aclosing(
+        _continue(run_id, settings, owner, GivenParts(model, sources, None, embedder))
+    ) as events:
+        async for event in events:
+            yield event
+
+
+async def approve_evidence(
+    run_id: str,
+    decisions: Sequence[EvidenceDecision | Mapping[str, Any]] = (),
+    settings: Settings | None = None,
+    *,
+    more_search: bool = False,
+    owner: str | None = None,
+    model: Model | None = None,
+    sources: Sequence[SearchSource] | None = None,
+    embedder: Embedder | None = None,
+) -> AsyncIterator[ResearchEvent]:
+    """Decide on the screened evidence ``owner``'s run ``run_id`` waits with (its
+    ``evidence_ready`` event), then continue the run in this process as :func:`resume`:
+    ``decisions`` exclude included records (each with a reason) or include records screening
+    excluded; ``more_search`` runs one more search round, after which the run waits for an
+    evidence review again. An excluded record is never cited; the report's flow of records
+    counts the reviewer's decisions apart and its methodology states them.
+
+    Raises (on the first iteration, before any event; nothing is stored):
+        RunNotFoundError: no such run among ``owner``'s runs.
+        RunNotAwaitingReviewError: the run does not wait for an evidence review.
+        UnknownRecordError: a decision names a record the review did not show.
+        InvalidReviewError: an exclusion without a reason, a record decided twice, or a
+            decision that changes nothing.
+    """
+    await record_evidence_review(run_id, decisions, settings, more_search=more_search, owner=owner)
+    async with aclosing(
+        _continue(run_id, settings, owner, GivenParts(model, sources, None, embedder))
+    ) as events:
+        async for event in events:
+            yield event
+
+
+async def record_plan_review(
+    run_id: str,
+    plan: ResearchPlan | Mapping[str, Any] | None,
+    settings: Settings | None = None,
+    *,
+    owner: str | None = None,
+) -> RunReview:
+    """Store the approval of the plan ``owner``'s run ``run_id`` waits with (``plan``: the
+    user's edit; ``None``: as proposed) without continuing the run: for a job, whose worker
+    continues it once woken (``deepcritical.jobs.wake_review``), or a caller that resumes it
+    later. The stored review, with what the edit changed. Raises as :func:`approve_plan`."""
+    from deepcritical.state.reviews import decide_plan
+
+    return await _on_store(settings, lambda store: decide_plan(store, run_id, plan, owner=owner))
+
+
+async def record_evidence_review(
+    run_id: str,
+    decisions: Sequence[EvidenceDecision | Mapping[str, Any]],
+    settings: Settings | None = None,
+    *,
+    more_search: bool = False,
+    owner: str | None = None,
+) -> RunReview:
+    """Store the decisions on the evidence ``owner``'s run ``run_id`` waits with, without
+    continuing the run (see :func:`record_plan_review`). Raises as
+    :func:`approve_evidence`."""
+    from deepcritical.state.reviews import decide_evidence
+
+    return await _on_store(
+        settings,
+        lambda store: decide_evidence(
+            store, run_id, decisions, more_search=more_search, owner=owner
+        ),
+    )
+
+
+async def cancel_review(
+    run_id: str, settings: Settings | None = None, *, owner: str | None = None
+) -> RunReview:
+    """Cancel ``owner``'s run ``run_id`` at the review it waits for: the review and the run
+    are stored ``cancelled`` (a last ``error`` event in its log says so). The review.
+
+    Raises (nothing stored):
+        RunNotFoundError: no such run among ``owner``'s runs.
+        RunNotAwaitingReviewError: the run waits for no review.
+    """
+    from deepcritical.state.reviews import cancel_review as cancel
+
+    return await _on_store(settings, lambda store: cancel(store, run_id, owner=owner))
+
+
+async def run_reviews(
+    run_id: str, settings: Settings | None = None, *, owner: str | None = None
+) -> list[RunReview]:
+    """The reviews of ``owner``'s run ``run_id``, oldest first (the last one ``waiting``
+    when the run waits for it).
+
+    Raises:
+        RunNotFoundError: no such run among ``owner``'s runs.
+    """
+    from deepcritical.state.reviews import run_reviews as reviews
+
+    return await _on_store(
+        settings, lambda store: reviews(store, store.require_run(run_id, owner=owner).id)
+    )
+
+
+async def _on_store(settings: Settings | None, work: Callable[[RunStore], T]) -> T:
+    """``work(store)`` on the run database of ``settings``, in a worker thread."""
+    from deepcritical.state.run_store import RunStore
+
+    store = await asyncio.to_thread(RunStore.open, settings or Settings())
+    try:
+        return await asyncio.to_thread(work, store)
+    finally:
+        store.close()
+
+
+async def _continue(
+    run_id: str,
+    settings: Settings | None,
+    owner: str | None,
+    given: GivenParts,
+) -> AsyncGenerator[ResearchEvent, None]:
+    """The run continued after its review was decided (:func:`resume`)."""
+    parts: dict[str, Any] = {
+        "model": given.model,
+        "sources": given.sources,
+        "embedder": given.embedder,
+    }  # only the parts given, so a caller's defaults (tests' partials) stay
+    continued = resume(run_id, settings, owner=owner, **{k: v for k, v in parts.items() if v})
+    async with aclosing(cast("AsyncGenerator[ResearchEvent, None]", continued)) as events:
+        async for event in events:
+            yield event
+
+
 async def _research(
     question: str,
     settings: Settings,
@@ -348,6 +615,7 @@ async def _research(
 ) -> AsyncGenerator[ResearchEvent, None]:
     question = check_question(question, settings.max_question_chars)
     context = check_context(context)
+    requested_filters(settings)  # bad filters fail here, before any event
     models = await resolve_models(settings, given)
     configure_tracing()
     instrument_frameworks()
@@ -430,3 +698,157 @@ def _earlier_traces(metrics: dict[str, Any]) -> list[dict[str, str]]:
     if metrics.get("trace_id") and metrics.get("trace_span_id"):
         earlier.append({"trace_id": metrics["trace_id"], "span_id": metrics["trace_span_id"]})
     return earlier
+
+
+def _every_seconds(every: str | float | None) -> float | None:
+    """A schedule given as ``"7d"`` or seconds, in seconds (``None``: by hand only).
+
+    Raises:
+        ValueError: a schedule not understood or too short.
+    """
+    from deepcritical.models import parse_every
+
+    if every is None:
+        return None
+    return parse_every(every) if isinstance(every, str) else parse_every(f"{float(every)}s")
+
+
+async def watch_run(
+    run_id: str,
+    settings: Settings | None = None,
+    *,
+    every: str | float | None = None,
+    webhook_url: str | None = None,
+    owner: str | None = None,
+) -> Watch:
+    """Keep ``owner``'s finished run ``run_id`` up to date: a watch (living review) on it.
+
+    The watch holds the run's question, reviewed plan, public settings and queries; its
+    versions are the run's report versions. Each update (:func:`update_watch`, or a worker on
+    schedule) searches only the records added to the sources since the last one. See
+    ``docs/watches.md``.
+
+    Args:
+        run_id: the run (a unique prefix of 6+ characters is accepted).
+        settings: where the run database is; defaults to :class:`Settings` from the
+            environment.
+        every: the schedule, ``"7d"``, ``"30d"``, ``"12h"`` or seconds (``None``: updated by
+            hand only); workers (``deepcritical worker``) run the scheduled updates.
+        webhook_url: where each new version's change summary is POSTed (public http(s)
+            hosts only).
+        owner: the user the run belongs to (``None``, the default: the local user).
+
+    Raises:
+        ValueError: ``every`` not understood or shorter than a second.
+        UnsafeURLError: ``webhook_url`` is not http(s) or names a private or local host.
+        RunNotFoundError: no such run among ``owner``'s runs.
+        RunWithoutReportError: the run has no report.
+    """
+    from deepcritical.sources.webhook import check_webhook_url
+    from deepcritical.state.run_store import RunStore
+    from deepcritical.state.watch_store import WatchStore
+
+    base = settings or Settings()
+    seconds = _every_seconds(every)
+    url = check_webhook_url(webhook_url) if webhook_url else None
+    store = await asyncio.to_thread(RunStore.open, base)
+    try:
+        return await asyncio.to_thread(
+            lambda: WatchStore(store).create(
+                run_id, owner=owner, every_seconds=seconds, webhook_url=url
+            )
+        )
+    finally:
+        store.close()
+
+
+async def watch(
+    question: str,
+    settings: Settings | None = None,
+    *,
+    every: str | float | None = None,
+    webhook_url: str | None = None,
+    context: str | None = None,
+    preferences: ReportPreferences | None = None,
+    owner: str | None = None,
+    sources: Sequence[SearchSource] | None = None,
+    embedder: Embedder | None = None,
+) -> Watch:
+    """Research ``question`` (:func:`research`, to its report) and watch the run
+    (:func:`watch_run`): the review is kept up to date on schedule ``every``.
+
+    Raises:
+        ValueError: ``every`` not understood; UnsafeURLError: a bad ``webhook_url`` (both
+            before the research starts).
+        RunWithoutReportError: the research ended without a report.
+        Exception: what :func:`research` raises.
+    """
+    from deepcritical.sources.webhook import check_webhook_url
+
+    base = settings or Settings()
+    _every_seconds(every)
+    if webhook_url:
+        check_webhook_url(webhook_url)
+    run_id: str | None = None
+    events = research(
+        question,
+        base,
+        context=context,
+        preferences=preferences,
+        owner=owner,
+        sources=sources,
+        embedder=embedder,
+    )
+    async for event in events:
+        run_id = run_id or event.run_id
+    if run_id is None:
+        raise run_not_found("(none: the run was not recorded)")
+    return await watch_run(run_id, base, every=every, webhook_url=webhook_url, owner=owner)
+
+
+async def update_watch(
+    watch_id: str,
+    settings: Settings | None = None,
+    *,
+    owner: str | None = None,
+    sources: Sequence[SearchSource] | None = None,
+    embedder: Embedder | None = None,
+) -> WatchUpdate:
+    """Update ``owner``'s watch ``watch_id`` now: search the records added since its last
+    update, check the known records' retractions again, and write a new report version when
+    anything relevant changed (``outcome`` ``new_version``), else record ``nothing_new``
+    (no version). See :mod:`deepcritical.orchestrators.watch_update`.
+
+    Args:
+        watch_id: the watch (a unique prefix of 6+ characters is accepted).
+        settings: the database, keys and source roots; defaults to the environment's.
+        owner: the user the watch belongs to (``None``: the local user).
+        sources: search sources to use instead of those the run's settings name (they are
+            given the window's filters; the re-check of retractions on PubMed is then not
+            made: it is made with the PubMed client built from the settings only).
+        embedder: the embedder to use instead of the run embedder.
+
+    Raises:
+        WatchNotFoundError: no such watch among ``owner``'s watches.
+        WatchBusyError: another process is updating it now.
+        Exception: what the update raised (recorded as a ``failed`` update).
+    """
+    import uuid
+
+    from deepcritical.orchestrators.watch_update import UpdateParts, run_watch_update
+    from deepcritical.state.run_store import RunStore
+    from deepcritical.state.watch_store import WatchStore
+
+    base = settings or Settings()
+    store = await asyncio.to_thread(RunStore.open, base)
+    try:
+        found = await asyncio.to_thread(lambda: WatchStore(store).require(watch_id, owner=owner))
+    finally:
+        store.close()
+    return await run_watch_update(
+        found,
+        base,
+        holder=f"manual-{uuid.uuid4().hex}",
+        trigger="manual",
+        parts=UpdateParts(sources=sources, embedder=embedder),
+    )

@@ -198,6 +198,14 @@ class Settings(BaseSettings):
         description="Earliest publication year: PubMed queries get a date filter "
         '("2015"[dp] : "3000"[dp]).',
     )
+    search_filters: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The search filters every run's plan starts with: the fields of "
+        "deepcritical.models.SearchFilters as JSON (published_from, published_to, languages, "
+        "designs, trial_phases, trial_statuses, added_since); {} for none. Validated by "
+        "api.research before the run starts; stored with the run's settings, so a resumed "
+        "run searches within the same filters.",
+    )
     max_question_chars: int = Field(default=2000, ge=10)
 
     # --- evidence store and report -----------------------------------------------------------
@@ -327,6 +335,35 @@ class Settings(BaseSettings):
         default=False,
         description="The web app and its MCP tool run research as durable jobs on workers "
         "(deepcritical worker; see docs/jobs.md) instead of in the app's process.",
+    )
+    ui_clarify: bool = Field(
+        default=True,
+        description="The web app asks one clarifying question before a run when the question "
+        "lacks what its type needs (each visitor can turn it off); the CLI asks only with "
+        "research --clarify, the API only through api.clarify.",
+    )
+
+    # --- the researcher's reviews (see docs/cli.md, "Reviewing the plan and the evidence") ----
+    review_plan: bool = Field(
+        default=False,
+        description="Stop after planning with a plan_ready event and wait until the user "
+        "approves (possibly edited), or cancels, the plan (api.approve_plan, runs approve-plan).",
+    )
+    review_evidence: bool = Field(
+        default=False,
+        description="Stop after gathering with an evidence_ready event (the screened evidence "
+        "table) and wait for the user's include/exclude decisions (api.approve_evidence).",
+    )
+    review_timeout_seconds: float = Field(
+        default=7 * 86400.0,
+        gt=0,
+        description="Seconds a run waits for a review before review_timeout_action applies (in "
+        "jobs mode by the waiting job; in-process when a process next looks at the run).",
+    )
+    review_timeout_action: Literal["continue", "cancel"] = Field(
+        default="continue",
+        description="What a review that timed out does: continue with the plan or evidence as "
+        "it stands, or cancel the run.",
     )
 
     @field_validator("sources", "model_base_urls", "model_host_allowlist", mode="before")

@@ -25,7 +25,10 @@ from deepcritical.models import (
     Hypothesis,
     JudgeAssessment,
     ReportPreferences,
+    ResearchPlan,
     RunResult,
+    ScreenedRecord,
+    SearchFilters,
     SubQuestion,
     UsageReport,
     utc_now,
@@ -38,9 +41,11 @@ __all__ = [
     "EventData",
     "EventType",
     "EvidenceAddedData",
+    "EvidenceReadyData",
     "HypothesisData",
     "JudgeAssessmentData",
     "ManagerData",
+    "PlanReadyData",
     "PlanningData",
     "ReflectionData",
     "ReflectionItemData",
@@ -66,6 +71,8 @@ EventType = Literal[
     "writing",
     "report_section",
     "manager",
+    "plan_ready",
+    "evidence_ready",
     "warning",
     "error",
     "done",
@@ -98,7 +105,8 @@ class StartedData(_Data):
 class PlanningData(_Data):
     """``planning``: the plan as made (see :class:`~deepcritical.models.ResearchPlan`);
     ``question_type`` is the :class:`~deepcritical.models.QuestionType` value, ``""`` when
-    none was recognised."""
+    none was recognised; ``filters`` the plan's search filters and ``source_queries`` its
+    per-source round-1 queries (empty in events stored before they existed)."""
 
     type: Literal["planning"] = "planning"
     refined_question: str
@@ -111,6 +119,40 @@ class PlanningData(_Data):
     mesh_terms: list[str] = Field(default_factory=list)
     sub_questions: list[SubQuestion] = Field(default_factory=list)
     preferences: ReportPreferences = Field(default_factory=ReportPreferences)
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    source_queries: dict[str, list[str]] = Field(default_factory=dict)
+    sources: list[str] = Field(default_factory=list)
+    reviewed: bool = False
+    changes: list[str] = Field(default_factory=list)
+    """A plan the user reviewed (``reviewed``) is announced again by a second ``planning``
+    event, with the sources it keeps (empty: all) and what the user changed."""
+
+
+class PlanReadyData(_Data):
+    """``plan_ready``: the run stopped after planning and waits for the user's review
+    (``Settings.review_plan``): the plan as proposed, the run's sources (a reviewed plan
+    may keep a subset), the review's number among the run's reviews and the seconds it waits
+    before ``Settings.review_timeout_action`` applies. Approve it with
+    ``deepcritical.api.approve_plan`` (or ``deepcritical runs approve-plan``)."""
+
+    type: Literal["plan_ready"] = "plan_ready"
+    plan: ResearchPlan
+    sources: list[str] = Field(default_factory=list)
+    review: int = 1
+    timeout_seconds: float = 0.0
+
+
+class EvidenceReadyData(_Data):
+    """``evidence_ready``: the run stopped after gathering and waits for the user's review
+    of the screened evidence (``Settings.review_evidence``): the table of every record
+    (included and excluded, with the screening reason), the review's number and its timeout
+    in seconds. Decide with ``deepcritical.api.approve_evidence`` (or ``deepcritical runs
+    approve-evidence``)."""
+
+    type: Literal["evidence_ready"] = "evidence_ready"
+    records: list[ScreenedRecord] = Field(default_factory=list)
+    review: int = 1
+    timeout_seconds: float = 0.0
 
 
 class SearchingData(_Data):
@@ -248,6 +290,8 @@ class ErrorData(_Data):
     """``error``: the event's message says why the run ended."""
 
     type: Literal["error"] = "error"
+    cancelled: bool = False
+    """The run was cancelled (a review cancelled by the user or by its timeout), not failed."""
 
 
 class WorkflowSummary(_Data):
@@ -288,6 +332,8 @@ EventData = Annotated[
     | WritingData
     | ReportSectionData
     | ManagerData
+    | PlanReadyData
+    | EvidenceReadyData
     | WarningData
     | ErrorData
     | DoneData,

@@ -26,6 +26,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from deepcritical.agents.appraiser import StudyExtraction
+from deepcritical.agents.clarifier import ClarifierOutput
 from deepcritical.agents.hypothesis import HypothesisOutput
 from deepcritical.agents.judge import JudgeOutput
 from deepcritical.agents.planner import PlanOutput
@@ -47,6 +48,7 @@ KEYS = ["effect_on_outcome", "harms", "mechanism"]
 OUTPUTS: dict[str, type[BaseModel]] = {
     "probe": ProbeOutput,
     "planner": PlanOutput,
+    "clarifier": ClarifierOutput,
     "query_generator": QueryOutput,
     "query_generator (first round)": FirstQueryOutput,
     "screener": with_choices(

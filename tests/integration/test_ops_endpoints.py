@@ -115,6 +115,7 @@ async def test_metrics_count_a_finished_and_a_failed_run_and_their_source_reques
     )
     assert latency == requests
     assert after[("deepcritical_jobs", frozenset({("state", "queued")}))] == 0
+    assert after[("deepcritical_corpus_documents", frozenset())] == len(RECORDS)
 
 
 async def test_readyz_fails_while_the_run_database_is_down(tmp_path: Path) -> None:
@@ -164,4 +165,5 @@ def test_a_worker_serves_health_readiness_and_metrics(tmp_path: Path) -> None:
     assert ready.status_code == 200
     assert ready.json()["checks"] == {"run database": "ok", "job engine": "ok"}
     assert 'deepcritical_jobs{state="running"} 0.0' in metrics.text
+    assert 'deepcritical_jobs{state="waiting_review"} 0.0' in metrics.text
     assert missing.status_code == 404

@@ -162,6 +162,7 @@ def test_study_designs(kwargs: dict[str, Any], design: StudyDesign) -> None:
 def test_templates_load_and_refuse_missing_values() -> None:
     for name in (
         "planner",
+        "clarifier",
         "queries",
         "hypothesis",
         "judge",

@@ -12,19 +12,51 @@ import deepcritical
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
-    from deepcritical.api import ask, research, resume, revise
+    from deepcritical.api import (
+        approve_evidence,
+        approve_plan,
+        ask,
+        cancel_review,
+        clarify,
+        research,
+        resume,
+        revise,
+        update_watch,
+        watch,
+        watch_run,
+    )
     from deepcritical.config import Settings
     from deepcritical.events import ResearchEvent
     from deepcritical.formats.references import export_references
     from deepcritical.models import (
+        Clarification,
+        EvidenceDecision,
         FollowUp,
         ReportPreferences,
         ReportVersion,
+        ResearchPlan,
         ResearchReport,
         RunResult,
+        SearchFilters,
+        Watch,
+        WatchUpdate,
+        clarified_context,
     )
 
     homes = {
+        "approve_plan": approve_plan,
+        "approve_evidence": approve_evidence,
+        "cancel_review": cancel_review,
+        "EvidenceDecision": EvidenceDecision,
+        "ResearchPlan": ResearchPlan,
+        "watch": watch,
+        "watch_run": watch_run,
+        "update_watch": update_watch,
+        "Watch": Watch,
+        "WatchUpdate": WatchUpdate,
+        "clarify": clarify,
+        "Clarification": Clarification,
+        "clarified_context": clarified_context,
         "research": research,
         "resume": resume,
         "ask": ask,
@@ -36,6 +68,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
         "RunResult": RunResult,
         "ResearchReport": ResearchReport,
         "ReportPreferences": ReportPreferences,
+        "SearchFilters": SearchFilters,
         "export_references": export_references,
     }
     assert set(homes) | {"__version__"} == set(deepcritical.__all__)

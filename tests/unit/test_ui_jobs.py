@@ -175,6 +175,8 @@ async def test_stop_cancels_the_job_in_its_worker(settings: Settings) -> None:
         "resume_stopped",
         "run",
         "run",
+        "run_unless_asked",
+        "run_unless_asked",
     ]
 
 

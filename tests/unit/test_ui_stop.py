@@ -134,10 +134,18 @@ async def test_stop_handler_shows_stopped_and_the_resume_button(settings: Settin
     panel, button, _ = await handler(demo, "stop")(None)
     assert "Stopped" in panel
     assert button["visible"] is False
-    # Stop cancels the runs: Research, Enter, Resume and History's Resume
+    # Stop cancels the runs: Research and Enter (after the clarify card asked), the card's
+    # Continue and Skip, Resume and History's Resume
     names = {i: getattr(fn.fn, "__name__", "") for i, fn in demo.fns.items()}
     cancels = next(fn.cancels for fn in demo.fns.values() if fn.cancels)
-    assert sorted(names[i] for i in cancels) == ["resume_run", "resume_stopped", "run", "run"]
+    assert sorted(names[i] for i in cancels) == [
+        "resume_run",
+        "resume_stopped",
+        "run",
+        "run",
+        "run_unless_asked",
+        "run_unless_asked",
+    ]
 
 
 async def test_resume_continues_the_stopped_run_to_its_report(

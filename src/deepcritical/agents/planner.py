@@ -9,11 +9,15 @@
   those elements.
 
 Both record the question's type and PICO elements in the plan
-(:func:`~deepcritical.text.question_type.frame_question`).
+(:func:`~deepcritical.text.question_type.frame_question`), and the elements the user
+clarified before planning (a "Clarified by the user:" block in the context:
+:func:`~deepcritical.models.clarified_elements`) in ``plan.clarified``; a clarified
+population, intervention, comparator or outcome replaces the one the rules read.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
@@ -28,7 +32,15 @@ from deepcritical.llm.lenient import LenientStrList
 from deepcritical.llm.runner import ModelRetry
 from deepcritical.llm.structured import string_list_bounds
 from deepcritical.llm.templates import render_prompt
-from deepcritical.models import PICO, ChecklistItem, QuestionType, ResearchPlan, SubQuestion
+from deepcritical.models import (
+    PICO,
+    ChecklistItem,
+    ClarifiedElement,
+    QuestionType,
+    ResearchPlan,
+    SubQuestion,
+    clarified_elements,
+)
 from deepcritical.state.syllabus import Syllabus
 from deepcritical.text.question_type import QuestionFrame, frame_question
 from deepcritical.text.terms import extract_key_terms, key_term_query, slugify
@@ -42,7 +54,9 @@ __all__ = [
     "PlanItemOutput",
     "PlanOutput",
     "SyllabusPlanner",
+    "clarified_pico",
     "extractive_checklist",
+    "with_clarification",
 ]
 
 MIN_CHECKLIST = 3
@@ -187,6 +201,27 @@ def plan_from_output(
     )
 
 
+_PICO_ELEMENTS = frozenset({"population", "intervention", "comparator", "outcome"})
+
+
+def clarified_pico(pico: PICO, clarified: list[ClarifiedElement]) -> PICO:
+    """``pico`` with each element the user clarified (population, intervention, comparator,
+    outcome; a time frame is no PICO element) replaced by the user's answer."""
+    update: dict[str, str] = {c.element: c.value for c in clarified if c.element in _PICO_ELEMENTS}
+    return pico.model_copy(update=update) if update else pico
+
+
+def with_clarification(plan: ResearchPlan, context: str | None) -> ResearchPlan:
+    """``plan`` with the elements clarified in ``context`` recorded (``plan.clarified``) and
+    put in its PICO; ``plan`` itself when ``context`` clarifies nothing."""
+    clarified = clarified_elements(context)
+    if not clarified:
+        return plan
+    return plan.model_copy(
+        update={"clarified": clarified, "pico": clarified_pico(plan.pico, clarified)}
+    )
+
+
 def _validate_plan(_: None, output: PlanOutput) -> PlanOutput:
     described = [i for i in output.checklist if i.description.strip()]
     if len(described) < MIN_CHECKLIST:
@@ -244,7 +279,8 @@ class LLMPlanner:
                 + fence.wrap("user_notes", context)
             )
         output = await self._agent.run(instructions, "\n\n".join(parts), None)
-        return plan_from_output(question, output, self.max_questions, self.queries_per_question)
+        plan = plan_from_output(question, output, self.max_questions, self.queries_per_question)
+        return with_clarification(plan, context)
 
 
 @dataclass(frozen=True)
@@ -424,13 +460,16 @@ class ExtractivePlanner:
     """Plans without a model: the question's type and PICO elements
     (:func:`~deepcritical.text.question_type.frame_question`), key terms, the checklist of
     its type (:func:`extractive_checklist`), queries ``[question, key-term query]``.
-    ``context`` is not used."""
+    Of ``context`` only the elements the user clarified are used (in the PICO elements, so
+    the checklist names them, and in ``plan.clarified``)."""
 
     async def plan(self, question: str, context: str | None = None) -> ResearchPlan:
         """Plan research for ``question`` (never raises for a non-empty question)."""
         refined = " ".join(question.split())
         terms = extract_key_terms(refined)
+        clarified = clarified_elements(context)
         frame = frame_question(refined)
+        frame = dataclasses.replace(frame, pico=clarified_pico(frame.pico, clarified))
         queries = [refined]
         term_query = key_term_query(terms)
         if term_query and term_query.lower() != refined.lower():
@@ -443,6 +482,7 @@ class ExtractivePlanner:
             key_terms=terms,
             question_type=frame.question_type,
             pico=frame.pico,
+            clarified=clarified,
         )
 
 

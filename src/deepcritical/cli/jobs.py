@@ -19,6 +19,16 @@ from typing import Annotated
 import typer
 
 from deepcritical.cli.context import console, fail, out_console, settings_from_options
+from deepcritical.cli.filter_options import (
+    AddedSinceOption,
+    DesignOption,
+    LanguageOption,
+    PublishedFromOption,
+    PublishedToOption,
+    TrialPhaseOption,
+    TrialStatusOption,
+    search_filters,
+)
 from deepcritical.cli.research import (
     AudienceOption,
     ContextOption,
@@ -30,10 +40,13 @@ from deepcritical.cli.research import (
     MaxSourcesOption,
     OrchestratorOption,
     QuestionArg,
+    ReviewEvidenceOption,
+    ReviewPlanOption,
     SourcesOption,
     SyllabusOption,
     TimeBudgetOption,
     run_inputs,
+    with_reviews,
 )
 from deepcritical.cli.run_output import (
     ExportOption,
@@ -66,9 +79,29 @@ def submit(
     length: LengthOption = None,
     focus: FocusOption = None,
     syllabus_file: SyllabusOption = None,
+    published_from: PublishedFromOption = None,
+    published_to: PublishedToOption = None,
+    language: LanguageOption = None,
+    design: DesignOption = None,
+    trial_phase: TrialPhaseOption = None,
+    trial_status: TrialStatusOption = None,
+    added_since: AddedSinceOption = None,
+    review_plan: ReviewPlanOption = False,
+    review_evidence: ReviewEvidenceOption = False,
 ) -> None:
     """Submit QUESTION as a job for the workers (`deepcritical worker`) and print its run id;
-    `deepcritical runs follow ID` shows its progress."""
+    `deepcritical runs follow ID` shows its progress. The search filters are those of
+    `research`. With --review-plan / --review-evidence the job waits for `deepcritical runs
+    approve-plan|approve-evidence ID`, holding no worker."""
+    filters = search_filters(
+        published_from=published_from,
+        published_to=published_to,
+        languages=language,
+        designs=design,
+        trial_phases=trial_phase,
+        trial_statuses=trial_status,
+        added_since=added_since,
+    )
     inputs = run_inputs(
         corpus=corpus,
         llm=llm,
@@ -81,6 +114,7 @@ def submit(
         length=length,
         focus=focus,
         syllabus_file=syllabus_file,
+        filters=filters,
     )
     from deepcritical.jobs import submit_run
     from deepcritical.orchestrators.deps import QuestionError
@@ -88,7 +122,7 @@ def submit(
     try:
         run_id = submit_run(
             question,
-            inputs.settings,
+            with_reviews(inputs.settings, review_plan, review_evidence),
             context=context,
             preferences=inputs.preferences,
             syllabus=inputs.syllabus,

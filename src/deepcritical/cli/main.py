@@ -4,7 +4,8 @@ command groups, assembled; :func:`main` is the console script's entry point.
 Commands: ``research`` (:mod:`~deepcritical.cli.research`), ``corpus add|info``
 (:mod:`~deepcritical.cli.corpus`), ``runs list|show|export|resume``
 (:mod:`~deepcritical.cli.runs`), ``runs submit|follow|cancel`` and ``worker``
-(:mod:`~deepcritical.cli.jobs`) and ``serve`` (:mod:`~deepcritical.cli.serve`).
+(:mod:`~deepcritical.cli.jobs`), ``serve`` (:mod:`~deepcritical.cli.serve`) and ``watch``
+(living reviews, :mod:`~deepcritical.cli.watch`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from deepcritical.cli.corpus import corpus_app
 from deepcritical.cli.doctor import doctor
 from deepcritical.cli.jobs import cancel, follow, submit, worker
 from deepcritical.cli.research import research
+from deepcritical.cli.reviewing import approve_evidence_command, approve_plan_command
 from deepcritical.cli.runs import runs_app
 from deepcritical.cli.serve import serve
+from deepcritical.cli.watch import watch_app
 from deepcritical.environment import software_environment
 from deepcritical.logs import configure_logging
 
@@ -98,10 +101,13 @@ app.command()(research)
 runs_app.command("submit")(submit)
 runs_app.command("follow")(follow)
 runs_app.command("cancel")(cancel)
+runs_app.command("approve-plan")(approve_plan_command)
+runs_app.command("approve-evidence")(approve_evidence_command)
 app.add_typer(runs_app, name="runs")
 app.command("worker")(worker)
 app.command("serve")(serve)
 app.command("doctor")(doctor)
+app.add_typer(watch_app, name="watch")
 
 
 def main() -> None:

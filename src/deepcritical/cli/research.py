@@ -3,18 +3,31 @@ plus a JSON file of the report, the plan and every evidence item (and, with ``--
 report's references as RIS, BibTeX or CSL-JSON).
 
 The run is recorded in the run database; its id is printed first, and ``deepcritical runs
-resume ID`` continues it if it is interrupted.
+resume ID`` continues it if it is interrupted. ``--review-plan`` / ``--review-evidence`` stop
+it for the researcher's review (:mod:`deepcritical.cli.reviewing`).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from deepcritical.cli.clarify_prompt import clarified_run_context
 from deepcritical.cli.context import fail, settings_from_options
+from deepcritical.cli.filter_options import (
+    AddedSinceOption,
+    DesignOption,
+    LanguageOption,
+    PublishedFromOption,
+    PublishedToOption,
+    TrialPhaseOption,
+    TrialStatusOption,
+    search_filters,
+)
 from deepcritical.cli.run_output import (
     ExportOption,
     ReportPath,
@@ -23,10 +36,14 @@ from deepcritical.cli.run_output import (
     run_to_report,
 )
 from deepcritical.config import Settings
-from deepcritical.models import ReportPreferences
+from deepcritical.models import ReportPreferences, SearchFilters
 from deepcritical.state import Syllabus, SyllabusError
 
-__all__ = ["RunInputs", "research", "run_inputs"]
+if TYPE_CHECKING:
+    from deepcritical.events import ResearchEvent
+    from deepcritical.formats.references import ExportFormat
+
+__all__ = ["RunInputs", "research", "run_inputs", "with_reviews"]
 
 REPORT_LENGTHS = ("brief", "standard", "detailed")
 
@@ -79,6 +96,15 @@ LengthOption = Annotated[
 FocusOption = Annotated[
     str | None, typer.Option("--focus", help="An aspect the report should emphasise.")
 ]
+ClarifyOption = Annotated[
+    bool,
+    typer.Option(
+        "--clarify",
+        help="Before planning, ask what the question lacks (population, outcome, time "
+        "frame...): one message, choices by number, Enter skips. Not on a terminal: the "
+        "questions are printed and the run goes on.",
+    ),
+]
 SyllabusOption = Annotated[
     Path | None,
     typer.Option(
@@ -87,6 +113,36 @@ SyllabusOption = Annotated[
         "(e.g. syllabi/drug_profile.yaml).",
     ),
 ]
+
+
+ReviewPlanOption = Annotated[
+    bool,
+    typer.Option(
+        "--review-plan",
+        help="Stop after planning: the plan is shown (opened in $EDITOR on a terminal) to "
+        "edit and approve, or cancel, before anything is searched.",
+    ),
+]
+ReviewEvidenceOption = Annotated[
+    bool,
+    typer.Option(
+        "--review-evidence",
+        help="Stop after gathering: the screened evidence table is shown to exclude or "
+        "include records (with reasons) or ask for one more search round before writing.",
+    ),
+]
+
+
+def with_reviews(settings: Settings, plan: bool, evidence: bool) -> Settings:
+    """``settings`` with the reviews of ``--review-plan`` / ``--review-evidence`` on."""
+    if not (plan or evidence):
+        return settings
+    return settings.model_copy(
+        update={
+            "review_plan": settings.review_plan or plan,
+            "review_evidence": settings.review_evidence or evidence,
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -111,9 +167,12 @@ def run_inputs(
     length: str | None,
     focus: str | None,
     syllabus_file: Path | None,
+    filters: SearchFilters | None = None,
 ) -> RunInputs:
     """The settings, report preferences and syllabus of the run options; exits with code 2
-    on a bad option, a bad syllabus, or the ``local`` source without a corpus."""
+    on a bad option, a bad syllabus, or the ``local`` source without a corpus. ``filters``
+    (the search-filter options, :mod:`deepcritical.cli.filter_options`) go into the
+    settings' ``search_filters``, which the run's plan starts with."""
     syllabus = None
     if syllabus_file is not None:
         try:
@@ -135,6 +194,8 @@ def run_inputs(
     )
     if source_list is None:
         settings = _default_sources(settings, corpus_given=corpus is not None)
+    if filters is not None:
+        settings = settings.model_copy(update={"search_filters": filters.key()})
     _require_local_corpus(settings)
     return RunInputs(settings=settings, preferences=preferences, syllabus=syllabus)
 
@@ -155,14 +216,38 @@ def research(
     out: ReportPath = Path("report.md"),
     export: ExportOption = None,
     syllabus_file: SyllabusOption = None,
+    published_from: PublishedFromOption = None,
+    published_to: PublishedToOption = None,
+    language: LanguageOption = None,
+    design: DesignOption = None,
+    trial_phase: TrialPhaseOption = None,
+    trial_status: TrialStatusOption = None,
+    added_since: AddedSinceOption = None,
+    review_plan: ReviewPlanOption = False,
+    review_evidence: ReviewEvidenceOption = False,
+    clarify: ClarifyOption = False,
 ) -> None:
     """Research QUESTION and write a validated report (markdown + JSON; with --export, its
-    references as RIS, BibTeX or CSL-JSON next to it).
+    references as RIS, BibTeX or CSL-JSON next to it; with --clarify, first ask what it lacks).
+
+    The search filters (--published-from/--published-to, --language, --design,
+    --trial-phase, --trial-status, --added-since) go into the plan; every source applies
+    them in its own query where its API can, and records outside them are screened out.
 
     The run is recorded (its id is printed first): `deepcritical runs resume ID` continues it
-    if it is interrupted."""
+    if it is interrupted. With --review-plan / --review-evidence it stops for your review
+    (see `deepcritical runs approve-plan --help`)."""
     exports = parse_export_formats(export)
     check_out_path(out, exports)
+    filters = search_filters(
+        published_from=published_from,
+        published_to=published_to,
+        languages=language,
+        designs=design,
+        trial_phases=trial_phase,
+        trial_statuses=trial_status,
+        added_since=added_since,
+    )
     inputs = run_inputs(
         corpus=corpus,
         llm=llm,
@@ -175,22 +260,46 @@ def research(
         length=length,
         focus=focus,
         syllabus_file=syllabus_file,
+        filters=filters,
     )
 
+    settings = with_reviews(inputs.settings, review_plan, review_evidence)
+    if clarify:  # before planning, ask what the question lacks
+        context = clarified_run_context(question, settings, context)
+    _research_to_report(question, settings, inputs, context, out, exports)
+
+
+def _research_to_report(
+    question: str,
+    settings: Settings,
+    inputs: RunInputs,
+    context: str | None,
+    out: Path,
+    exports: tuple[ExportFormat, ...],
+) -> None:
+    """Run the research with ``settings`` and write its report to ``out`` (and ``exports``);
+    with a review asked for, the user is asked at each review point
+    (:func:`deepcritical.cli.reviewing.reviewed_run`)."""
     from deepcritical.api import research as run_research
+    from deepcritical.cli.reviewing import reviewed_run
     from deepcritical.llm.providers import ModelSpecError
     from deepcritical.orchestrators.deps import QuestionError
+    from deepcritical.state import StateError
 
-    run_to_report(
-        lambda: run_research(
+    def start() -> AsyncIterator[ResearchEvent]:
+        return run_research(
             question,
-            inputs.settings,
+            settings,
             context=context,
             syllabus=inputs.syllabus,
             preferences=inputs.preferences,
-        ),
+        )
+
+    reviewing = settings.review_plan or settings.review_evidence
+    run_to_report(
+        (lambda: reviewed_run(start, settings)) if reviewing else start,
         out,
-        bad_input=(QuestionError, ModelSpecError),
+        bad_input=(QuestionError, ModelSpecError, StateError),
         exports=exports,
     )
 

@@ -241,11 +241,18 @@ async def _consume(
     ``error``, when the stream ends without a result, or when the result's stop reason is
     ``error`` (the gathering or the Magentic workflow failed); 2 when it raises one of
     ``bad_input`` (printed). The run id of the ``started`` event is printed with the command
-    that resumes it.
+    that resumes it. A stream that ends on ``plan_ready`` / ``evidence_ready`` (the run waits
+    for the researcher's review) returns 0 and names the command that decides it; the
+    progress line stops after such an event (a prompt may ask for the review) and starts
+    again with the next.
     """
+    waiting: ResearchEvent | None = None
     try:
         with console.status("Starting…") as status:
             async for event in start():
+                if waiting is not None:  # a review answered at the prompt: the run goes on
+                    status.start()
+                waiting = event if event.type in REVIEW_EVENTS else None
                 status.update(f"[bold]{event.type}[/bold]: {event.message[:100]}")
                 _print_event(event)
                 if event.run_id:
@@ -258,9 +265,14 @@ async def _consume(
                     outcome.result = event.result
                 elif event.type == "error":
                     return 1
+                elif waiting is not None:
+                    status.stop()  # the review may be asked for at a prompt
     except bad_input as exc:
         console.print(f"[red]Error:[/red] {error_line(exc)}")
         return 2
+    if waiting is not None:
+        _print_waiting(waiting, outcome.run_id)
+        return 0
     if outcome.result is None:
         console.print("[red]Error:[/red] the run ended without a report")
         return 1
@@ -273,6 +285,20 @@ async def _consume(
         )
         return 1
     return 0
+
+
+REVIEW_EVENTS = frozenset({"plan_ready", "evidence_ready"})
+"""Events after which a run waits for the researcher's review."""
+
+
+def _print_waiting(event: ResearchEvent, run_id: str | None) -> None:
+    """Say that the run waits for a review and the command that decides it."""
+    run = run_id or "ID"
+    command = "approve-plan" if event.type == "plan_ready" else "approve-evidence"
+    console.print(
+        f"[yellow]The run waits for your review.[/yellow] Decide it with `deepcritical runs "
+        f"{command} {run}` (or cancel it with `deepcritical runs cancel {run}`)."
+    )
 
 
 def _write_outputs(result: RunResult, out: Path, exports: tuple[ExportFormat, ...] = ()) -> None:

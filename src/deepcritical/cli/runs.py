@@ -38,7 +38,7 @@ from deepcritical.formats.references import (
     ExportScope,
     export_references,
 )
-from deepcritical.models import ReportVersion, RunResult
+from deepcritical.models import ReportVersion, RunResult, RunReview
 from deepcritical.state import (
     ReportVersionNotFoundError,
     RunInProgressError,
@@ -49,13 +49,16 @@ from deepcritical.state import (
     RunWithoutReportError,
     StateError,
 )
+from deepcritical.state.reviews import run_reviews
+from deepcritical.state.run_store import AWAITING_REVIEW
 
 __all__ = ["runs_app"]
 
 T = TypeVar("T")
 
 runs_app = typer.Typer(
-    help="Stored research runs: list, show, resume, export, ask, revise, versions.",
+    help="Stored research runs: list, show, resume, export, ask, revise, versions; decide a "
+    "waiting run's review: approve-plan, approve-evidence.",
     no_args_is_help=True,
 )
 
@@ -156,12 +159,14 @@ def list_runs(
 
 @runs_app.command("show")
 def show_run(run_id: RunId, owner: Owner = None) -> None:
-    """Show a run: status, progress, stage, checklist, iterations, metrics, and the follow-up
-    questions asked about it (each with its answer's first line)."""
+    """Show a run: status, progress, stage, its reviews (and the command that decides one it
+    waits for), checklist, iterations, metrics, and the follow-up questions asked about it
+    (each with its answer's first line)."""
     store = _open()
     try:
         r = _require(store, run_id, owner)
         follow_ups = store.follow_ups(r.id, owner=owner)
+        reviews = run_reviews(store, r.id)
     finally:
         store.close()
     out = out_console
@@ -174,6 +179,7 @@ def show_run(run_id: RunId, owner: Owner = None) -> None:
     out.print(f"Attempts: {r.attempts} · sources saved: {r.sources}")
     if r.error:
         out.print(f"Error: {r.error}")
+    _print_reviews(r, reviews)
     if r.checklist:
         table = Table(title="Checklist")
         for column in ("key", "status", "evidence", "description"):
@@ -211,6 +217,23 @@ def show_run(run_id: RunId, owner: Owner = None) -> None:
     for n, f in enumerate(follow_ups, start=1):
         out.print(f"{n}. {f.question}", markup=False)
         out.print(f"   {f.first_line()}", markup=False)
+
+
+def _print_reviews(record: RunRecord, reviews: list[RunReview]) -> None:
+    """The run's reviews, one line each, and the command that decides a waiting one."""
+    for review in reviews:
+        changes = "; ".join(review.changes) or "no change"
+        line = f"Review {review.number} ({review.stage}): {review.status}"
+        out_console.print(
+            line + ("" if review.status == "waiting" else f" · {changes}"), markup=False
+        )
+    waiting = reviews[-1] if reviews and reviews[-1].status == "waiting" else None
+    if waiting is not None and record.status == AWAITING_REVIEW:
+        command = "approve-plan" if waiting.stage == "plan" else "approve-evidence"
+        out_console.print(
+            f"Waiting for the {waiting.stage} review: `deepcritical runs {command} {record.id}`",
+            markup=False,
+        )
 
 
 EXPORT_SCOPES: tuple[ExportScope, ...] = ("references", "evidence")

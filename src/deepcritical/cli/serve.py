@@ -87,4 +87,5 @@ def serve(
         access=access,
         downloads=downloads,
         readiness=Readiness(settings),
+        settings=settings,
     )

@@ -1,7 +1,8 @@
 """What the operations endpoints answer, the same on the web app and on a worker:
 ``/healthz`` (the process answers), ``/readyz`` (the run database, the job engine's database
 when jobs are on, and the corpus server when one is configured answer) and ``/metrics``
-(Prometheus; with the jobs by state read from the run database at each scrape).
+(Prometheus; with the jobs by state read from the run database, and the local corpus's
+size from its document store, at each scrape).
 
 :class:`Readiness` holds one engine per database for the process's life (a probe every few
 seconds opens no new pool) and says why a dependency is not ready by its error type only:
@@ -20,6 +21,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.engine import Engine
 
 from deepcritical.config import Settings
+from deepcritical.corpus.documents import DB_NAME, count_documents
 from deepcritical.jobs.engine import system_database_url
 from deepcritical.state.db import create_db_engine, database_url
 from deepcritical.state.schema import RunRow
@@ -29,7 +31,7 @@ __all__ = ["OPS_PATHS", "OpsAnswer", "Readiness", "answer_ops"]
 
 OPS_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 CORPUS_TIMEOUT_SECONDS = 3.0
-JOB_STATES = {"queued": "queued", "in_progress": "running"}
+JOB_STATES = {"queued": "queued", "in_progress": "running", "awaiting_review": "waiting_review"}
 """Run statuses counted as jobs, and the state they are shown as."""
 
 
@@ -97,7 +99,8 @@ class Readiness:
         return out
 
     def job_counts(self) -> dict[str, int]:
-        """Runs by job state (``queued``, ``running``) in the run database."""
+        """Runs by job state (``queued``, ``running``, ``waiting_review``: stopped for the
+        researcher's review of the plan or the evidence) in the run database."""
         query = (
             select(RunRow.status, func.count())
             .where(RunRow.status.in_(list(JOB_STATES)))
@@ -109,9 +112,16 @@ class Readiness:
                 counts[JOB_STATES[status]] = int(count)
         return counts
 
+    def corpus_documents(self) -> int | None:
+        """Documents in the local corpus of the settings (``corpus_dir`` or
+        ``<data_dir>/corpus``), read-only; ``None`` when there is none there."""
+        return count_documents(self.settings.resolved_corpus_dir / DB_NAME)
+
     def register_metrics(self) -> None:
-        """Show this process's jobs by state on ``/metrics`` (the last call wins)."""
+        """Show this process's jobs by state and its local corpus's size on ``/metrics``
+        (the last call wins)."""
         STATE_GAUGES.jobs = self.job_counts
+        STATE_GAUGES.corpus_documents = self.corpus_documents
 
     def close(self) -> None:
         """Dispose of the engines."""

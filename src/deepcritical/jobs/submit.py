@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from deepcritical.config import Settings
 from deepcritical.jobs.engine import QUEUE, WORKFLOW, open_client
+from deepcritical.jobs.review_wait import wake_review
 from deepcritical.logs import get_logger
 from deepcritical.models import ReportPreferences
 from deepcritical.orchestrators.deps import check_context, check_question
+from deepcritical.state.reviews import waiting_review
 from deepcritical.state.run_store import RunStore
 from deepcritical.state.syllabus import Syllabus
 from deepcritical.telemetry.tracing import inject_context
@@ -79,8 +81,9 @@ def submit_run(
 
 def cancel_run(run_id: str, settings: Settings, *, owner: str | None = None) -> str:
     """Cancel ``owner``'s job ``run_id`` (a unique prefix works); the run's status after the
-    request (``cancelled`` for a job that had not started; a running job's status changes
-    when its worker has stopped it, within a few seconds).
+    request (``cancelled`` for a job that had not started or waits for a review, whose
+    waiting workflow is woken and ends; a running job's status changes when its worker has
+    stopped it, within a few seconds).
 
     Raises:
         RunNotFoundError: no such run among ``owner``'s runs.
@@ -88,9 +91,12 @@ def cancel_run(run_id: str, settings: Settings, *, owner: str | None = None) -> 
     store = RunStore.open(settings)
     try:
         record = store.require_run(run_id, owner=owner)
+        waiting = waiting_review(store, record.id)
         status = store.request_cancel(record.id, owner=owner)
     finally:
         store.close()
+    if waiting is not None:  # the review's waiting workflow ends
+        wake_review(settings, record.id, waiting.number)
     try:
         client = open_client(settings)
         try:

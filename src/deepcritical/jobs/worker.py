@@ -7,8 +7,16 @@ infrastructure only: a job whose worker died is recovered (DBOS re-runs its work
 continues the run from its checkpoints), at most :data:`MAX_RECOVERY_ATTEMPTS` times; a run
 that ended with an error report or raised is never retried.
 
+Each worker also runs the scheduled updates of living reviews
+(:mod:`~deepcritical.jobs.watch_jobs`): it enqueues the due ones every second, one workflow per
+watch and due time, on their own queue.
+
 A job's workflow arguments are its run id and, when its submitter traced, the submitter's
 trace context (``trace``: W3C ``traceparent``/``tracestate``), the parent of the job's span.
+A job whose run stops for the researcher's review ends there (its slot is free) and starts
+the review's waiting workflow (:mod:`~deepcritical.jobs.review_wait`), which enqueues the
+run again once the review is decided; the worker touches the runs it holds waiting, so a
+dead worker's waits are recovered like its jobs.
 
 Two ways a dead worker's job is picked up:
 
@@ -32,17 +40,35 @@ from dataclasses import dataclass
 from deepcritical.config import Settings
 from deepcritical.jobs.engine import QUEUE, QUEUE_POLL_SECONDS, WORKFLOW, dbos_config
 from deepcritical.jobs.execute import execute_run
+from deepcritical.jobs.review_wait import REVIEW_WORKFLOW, start_review_wait, wait_for_review
+from deepcritical.jobs.watch_jobs import (
+    WATCH_POLL_SECONDS,
+    WATCH_QUEUE,
+    WATCH_WORKFLOW,
+    enqueue_due,
+    execute_watch_update,
+    recover_stale_watches,
+)
 from deepcritical.logs import get_logger
-from deepcritical.state.lease import abandon_runs, dead_workers
-from deepcritical.state.run_store import STALE_AFTER_SECONDS, RunStore
+from deepcritical.state.lease import abandon_runs, dead_workers, touch_waiting
+from deepcritical.state.run_store import AWAITING_REVIEW, STALE_AFTER_SECONDS, RunStore
 from deepcritical.telemetry.tracing import configure_tracing
 
-__all__ = ["MAX_RECOVERY_ATTEMPTS", "RECOVERY_POLL_SECONDS", "default_worker_id", "run_worker"]
+__all__ = [
+    "MAX_RECOVERY_ATTEMPTS",
+    "RECOVERY_POLL_SECONDS",
+    "REVIEW_RECOVERY_ATTEMPTS",
+    "default_worker_id",
+    "run_worker",
+]
 
 log = get_logger(__name__)
 
 MAX_RECOVERY_ATTEMPTS = 5
 """How often one job is recovered after its worker died before DBOS gives up on it."""
+REVIEW_RECOVERY_ATTEMPTS = 100
+"""How often one review's wait is recovered (its worker died or restarted) before DBOS gives
+up on it: a wait may last days, across many restarts of the workers."""
 RECOVERY_POLL_SECONDS = 5.0
 """How often a worker looks for the jobs of dead workers."""
 
@@ -69,7 +95,23 @@ def _register_workflow() -> None:
     async def run_job(run_id: str, trace: dict[str, str] | None = None) -> str:
         if _CONTEXT is None:
             raise RuntimeError("no worker in this process")
-        return await execute_run(run_id, _CONTEXT.settings, _CONTEXT.worker_id, trace=trace)
+        status = await execute_run(run_id, _CONTEXT.settings, _CONTEXT.worker_id, trace=trace)
+        if status == AWAITING_REVIEW:  # the slot is given back; a workflow waits for the user
+            await start_review_wait(run_id, _CONTEXT.settings, await_review)
+        return status
+
+    @DBOS.workflow(name=REVIEW_WORKFLOW, max_recovery_attempts=REVIEW_RECOVERY_ATTEMPTS)
+    async def await_review(run_id: str, number: int) -> str:
+        if _CONTEXT is None:
+            raise RuntimeError("no worker in this process")
+        return await wait_for_review(run_id, number, _CONTEXT.settings, _CONTEXT.worker_id, run_job)
+
+    @DBOS.workflow(name=WATCH_WORKFLOW, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS)
+    async def watch_update(watch_id: str, due: str) -> str:
+        if _CONTEXT is None:
+            raise RuntimeError("no worker in this process")
+        workflow_id = DBOS.workflow_id or f"watch-{watch_id}"
+        return await execute_watch_update(watch_id, due, workflow_id, _CONTEXT.settings)
 
 
 def run_worker(
@@ -110,27 +152,52 @@ def run_worker(
         DBOS.register_queue(
             QUEUE, worker_concurrency=concurrency, polling_interval_sec=QUEUE_POLL_SECONDS
         )
+        DBOS.register_queue(
+            WATCH_QUEUE, worker_concurrency=concurrency, polling_interval_sec=QUEUE_POLL_SECONDS
+        )
         log.info("worker started", worker=name, concurrency=concurrency)
-        waiting = stop or threading.Event()
-        store = RunStore.open(settings)
-        try:
-            while not waiting.wait(RECOVERY_POLL_SECONDS):
-                _recover_dead(store, name)
-        finally:
-            store.close()
+        _serve(stop or threading.Event(), settings, name)
     finally:
         DBOS.destroy()
         _CONTEXT = None
 
 
+def _serve(waiting: threading.Event, settings: Settings, name: str) -> None:
+    """Until ``waiting`` is set: enqueue the due watch updates every
+    :data:`~deepcritical.jobs.watch_jobs.WATCH_POLL_SECONDS` and recover the jobs of dead
+    workers every :data:`RECOVERY_POLL_SECONDS`."""
+    store = RunStore.open(settings)
+    ticks_per_recovery = max(1, round(RECOVERY_POLL_SECONDS / WATCH_POLL_SECONDS))
+    tick = 0
+    try:
+        while not waiting.wait(WATCH_POLL_SECONDS):
+            tick += 1
+            _enqueue_watches(store)
+            if tick % ticks_per_recovery == 0:
+                _recover_dead(store, name)
+    finally:
+        store.close()
+
+
+def _enqueue_watches(store: RunStore) -> None:
+    """Enqueue the due watch updates (one per watch and due time, whoever enqueues it)."""
+    try:
+        enqueue_due(store)
+    except Exception:
+        log.exception("enqueuing the due watch updates failed")
+
+
 def _recover_dead(store: RunStore, alive: str) -> None:
-    """Recover the workflows of workers whose runs' heartbeats are stale."""
+    """Touch the runs this worker holds while they wait for a review; recover the workflows
+    of workers whose runs' heartbeats are stale."""
     from dbos import DBOS
 
     try:
+        touch_waiting(store, alive)
         dead = dead_workers(store, alive, stale_after=STALE_AFTER_SECONDS)
         if dead:
             log.warning("recovering the jobs of dead workers", workers=dead)
             DBOS._recover_pending_workflows(dead)
+        recover_stale_watches(store, alive)
     except Exception:
         log.exception("recovering dead workers' jobs failed")

@@ -1,10 +1,13 @@
 """Domain models shared by every level of DeepCritical; nothing here does I/O.
 
 Sources and evidence (:mod:`._evidence`), their integrity flags (:mod:`._integrity`), the
-plan and what the run forms from evidence (:mod:`._plan`), the report and the run's result
-(:mod:`._report`), a follow-up question on a finished run and its answer (:mod:`._follow_up`), a
-version of a run's report revised at a user's instruction (:mod:`._report_version`),
-inline citation markers (:mod:`._markers`), full-text passages
+plan's search filters (:mod:`._filters`), the plan and what the run forms from evidence
+(:mod:`._plan`), a clarification asked before planning and its answer
+(:mod:`._clarification`), the report and the run's result (:mod:`._report`), a follow-up
+question on a finished run and its answer (:mod:`._follow_up`), a version of a run's report
+revised at a user's instruction (:mod:`._report_version`), the researcher's reviews of the
+plan and the evidence (:mod:`._review`), a watched question (living review) and its updates
+(:mod:`._watch`), inline citation markers (:mod:`._markers`), full-text passages
 (:mod:`._passages`) and the report's markdown rendering (:mod:`._markdown`). Every other
 level imports from this package; it imports nothing from the rest of the project.
 """
@@ -19,6 +22,17 @@ from deepcritical.models._appraisal import (
     TextSpan,
     parse_number,
 )
+from deepcritical.models._clarification import (
+    CLARIFIED_HEADER,
+    ELEMENT_LABELS,
+    MAX_CLARIFYING_QUESTIONS,
+    Clarification,
+    ClarifiedElement,
+    ClarifyElement,
+    ClarifyingQuestion,
+    clarified_context,
+    clarified_elements,
+)
 from deepcritical.models._evidence import (
     DERIVED_TITLE_MARK,
     SOURCE_LABELS,
@@ -31,6 +45,17 @@ from deepcritical.models._evidence import (
     on_topic_items,
     retracted_items,
     utc_now,
+)
+from deepcritical.models._filters import (
+    DATE_CAUSE,
+    DESIGN_CAUSE,
+    LANGUAGES,
+    DesignFilter,
+    FilterExclusion,
+    Language,
+    SearchFilters,
+    TrialPhase,
+    TrialStatus,
 )
 from deepcritical.models._flow import RecordFlow, flow_lines
 from deepcritical.models._follow_up import ANSWER_HEADING, FollowUp
@@ -98,25 +123,53 @@ from deepcritical.models._report import (
     UsageReport,
 )
 from deepcritical.models._report_version import ReportVersion, ReportVersionInfo
+from deepcritical.models._review import (
+    MAX_REVIEW_REASON_CHARS,
+    REVIEWER_EXCLUDED,
+    REVIEWER_INCLUDED,
+    EvidenceDecision,
+    ReviewStage,
+    ReviewStatus,
+    RunReview,
+    ScreenedRecord,
+    plan_changes,
+)
+from deepcritical.models._watch import (
+    ChangedRecord,
+    UpdateFlow,
+    UpdateOutcome,
+    Watch,
+    WatchChange,
+    WatchUpdate,
+    format_every,
+    parse_every,
+)
 from deepcritical.models._words import error_text, plural, stop_reason_text
 
 __all__ = [
     "ANSWER_HEADING",
     "CERTAINTY_LABEL",
     "CITATION_MARKER",
+    "CLARIFIED_HEADER",
+    "DATE_CAUSE",
     "DERIVED_TITLE_MARK",
+    "DESIGN_CAUSE",
     "DOI_BODY",
     "DOI_PREFIX",
     "DOI_TOKEN",
     "DOI_WHOLE",
+    "ELEMENT_LABELS",
     "EVIDENCE_ID",
     "E_ID",
     "FOREIGN_MARKER_START",
     "INTEGRITY_HEADING",
     "INTEGRITY_LABELS",
+    "LANGUAGES",
     "LOOSE_E_ID",
     "MARKER_IDS",
     "MARKER_START",
+    "MAX_CLARIFYING_QUESTIONS",
+    "MAX_REVIEW_REASON_CHARS",
     "NCT_ID",
     "NUMBERED_MARKER_IDS",
     "PICO",
@@ -125,17 +178,27 @@ __all__ = [
     "PMCID_TOKEN",
     "PMID_LABEL",
     "PMID_TOKEN",
+    "REVIEWER_EXCLUDED",
+    "REVIEWER_INCLUDED",
     "SECTION_SEPARATOR",
     "SOURCE_LABELS",
     "Certainty",
     "CertaintyLevel",
+    "ChangedRecord",
     "ChecklistItem",
     "ChecklistStatus",
     "Citation",
     "CitationValidation",
+    "Clarification",
+    "ClarifiedElement",
+    "ClarifyElement",
+    "ClarifyingQuestion",
+    "DesignFilter",
     "EffectEstimate",
     "Evidence",
+    "EvidenceDecision",
     "ExtractedValue",
+    "FilterExclusion",
     "FlaggedRecord",
     "FollowUp",
     "GroundedClaim",
@@ -145,6 +208,7 @@ __all__ = [
     "IntegrityKind",
     "JudgeAssessment",
     "LLMUsage",
+    "Language",
     "Passage",
     "PassageKind",
     "QuestionType",
@@ -158,8 +222,13 @@ __all__ = [
     "ReportVersionInfo",
     "ResearchPlan",
     "ResearchReport",
+    "ReviewStage",
+    "ReviewStatus",
     "RunResult",
+    "RunReview",
+    "ScreenedRecord",
     "Screening",
+    "SearchFilters",
     "SoftwareEnvironment",
     "SourceName",
     "SourceUsage",
@@ -170,17 +239,29 @@ __all__ = [
     "SubQuestion",
     "SupportingQuote",
     "TextSpan",
+    "TrialPhase",
+    "TrialStatus",
+    "UpdateFlow",
+    "UpdateOutcome",
     "UsageReport",
+    "Watch",
+    "WatchChange",
+    "WatchUpdate",
+    "clarified_context",
+    "clarified_elements",
     "clean_doi",
     "error_text",
     "flag_labels",
     "flags_from_publication_types",
     "flow_lines",
+    "format_every",
     "grounding_appendix",
     "marker_ids",
     "numbered",
     "on_topic_items",
+    "parse_every",
     "parse_number",
+    "plan_changes",
     "plural",
     "render_markdown",
     "retracted_items",

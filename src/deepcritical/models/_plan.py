@@ -6,9 +6,12 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from deepcritical.models._appraisal import Certainty
+from deepcritical.models._clarification import ClarifiedElement
+from deepcritical.models._evidence import SourceName
+from deepcritical.models._filters import SearchFilters
 
 __all__ = [
     "PICO",
@@ -114,7 +117,19 @@ class ResearchPlan(BaseModel):
     ``mesh_terms``: MeSH descriptors of the question (for PubMed ``[MeSH Terms]`` queries);
     ``sub_questions``: at most ``Settings.max_questions``, each with its queries;
     ``question_type`` and ``pico``: the question's type and elements (``None`` and empty in
-    plans saved before they existed).
+    plans saved before they existed); ``clarified``: the elements the user clarified before
+    planning (:mod:`deepcritical.models._clarification`), also in ``pico``.
+    ``filters``: what the searches include (dates, languages, designs, trial phases and
+    statuses, records added since), applied by every source (:class:`SearchFilters`; empty:
+    no filtering). ``source_queries``: source name (:class:`SourceName` value) -> the queries
+    sent verbatim to that source in round 1 instead of the plan's ``queries`` translated for
+    it (an absent source: as translated; the plan review shows and edits them). Plans saved
+    before these fields existed load with both empty.
+
+    ``sources``: see the field.
+
+    Raises:
+        pydantic.ValidationError: ``source_queries`` naming an unknown source.
     """
 
     question: str
@@ -129,6 +144,28 @@ class ResearchPlan(BaseModel):
     preferences: ReportPreferences = Field(default_factory=ReportPreferences)
     question_type: QuestionType | None = None
     pico: PICO = Field(default_factory=PICO)
+    clarified: list[ClarifiedElement] = Field(default_factory=list)
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    source_queries: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("source_queries")
+    @classmethod
+    def _known_sources(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        known = {s.value for s in SourceName}
+        for name in value:
+            if name not in known:
+                raise ValueError(
+                    f"source_queries names unknown source {name!r}: one of "
+                    f"{', '.join(sorted(known))}"
+                )
+        return {
+            name: [q for q in (" ".join(x.split()) for x in queries) if q]
+            for name, queries in value.items()
+        }
+
+    sources: list[str] = Field(default_factory=list)
+    """The sources the plan searches, when the user's review kept a subset of the run's;
+    empty: every source of the run (the planner's plan)."""
 
     def unsatisfied(self) -> list[ChecklistItem]:
         """Checklist items not yet satisfied, in plan order."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pydantic_ai.models import Model
 
 from deepcritical.agents.appraiser import LLMStudyExtractor
+from deepcritical.agents.clarifier import Clarifier, LLMClarifier, RuleClarifier
 from deepcritical.agents.hypothesis import ExtractiveHypothesisGenerator, LLMHypothesisGenerator
 from deepcritical.agents.judge import ExtractiveJudge, LLMJudge
 from deepcritical.agents.planner import ExtractivePlanner, LLMPlanner
@@ -32,7 +33,14 @@ from deepcritical.writing.extractive import ExtractiveReportWriter
 from deepcritical.writing.llm_writer import LLMReportWriter
 from deepcritical.writing.rewriter import LLMSentenceRewriter
 
-__all__ = ["AgentSet", "build_agents", "build_extractive_agents", "build_llm_agents"]
+__all__ = [
+    "AgentSet",
+    "build_agents",
+    "build_clarifier",
+    "build_extractive_agents",
+    "build_llm_agents",
+    "llm_config",
+]
 
 
 @dataclass
@@ -89,15 +97,7 @@ def build_llm_agents(
     ``settings.llm_timeout_seconds`` (per call), recording usage into one tracker;
     ``embedder`` lets the writer show each section the passages of full-text sources that
     match it (``None``: abstracts only)."""
-    config = LLMConfig(
-        model=model,
-        retries=settings.llm_retries,
-        timeout_seconds=settings.llm_timeout_seconds,
-        usage=usage or UsageTracker(),
-        output=_output_strategy(settings),
-        context_tokens=settings.prompt_context_tokens(),
-        max_output_tokens=settings.output_token_bound(),
-    )
+    config = llm_config(settings, model, usage)
     return AgentSet(
         planner=LLMPlanner(
             config,
@@ -115,6 +115,29 @@ def build_llm_agents(
         usage=config.usage,
         mode="llm",
     )
+
+
+def llm_config(settings: Settings, model: Model, usage: UsageTracker | None = None) -> LLMConfig:
+    """How every LLM role of ``settings`` calls ``model``: ``settings.llm_retries``,
+    ``settings.llm_timeout_seconds`` per call, the structured-output strategy, the context
+    and output token bounds; usage recorded into ``usage`` (default: a new tracker)."""
+    return LLMConfig(
+        model=model,
+        retries=settings.llm_retries,
+        timeout_seconds=settings.llm_timeout_seconds,
+        usage=usage or UsageTracker(),
+        output=_output_strategy(settings),
+        context_tokens=settings.prompt_context_tokens(),
+        max_output_tokens=settings.output_token_bound(),
+    )
+
+
+def build_clarifier(settings: Settings, model: Model | None) -> Clarifier:
+    """The clarify step's implementation: the model's (:class:`LLMClarifier`, configured as
+    the roles are) when ``model`` is given, else the offline rules (:class:`RuleClarifier`)."""
+    if model is None:
+        return RuleClarifier()
+    return LLMClarifier(llm_config(settings, model))
 
 
 def build_agents(settings: Settings, model: Model | None, embedder: Embedder) -> AgentSet:

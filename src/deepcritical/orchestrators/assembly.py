@@ -147,7 +147,9 @@ async def build_run_deps(
         citations=_citation_linker(settings, client, given, persisted),
     )
     if persisted is not None:  # the search agent's tools save into the recorded run
-        deps = dataclasses.replace(deps, collector=persisted.collector_for(deps.store))
+        deps = dataclasses.replace(
+            deps, collector=persisted.collector_for(deps.store), reviews=persisted.reviews
+        )
     return deps, manager
 
 

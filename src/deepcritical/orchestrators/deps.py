@@ -18,13 +18,15 @@ from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.evidence.screening import RelevanceCalibration
 from deepcritical.evidence.store import EvidenceStore
+from deepcritical.models import SearchFilters
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.sources.citation_graph import CitationLinker
 from deepcritical.sources.fulltext import FullTextReader
+from deepcritical.state.reviews import ReviewBook
 from deepcritical.state.sources import SourceCollector
 from deepcritical.text.control import strip_control_chars
 
-__all__ = ["QuestionError", "RunDeps", "check_context", "check_question"]
+__all__ = ["QuestionError", "RunDeps", "check_context", "check_question", "requested_filters"]
 
 
 class QuestionError(ValueError):
@@ -50,6 +52,21 @@ def check_question(question: str, max_chars: int) -> str:
             "(put background material in the context instead)"
         )
     return text
+
+
+def requested_filters(settings: Settings, default: SearchFilters | None = None) -> SearchFilters:
+    """The search filters the run was asked for (``Settings.search_filters``, set by
+    ``api.research(filters=...)``, the CLI's filter options or ``DEEPCRITICAL_SEARCH_FILTERS``),
+    as a :class:`SearchFilters`; ``default`` (else no filters) when none were asked for.
+
+    Raises:
+        pydantic.ValidationError: the stored fields are not valid filters (the message names
+            the field and the accepted values).
+    """
+    filters = SearchFilters.model_validate(settings.search_filters)
+    if filters.is_empty():
+        return default if default is not None else filters
+    return filters
 
 
 def check_context(context: str | None) -> str | None:
@@ -88,6 +105,9 @@ class RunDeps:
         citations: follows the references and citing papers of the run's best studies
             (citation tracking, once per run); ``None``: no citation tracking (offline runs,
             no PubMed or OpenAlex among the sources, a budget of 0).
+        reviews: the run's reviews in the run database (the researcher's review of the plan
+            and of the evidence, :mod:`deepcritical.orchestrators.review_step`); ``None``
+            when the run is not recorded.
         trace_parent: the run's ``run`` span, the parent of its stages' spans
             (:class:`~deepcritical.telemetry.run_trace.RunObserver`); ``None`` when tracing
             is off.
@@ -103,6 +123,7 @@ class RunDeps:
     clock: Callable[[], float] = field(default=time.monotonic)
     screening: RelevanceCalibration | None = None
     collector: SourceCollector | None = None
+    reviews: ReviewBook | None = None
     full_text: FullTextReader | None = None
     citations: CitationLinker | None = None
     trace_parent: Span | None = None

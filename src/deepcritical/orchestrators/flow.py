@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from deepcritical.agents.search import SearchRound
-from deepcritical.models import Evidence, RecordFlow, ResearchReport, Screening
+from deepcritical.models import (
+    REVIEWER_EXCLUDED,
+    REVIEWER_INCLUDED,
+    Evidence,
+    RecordFlow,
+    ResearchReport,
+    Screening,
+)
 
 __all__ = ["FlowLog", "exclusion_cause"]
 
@@ -51,14 +58,21 @@ class FlowLog:
     near_duplicates: int = 0
     beyond_limit: int = 0
     identified_by_citation_tracking: int = 0
+    excluded_by_filters: dict[str, int] = field(default_factory=dict)
 
     def record(self, result: SearchRound) -> None:
         """Add one search round."""
         for source, hits in result.hits_per_source.items():
             self.identified_per_source[source] = self.identified_per_source.get(source, 0) + hits
+        self.record_filtered(result.excluded_by_filters)
         self.identifier_duplicates += result.identifier_copies
         self.near_duplicates += result.near_duplicate_copies
         self.beyond_limit += result.beyond_limit
+
+    def record_filtered(self, excluded: Mapping[str, int]) -> None:
+        """Add records removed by the plan's search filters (cause -> count)."""
+        for cause, n in excluded.items():
+            self.excluded_by_filters[cause] = self.excluded_by_filters.get(cause, 0) + n
 
     def record_citations(
         self, identified: int, identifier_copies: int, near_duplicate_copies: int, beyond: int
@@ -72,8 +86,9 @@ class FlowLog:
 
     def flow(self, records: Sequence[Evidence], report: ResearchReport) -> RecordFlow:
         """The run's flow: the rounds so far, the screening of ``records`` (every record of
-        the store), the on-topic records excluded as retracted (``Citation.retracted``) and
-        the references of ``report``."""
+        the store), the on-topic records excluded as retracted (``Citation.retracted``), the
+        user's decisions on records (read from their screening reasons) and the references
+        of ``report``."""
         statuses = Counter(e.screening for e in records)
         excluded = [e for e in records if e.screening == Screening.OFF_TOPIC]
         causes = Counter(exclusion_cause(e.screening_reason) for e in excluded)
@@ -83,6 +98,8 @@ class FlowLog:
         return RecordFlow(
             identified_per_source=dict(self.identified_per_source),
             identified_by_citation_tracking=self.identified_by_citation_tracking,
+            excluded_by_filters=sum(self.excluded_by_filters.values()),
+            filter_exclusion_reasons=dict(self.excluded_by_filters),
             identifier_duplicates=self.identifier_duplicates,
             near_duplicates=self.near_duplicates,
             beyond_limit=self.beyond_limit,
@@ -96,4 +113,12 @@ class FlowLog:
             partial=statuses[Screening.PARTIAL],
             cited=len({r.evidence_id for r in report.references}),
             retracted=retracted,
+            excluded_by_reviewer=sum(
+                e.screening_reason.startswith(REVIEWER_EXCLUDED) for e in excluded
+            ),
+            included_by_reviewer=sum(
+                e.screening != Screening.OFF_TOPIC
+                and e.screening_reason.startswith(REVIEWER_INCLUDED)
+                for e in records
+            ),
         )

@@ -74,6 +74,7 @@ from deepcritical.orchestrators.magentic_agents import (
     search_closed,
 )
 from deepcritical.orchestrators.progress import RunAccounting
+from deepcritical.orchestrators.review_step import review_evidence, review_plan
 from deepcritical.orchestrators.run import ResearchRun
 
 __all__ = [
@@ -521,9 +522,11 @@ class MagenticOrchestrator:
             max_stall_count=self.max_stall_count,
             max_reset_count=self.max_reset_count,
         )
-        plan = await run.make_plan()
-        if plan is None:  # both the LLM and the extractive planner failed
+        if await run.make_plan() is None:  # both the LLM and the extractive planner failed
             return
+        if not await review_plan(run):  # the run waits for the plan's review, or was cancelled
+            return
+        plan = run.plan  # the reviewed plan, when the user edited it
 
         # --- the Magentic workflow (fresh per run, its stream closed whatever happens) ------
         participants = list(self.participants(run))
@@ -534,6 +537,8 @@ class MagenticOrchestrator:
 
         # --- the ending: always a validated report ----------------------------------------
         self._conclude(run, end, progress, participants)
+        if await self._review_evidence(run) == "stop":  # it waits for the review, or was cancelled
+            return
         draft = run.state.draft
         if draft is not None and run.state.draft_store_size != len(run.store):
             run.state.notes.append(
@@ -544,6 +549,19 @@ class MagenticOrchestrator:
         if draft is None:
             draft = await run.write_draft()
         await run.finish(draft, workflow=self._workflow_summary(end, progress))
+
+    async def _review_evidence(self, run: ResearchRun) -> str:
+        """The evidence review point after the workflow (``write`` or ``stop``; see
+        :func:`~deepcritical.orchestrators.review_step.review_evidence`); a reviewer's
+        decisions drop the ReportAgent's draft (the report is written again from the store).
+        One more search round is not run by this orchestrator: it says so and writes."""
+        verdict = await review_evidence(run, 1)
+        if verdict != "stop" and run.settings.review_evidence and run.state.draft is not None:
+            run.state.draft = None
+        if verdict == "search":
+            run.warn("one more search round is run by the iterative orchestrator only")
+            verdict = "write"
+        return verdict
 
     # --- workflow -----------------------------------------------------------------------------
 

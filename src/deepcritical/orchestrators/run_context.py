@@ -18,6 +18,7 @@ from deepcritical.events import ResearchEvent, WarningData
 from deepcritical.evidence.store import EvidenceStore
 from deepcritical.models import Evidence, ResearchPlan, UsageReport
 from deepcritical.orchestrators.agent_set import AgentSet
+from deepcritical.orchestrators.channel import EventChannel
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.flow import FlowLog
 from deepcritical.orchestrators.progress import RunAccounting, RunState
@@ -30,7 +31,8 @@ T = TypeVar("T")
 
 class RunContext(Protocol):
     """A run as its step modules see it: its dependencies, settings, evidence store, state,
-    accounting and flow of records; its plan; the events it emits; role calls with the
+    accounting and flow of records; its plan; the events it emits (and its channel, for a
+    step that publishes them itself); role calls with the
     extractive fallback; and the on-topic part of its store."""
 
     deps: RunDeps
@@ -45,6 +47,7 @@ class RunContext(Protocol):
     source_names: list[str]
     orchestrator: str
     llm_label: str
+    events: EventChannel
 
     @property
     def plan(self) -> ResearchPlan:

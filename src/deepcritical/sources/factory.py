@@ -3,6 +3,8 @@ settings (one shared HTTP client)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import httpx
 
 from deepcritical.config import Settings
@@ -12,6 +14,9 @@ from deepcritical.sources.bounded import bound_sources
 from deepcritical.sources.citation_graph import CitationGraph
 from deepcritical.sources.fulltext import FullTextFetcher
 from deepcritical.sources.http import HttpOptions
+
+if TYPE_CHECKING:
+    from deepcritical.sources.pubmed import PubMedSource
 
 
 def _http_options(settings: Settings) -> HttpOptions:
@@ -164,3 +169,22 @@ def build_citation_graph(settings: Settings, client: httpx.AsyncClient) -> Citat
     if pubmed is None and openalex is None:
         return None
     return CitationGraph(pubmed=pubmed, openalex=openalex)
+
+
+def build_pubmed(settings: Settings, client: httpx.AsyncClient) -> PubMedSource | None:
+    """The PubMed E-utilities client at the root ``settings.source_base_urls`` gives
+    ``pubmed`` (with the NCBI key, never logged), for lookups by PMID (a living review's
+    re-check of retractions); ``None`` when the run does not search PubMed."""
+    if "pubmed" not in settings.sources:
+        return None
+    from deepcritical.sources.pubmed import DEFAULT_BASE_URL as PUBMED_URL
+    from deepcritical.sources.pubmed import PubMedSource
+
+    return PubMedSource(
+        client,
+        api_key=_ncbi_key(settings),
+        email=settings.ncbi_email,
+        tool=settings.ncbi_tool,
+        base_url=settings.source_base_urls.get("pubmed", PUBMED_URL),
+        http=_http_options(settings),
+    )

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 __all__ = [
     "RUNS_LIST_HINT",
+    "InvalidPlanError",
+    "InvalidReviewError",
     "ReportVersionNotFoundError",
     "RunInProgressError",
+    "RunNotAwaitingReviewError",
     "RunNotFoundError",
     "RunNotResumableError",
     "RunWithoutReportError",
@@ -13,6 +16,8 @@ __all__ = [
     "SyllabusError",
     "UnknownCitationError",
     "UnknownQuestionError",
+    "UnknownRecordError",
+    "run_not_awaiting_review",
     "run_not_found",
     "run_not_resumable",
     "run_without_report",
@@ -82,6 +87,42 @@ class UnknownQuestionError(StateError, ValueError):
 class UnknownCitationError(StateError, ValueError):
     """``save_source`` got a ``citation_id`` that is neither registered nor in the run's
     evidence store."""
+
+
+class RunNotAwaitingReviewError(StateError):
+    """The run does not wait for this review: it is running, finished, failed, cancelled,
+    waits for the other stage's review, or its review was decided already."""
+
+
+class InvalidReviewError(StateError, ValueError):
+    """A review's decision is malformed: nothing was stored."""
+
+
+class InvalidPlanError(InvalidReviewError):
+    """An edited plan is not valid: no checklist item, an empty or duplicate key, an empty
+    query, an unknown source, or a field of the wrong type."""
+
+
+class UnknownRecordError(InvalidReviewError, LookupError):
+    """An evidence decision names a record the review did not show."""
+
+
+def run_not_awaiting_review(
+    run_id: str, status: str, stage: str, waiting: str | None = None
+) -> RunNotAwaitingReviewError:
+    """ "run x is not waiting for a plan review (completed)", with the command line's hint to
+    show the run. ``stage``: ``plan``, ``evidence`` or ``any``; ``waiting``: the stage the
+    run does wait for, if any."""
+    what = {"plan": "a plan review", "evidence": "an evidence review"}.get(stage, "a review")
+    if waiting is not None and waiting != stage:
+        other = "its plan review" if waiting == "plan" else "its evidence review"
+        why = f"it waits for {other}"
+    else:
+        why = status
+    return RunNotAwaitingReviewError(
+        f"run {run_id} is not waiting for {what} ({why}); nothing was changed",
+        cli_hint=f"see `deepcritical runs show {run_id}`",
+    )
 
 
 def run_not_found(run_id: str) -> RunNotFoundError:

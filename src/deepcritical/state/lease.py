@@ -27,10 +27,22 @@ from sqlalchemy.orm import Session
 
 from deepcritical.models import utc_now
 from deepcritical.state.errors import RunInProgressError, run_not_found, run_not_resumable
-from deepcritical.state.run_store import FINISHED_STATUSES, STALE_AFTER_SECONDS, RunStore
+from deepcritical.state.run_store import (
+    AWAITING_REVIEW,
+    FINISHED_STATUSES,
+    STALE_AFTER_SECONDS,
+    RunStore,
+)
 from deepcritical.state.schema import RunRow, aware
 
-__all__ = ["LIVE_STATUSES", "abandon_runs", "claim_run", "dead_workers", "release_run"]
+__all__ = [
+    "LIVE_STATUSES",
+    "abandon_runs",
+    "claim_run",
+    "dead_workers",
+    "release_run",
+    "touch_waiting",
+]
 
 LIVE_STATUSES = frozenset({"pending", "in_progress"})
 """Statuses of a run that may have a process working on it (decided by its heartbeat)."""
@@ -152,12 +164,36 @@ def abandon_runs(runs: RunStore, worker: str) -> list[str]:
     return runs.transact(work)
 
 
+def touch_waiting(runs: RunStore, worker: str) -> int:
+    """The heartbeat of the jobs ``worker`` holds while they wait for a review
+    (``awaiting_review`` rows whose ``worker`` is ``worker``): a waiting run has no process
+    of its own, so its worker touches it (every recovery pass) and
+    :func:`dead_workers` tells a dead worker's waiting jobs from a live one's. The number of
+    runs touched.
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: the database failed (after the store's retries).
+    """
+
+    def work(session: Session) -> int:
+        touched = session.execute(
+            update(RunRow)
+            .where(RunRow.worker == worker, RunRow.status == AWAITING_REVIEW)
+            .values(updated_at=utc_now())
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(touched, "rowcount", 0) or 0)
+
+    return runs.transact(work)
+
+
 def dead_workers(
     runs: RunStore, alive: str, *, stale_after: float = STALE_AFTER_SECONDS
 ) -> list[str]:
-    """The workers (other than ``alive``) of jobs still ``pending``/``in_progress`` whose
-    heartbeat is older than ``stale_after`` seconds and that nobody asked to cancel: their
-    worker died, and their jobs are to be recovered by a live one.
+    """The workers (other than ``alive``) of jobs still ``pending``/``in_progress``, or
+    waiting for a review (``awaiting_review``, touched by their worker:
+    :func:`touch_waiting`), whose heartbeat is older than ``stale_after`` seconds: their
+    worker died, and their jobs (and review waits) are to be recovered by a live one.
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: the database failed (after the store's retries).
@@ -170,7 +206,7 @@ def dead_workers(
             .where(
                 RunRow.worker.is_not(None),
                 RunRow.worker != alive,
-                RunRow.status.in_(LIVE_STATUSES),
+                RunRow.status.in_([*LIVE_STATUSES, AWAITING_REVIEW]),
                 RunRow.updated_at < cutoff,
             )
             .distinct()

@@ -28,6 +28,7 @@ from deepcritical.sources.fulltext import FullTextReader
 from deepcritical.state.cache import CachedCitations, CachedFullText, CachedSource, CallCache
 from deepcritical.state.lease import claim_run, release_run
 from deepcritical.state.recorder import RunRecorder
+from deepcritical.state.reviews import ReviewBook
 from deepcritical.state.run_store import HEARTBEAT_SECONDS, RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
@@ -140,6 +141,11 @@ class PersistentRun:
         """``linker`` answered from the call cache when the same citations were followed
         before (a resumed run does not ask again)."""
         return CachedCitations(linker, self.cache)
+
+    @property
+    def reviews(self) -> ReviewBook:
+        """The run's reviews (the researcher's review of its plan and evidence)."""
+        return ReviewBook(self.runs, self.run_id)
 
     def collector_for(self, store: EvidenceStore) -> SourceCollector:
         """The run's source collector over ``store`` (made once): the recorder saves every

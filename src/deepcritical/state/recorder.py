@@ -7,7 +7,8 @@ store that is new or changed since the last checkpoint, through
 :meth:`~deepcritical.state.sources.SourceCollector.save_in` (relevant questions = the checklist
 items it was assigned to; citation id = its evidence id), and appends the event to the run's
 event log (:mod:`~deepcritical.state.event_log`). So whatever kills the process, the
-database holds everything up to the last event.
+database holds everything up to the last event. A ``plan_ready`` or ``evidence_ready`` event
+leaves the run ``awaiting_review`` (its stream ends there; the user's review continues it).
 
 A failing checkpoint never ends the run: the recorder logs it, turns the first failure into a
 ``warning`` event, and tries again at the next event.
@@ -23,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from deepcritical.events import (
     DoneData,
+    ErrorData,
     EvidenceAddedData,
     PlanningData,
     ResearchEvent,
@@ -35,7 +37,7 @@ from deepcritical.logs import get_logger
 from deepcritical.models import ChecklistItem, utc_now
 from deepcritical.state.cache import CachedSource, CallCache
 from deepcritical.state.event_log import append_event
-from deepcritical.state.run_store import RunStore
+from deepcritical.state.run_store import AWAITING_REVIEW, RunStore
 from deepcritical.state.sources import SourceCollector
 from deepcritical.state.syllabus import Syllabus
 
@@ -53,6 +55,8 @@ STAGES = {
     "manager": "managing",
     "writing": "writing",
     "report_section": "writing",
+    "plan_ready": "review_plan",
+    "evidence_ready": "review_evidence",
     "done": "done",
     "error": "failed",
 }
@@ -341,7 +345,10 @@ class RunRecorder:
             row.report_markdown = event.result.report.to_markdown()
             row.finished_at = now
             row.error = None
+        elif event.type in {"plan_ready", "evidence_ready"}:
+            row.status = AWAITING_REVIEW  # no process holds it now: it waits for the user
         elif event.type == "error":
-            row.status = "failed"
+            cancelled = isinstance(event.data, ErrorData) and event.data.cancelled
+            row.status = "cancelled" if cancelled else "failed"
             row.error = event.message
             row.finished_at = now

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import ColumnElement, Engine, func, select
+from sqlalchemy import ColumnElement, Engine, func, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from tenacity import (
@@ -50,10 +50,11 @@ from deepcritical.state.report_versions import (
     read_versions,
 )
 from deepcritical.state.saved import sources_by_question
-from deepcritical.state.schema import RunRow, SourceQuestionRow, SourceRow, aware
+from deepcritical.state.schema import ReviewRow, RunRow, SourceQuestionRow, SourceRow, aware
 from deepcritical.state.syllabus import Syllabus
 
 __all__ = [
+    "AWAITING_REVIEW",
     "FINISHED_STATUSES",
     "HEARTBEAT_SECONDS",
     "STALE_AFTER_SECONDS",
@@ -72,7 +73,12 @@ RunStatus = Literal[
     "cancelled",
     "max_iterations",
     "time_budget",
+    "awaiting_review",
 ]
+AWAITING_REVIEW = "awaiting_review"
+"""Status of a run stopped at a review point (``Settings.review_plan`` / ``review_evidence``):
+not finished, resumable, held by no process; its ``stage`` is ``review_plan`` or
+``review_evidence``."""
 FINISHED_STATUSES = frozenset({"completed", "max_iterations"})
 """Statuses of runs that delivered their final report (they cannot be resumed). A run that
 stopped on its time budget (``time_budget``) has a report too, but may be resumed."""
@@ -379,8 +385,9 @@ class RunStore:
 
     def request_cancel(self, run_id: str, *, owner: str | None = None) -> str:
         """Ask the worker running ``owner``'s run ``run_id`` to stop it: sets
-        ``cancel_requested``; a job still ``queued`` becomes ``cancelled`` at once. Returns the
-        run's status after the request.
+        ``cancel_requested``; a job still ``queued`` and a run waiting for a review
+        (``awaiting_review``, whose review is then ``cancelled`` too) become ``cancelled`` at
+        once. Returns the run's status after the request.
 
         Raises:
             RunNotFoundError: no run with this id, or it belongs to another owner.
@@ -390,10 +397,14 @@ class RunStore:
         def work(session: Session) -> str:
             row = self.require_row(session, record.id)
             row.cancel_requested = True
-            if row.status == "queued":
+            if row.status in {"queued", AWAITING_REVIEW}:
                 now = utc_now()
+                if row.status == AWAITING_REVIEW:
+                    _cancel_waiting_reviews(session, row.id, now)
+                    row.error = "cancelled while it waited for a review"
+                else:
+                    row.error = "cancelled before a worker started it"
                 row.status = "cancelled"
-                row.error = "cancelled before a worker started it"
                 row.updated_at = now
                 row.finished_at = now
                 append_event(session, row.id, ResearchEvent(type="error", message=row.error))
@@ -574,6 +585,16 @@ class RunStore:
             return {str(k): int(n) for k, n in rows}
 
         return self.transact(read)
+
+
+def _cancel_waiting_reviews(session: Session, run_id: str, now: datetime) -> None:
+    """Mark the run's waiting review ``cancelled`` (the run is cancelled with it)."""
+    session.execute(
+        update(ReviewRow)
+        .where(ReviewRow.run_id == run_id, ReviewRow.status == "waiting")
+        .values(status="cancelled", decided_at=now)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def _screening_summary(grouped: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

@@ -16,6 +16,12 @@
 - ``run_report_versions``: the revised versions of a finished run's report (2, 3, ... per run;
   version 1 is the run's own report in ``runs.result``; ``payload`` is the
   :class:`~deepcritical.models.ReportVersion`).
+- ``run_reviews``: the user's reviews of a run's plan and evidence (numbered 1, 2, ... per
+  run; ``payload`` is the :class:`~deepcritical.models.RunReview`).
+- ``watches``: watched questions (living reviews), each on the run whose report versions are
+  its versions; its schedule, window and update lease (:mod:`~deepcritical.state.watch_store`).
+- ``watch_updates``: the updates of a watch (1, 2, ... per watch; ``payload`` is the
+  :class:`~deepcritical.models.WatchUpdate`).
 
 Times are timezone-aware UTC (SQLite hands back naive values: :func:`aware` fixes them).
 """
@@ -46,11 +52,14 @@ __all__ = [
     "CacheRow",
     "FollowUpRow",
     "ReportVersionRow",
+    "ReviewRow",
     "RunEventRow",
     "RunRow",
     "SourceKeyRow",
     "SourceQuestionRow",
     "SourceRow",
+    "WatchRow",
+    "WatchUpdateRow",
     "aware",
 ]
 
@@ -205,5 +214,76 @@ class ReportVersionRow(Base):
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     instruction: Mapped[str] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+class ReviewRow(Base):
+    """A review of a run (its plan before the search, its evidence before the writing):
+    ``number`` counts 1, 2, ... within the run, ``stage`` is ``plan`` or ``evidence``,
+    ``ordinal`` counts the reviews of that stage, ``status`` is ``waiting``, ``approved``,
+    ``cancelled`` or ``timed_out``; ``payload`` is the
+    :class:`~deepcritical.models.RunReview` as JSON; deleted with its run."""
+
+    __tablename__ = "run_reviews"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    number: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    stage: Mapped[str] = mapped_column(String(20))
+    ordinal: Mapped[int] = mapped_column(Integer, default=1)
+    status: Mapped[str] = mapped_column(String(20))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class WatchRow(Base):
+    """A watched question (a living review) on the run ``run_id``, whose report versions are
+    its versions.
+
+    ``plan`` and ``settings`` are the run's reviewed plan and public settings (no secrets),
+    ``queries`` the searches each update repeats; ``every_seconds`` the schedule (``None``:
+    by hand only), ``next_due_at`` when the next scheduled update is due; ``checked_until``
+    the end of the last update's window. ``lease_owner`` / ``lease_at`` say who is updating
+    it now (one update at a time), ``lease_until`` the end of that update's window.
+    ``webhook_url`` may hold a token: never logged or shown in clear.
+    """
+
+    __tablename__ = "watches"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    owner: Mapped[str | None] = mapped_column(String(MAX_OWNER_CHARS), index=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    question: Mapped[str] = mapped_column(Text)
+    plan: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    queries: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    every_seconds: Mapped[float | None] = mapped_column(Float)
+    paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    webhook_url: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+    checked_until: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    next_due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    last_update_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_owner: Mapped[str | None] = mapped_column(String(MAX_KEY_CHARS))
+    lease_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class WatchUpdateRow(Base):
+    """One update of a watch: ``number`` counts 1, 2, ... per watch; ``outcome`` is
+    ``new_version``, ``nothing_new`` or ``failed``; ``payload`` the
+    :class:`~deepcritical.models.WatchUpdate` as JSON; ``seen`` whether its owner looked at
+    it. Deleted with its watch."""
+
+    __tablename__ = "watch_updates"
+
+    watch_id: Mapped[str] = mapped_column(
+        ForeignKey("watches.id", ondelete="CASCADE"), primary_key=True
+    )
+    number: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    outcome: Mapped[str] = mapped_column(String(20))
+    version: Mapped[int | None] = mapped_column(Integer)
+    seen: Mapped[bool] = mapped_column(Boolean, default=False)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)

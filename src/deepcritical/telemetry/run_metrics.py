@@ -4,8 +4,9 @@ served on ``/metrics`` by the web app and by each worker (``worker --metrics-por
 Counted where it happens: runs by :class:`~deepcritical.telemetry.run_trace.RunObserver`
 (started, finished by stop reason, failed or cancelled; duration; model tokens by role from
 the run's usage report), source requests by ``SourceHttp`` (by source and final status, with
-their latency). Jobs by state (queued, running) are read from the run database when
-``/metrics`` is scraped (:class:`StateCollector`).
+their latency). Jobs by state (queued, running) are read from the run database, and the
+local corpus's size from its document store, when ``/metrics`` is scraped
+(:class:`StateCollector`).
 """
 
 from __future__ import annotations
@@ -78,11 +79,14 @@ def observe_source_request(source: str, status: str, seconds: float) -> None:
 
 class StateCollector(Collector):
     """Gauges read at scrape time (:data:`STATE_GAUGES`, registered once): the jobs by state
-    (``deepcritical_jobs{state}``) from :attr:`jobs` (e.g. ``{"queued": 2, "running": 1}``);
-    a reader that is not set or raises shows nothing that scrape."""
+    (``deepcritical_jobs{state}``) from :attr:`jobs` (e.g. ``{"queued": 2, "running": 1}``)
+    and the documents of the local corpus (``deepcritical_corpus_documents``) from
+    :attr:`corpus_documents` (``None``: no local corpus); a reader that is not set or raises
+    shows nothing that scrape."""
 
     def __init__(self) -> None:
         self.jobs: Callable[[], Mapping[str, int]] | None = None
+        self.corpus_documents: Callable[[], int | None] | None = None
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         """The gauges (see the class docstring)."""
@@ -94,6 +98,13 @@ class StateCollector(Collector):
             for state, count in sorted(counts.items()):
                 family.add_metric([state], count)
             yield family
+        documents = _read(self.corpus_documents)
+        if documents is not None:
+            yield GaugeMetricFamily(
+                "deepcritical_corpus_documents",
+                "Documents in the local corpus (records and full texts imported).",
+                value=documents,
+            )
 
 
 def _read(reader: Callable[[], T] | None) -> T | None:

@@ -45,8 +45,11 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
+from deepcritical.text.clarify_rules import clarify_by_rules
+
 ROLE_BY_FIELD = {
     "checklist": "planner",
+    "clarifying_questions": "clarifier",
     "hypotheses": "hypothesis",
     "mechanism_score": "judge",
     "outline": "writer.outline",
@@ -284,6 +287,7 @@ class RoleScript:
             raise RuntimeError(f"scripted failure of {role}")
         method = {
             "planner": self._planner,
+            "clarifier": self._clarifier,
             "query_generator": self._queries,
             "hypothesis": self._hypothesis,
             "judge": self._judge,
@@ -460,6 +464,17 @@ class RoleScript:
     @staticmethod
     def _shown(prompt: str) -> list[str]:
         return FENCED_ID.findall(prompt)
+
+    @staticmethod
+    def _clarifier(prompt: str) -> dict[str, Any]:
+        """The offline rules' clarification of the fenced question, as the model's answer
+        (no question for one the rules find complete)."""
+        m = re.search(
+            r'<source id="user_question" nonce="[0-9a-f]+">\n(.*?)\n</source', prompt, re.S
+        )
+        clarification = clarify_by_rules(m.group(1) if m else "")
+        questions = clarification.questions if clarification is not None else []
+        return {"clarifying_questions": [q.model_dump(mode="json") for q in questions]}
 
     def _planner(self, prompt: str) -> dict[str, Any]:
         return {

@@ -39,7 +39,8 @@ continues a stopped run in this process.
 The page is composed here from its parts, in order: the header, the question
 (:mod:`deepcritical.ui.question_panel`), the *Settings* accordion
 (:mod:`deepcritical.ui.settings_panel`), the progress panel, the run's tabs
-(:mod:`deepcritical.ui.run_tabs`) and *History* (:mod:`deepcritical.ui.history_tab`); the
+(:mod:`deepcritical.ui.run_tabs`), *History* (:mod:`deepcritical.ui.history_tab`) and
+*Watches* (living reviews, :mod:`deepcritical.ui.watches_tab`); the
 form's handlers are :mod:`deepcritical.ui.run_handlers`, and every run is rendered by
 :mod:`deepcritical.ui.live_run`.
 
@@ -67,6 +68,14 @@ from deepcritical.ui.answer import CARD_CSS
 from deepcritical.ui.ask_tool import AskFn, default_ask, make_ask_about_run_tool
 from deepcritical.ui.auth import Access
 from deepcritical.ui.citation_links import CITATION_CSS
+from deepcritical.ui.clarify_card import (
+    ClarifyCard,
+    ClarifyFn,
+    ClarifyHandlers,
+    clarify_card,
+    default_clarify,
+    wire_clarify,
+)
 from deepcritical.ui.downloads import DownloadShelf
 from deepcritical.ui.follow_up_panel import FollowUpHandlers, FollowUpPanel, closed_panel
 from deepcritical.ui.history_tab import HistoryTab, history_tab
@@ -88,6 +97,7 @@ from deepcritical.ui.versions_panel import (
     closed_versions,
     default_revise,
 )
+from deepcritical.ui.watches_tab import watches_tab
 
 CSS = """
 .dc-evidence { border-collapse: collapse; width: 100%; font-size: 0.9em; }
@@ -185,15 +195,25 @@ def _wire_run_events(
     progress: gr.HTML,
     run_outputs: list[Any],
     history: HistoryTab,
+    clarify: tuple[ClarifyCard, ClarifyFn],
 ) -> list[Any]:
-    """*Research* (the button and Enter), *Resume* and *Stop* of the form: a run streams into
+    """*Research* (the button and Enter, through the clarify card:
+    :mod:`deepcritical.ui.clarify_card`), *Resume* and *Stop* of the form: a run streams into
     ``run_outputs``; *Stop* cancels the form's runs and History's *Resume* (in jobs mode
     also History's opens, which may follow a running job), shows the run in ``progress``
     "Stopped" and turns itself off. A run that ends brings its answer card into view.
-    Returns the events that run a run (the form's and History's *Resume*)."""
-    inputs = [form.question, form.context, *options.run_inputs()]
-    run_event = form.run_btn.click(handlers.run, inputs, run_outputs, api_visibility="private")
-    submit_event = form.question.submit(handlers.run, inputs, run_outputs, api_visibility="private")
+    Returns the events that run a run (the form's, the card's and History's *Resume*)."""
+    card, clarify_fn = clarify
+    card_handlers = ClarifyHandlers(handlers.settings, clarify_fn, handlers.run, len(run_outputs))
+    started = wire_clarify(
+        card,
+        card_handlers,
+        [form.run_btn.click, form.question.submit],
+        form.question,
+        form.context,
+        options.run_inputs(),
+        run_outputs,
+    )
     resume_event = form.resume_btn.click(
         handlers.resume_stopped, [watch_state], run_outputs, api_visibility="private"
     )
@@ -202,12 +222,12 @@ def _wire_run_events(
         [watch_state],
         [progress, form.resume_btn, watch_state],
         # in jobs mode History's open follows a running job: Stop cancels it too
-        cancels=[run_event, submit_event, resume_event, history.resume]
+        cancels=[*started, resume_event, history.resume]
         + (history.opens if handlers.backend is not None else []),
         queue=False,
         api_visibility="private",
     )
-    runs = [run_event, submit_event, resume_event, history.resume]
+    runs = [*started, resume_event, history.resume]
     _show_the_answer_when_done(runs)
     stop_event.then(stop_off, None, form.stop_btn, api_visibility="private")
     return runs
@@ -281,14 +301,17 @@ def _page(
     shelf: DownloadShelf,
     ask_fn: AskFn,
     revise_fn: ReviseFn,
+    clarify_fn: ClarifyFn,
 ) -> None:
-    """Lay out the page inside ``demo`` (header, question, settings, progress, the run's tabs
-    and History) and wire its events; the sources ticked are set at page load; follow-up
-    questions are answered by ``ask_fn``, reports revised by ``revise_fn``."""
+    """Lay out the page inside ``demo`` (header, question, the clarify card, settings,
+    progress, the run's tabs and History) and wire its events; the sources ticked are set at
+    page load; questions are clarified by ``clarify_fn``, follow-up questions answered by
+    ``ask_fn``, reports revised by ``revise_fn``."""
     settings, access = handlers.settings, handlers.access
     notice = _header(settings, access)
     watch_state = gr.State(None)
     form = question_panel(settings, handlers.corpus_exists)
+    card = clarify_card(settings)
     options = settings_panel(settings, handlers.corpus_exists)
     progress = gr.HTML(progress_html(ProgressView()), elem_id="dc-progress")
     with gr.Tabs():
@@ -306,8 +329,12 @@ def _page(
             handlers.backend,
             tabs.follow_up,
         )
-    runs = _wire_run_events(handlers, form, options, watch_state, progress, run_outputs, history)
+        watches_tab(settings, access, tabs.versions.run_id)
+    runs = _wire_run_events(
+        handlers, form, options, watch_state, progress, run_outputs, history, (card, clarify_fn)
+    )
     starts = [form.run_btn.click, form.question.submit, form.resume_btn.click]
+    starts += [card.go.click, card.skip.click]
     after_runs = _wire_follow_ups(
         FollowUpHandlers(store_opener, settings, access, ask_fn),
         tabs.follow_up,
@@ -341,6 +368,7 @@ def build_app(
     jobs: JobBackend | None = None,
     ask_fn: AskFn | None = None,
     revise_fn: ReviseFn | None = None,
+    clarify_fn: ClarifyFn | None = None,
 ) -> gr.Blocks:
     """The web app for runs with ``settings`` (the server's defaults: model, keys from the
     environment, sources, data dir); each session may override model, key, sources, depth
@@ -376,6 +404,9 @@ def build_app(
         revise_fn: ``revise(run_id, instruction, settings, owner=...)`` for the Report tab's
             *Revise* (default :func:`deepcritical.api.revise`, also in jobs mode); tests pass
             one with a test embedder.
+        clarify_fn: ``clarify(question, settings)`` for the clarify card before a run
+            (default :func:`deepcritical.api.clarify`; the card is on by default:
+            ``settings.ui_clarify``); tests pass scripted ones.
     """
     backend, research_fn = _run_mode(settings, jobs, research_fn)
     sign_in = access or Access()
@@ -395,7 +426,8 @@ def build_app(
     demo = gr.Blocks(title="DeepCritical", analytics_enabled=False)
     with demo:
         revise = revise_fn if revise_fn is not None else default_revise()
-        _page(demo, handlers, store_opener, shelf, ask, revise)
+        clarify = clarify_fn if clarify_fn is not None else default_clarify()
+        _page(demo, handlers, store_opener, shelf, ask, revise, clarify)
         gr_api(deep_research, api_name="deep_research")
         gr_api(ask_about_run, api_name="ask_about_run")
     # in jobs mode a handler only follows a run: the workers limit the runs themselves

@@ -35,11 +35,13 @@ from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.downloads import DOWNLOAD_PATH, DownloadShelf, download_suffix
 from deepcritical.ui.visitor import visitor_id
 
-__all__ = ["DownloadRoute", "http_owner"]
+__all__ = ["NO_OWNER", "DownloadRoute", "http_owner"]
 
 _ROUTE = re.compile(rf"/{DOWNLOAD_PATH}/([^/]+)/([^/]+)$")
 _NOT_YOURS = object()
 """:func:`http_owner`'s answer for a request that carries no owner the deployment accepts."""
+NO_OWNER = _NOT_YOURS
+"""The same, for the other routes that serve an owner's data (the watches' feeds)."""
 
 MEDIA_TYPES = {
     ".md": "text/markdown; charset=utf-8",

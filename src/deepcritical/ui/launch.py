@@ -16,6 +16,7 @@ from deepcritical.ui.app import CSS, build_app
 from deepcritical.ui.auth import Access
 from deepcritical.ui.download_route import DownloadRoute
 from deepcritical.ui.downloads import DownloadShelf
+from deepcritical.ui.feed_route import FeedRoute
 from deepcritical.ui.headers import security_middleware
 from deepcritical.ui.ops_routes import OpsRoutes
 from deepcritical.ui.source_check import SourceCheck
@@ -74,6 +75,7 @@ def launch(
     access: Access,
     downloads: DownloadShelf,
     readiness: Readiness | None = None,
+    settings: Settings | None = None,
 ) -> None:
     """Serve ``demo`` (blocking) with the MCP server at ``/gradio_api/mcp/``; ``host`` and
     ``port`` default to Gradio's (``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT`` or
@@ -86,6 +88,9 @@ def launch(
     :data:`SHARED_HISTORY_WARNING` is logged. ``downloads`` must be the shelf ``demo`` writes
     its download files to: :class:`~deepcritical.ui.download_route.DownloadRoute` serves
     each file to its run's owner only.
+
+    With ``settings`` (where the run database is), the living reviews' Atom feeds are served
+    to their owners (:class:`~deepcritical.ui.feed_route.FeedRoute`).
 
     With ``readiness``, ``/healthz``, ``/readyz`` and ``/metrics`` are answered before
     sign-in (:class:`~deepcritical.ui.ops_routes.OpsRoutes`) and ``/metrics`` shows the jobs
@@ -108,6 +113,8 @@ def launch(
         log.warning(SHARED_HISTORY_WARNING)
     # inside the visitor cookie's middleware: a first request's new visitor is already set
     middleware.append(Middleware(DownloadRoute, shelf=downloads, access=access))
+    if settings is not None:
+        middleware.append(Middleware(FeedRoute, settings=settings, access=access))
     demo.launch(
         app_kwargs={"middleware": middleware},
         ssr_mode=False,

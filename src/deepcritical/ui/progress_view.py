@@ -33,6 +33,8 @@ STAGES: dict[str, str] = {
     "judge_assessment": "Judging the evidence",
     "writing": "Writing the report",
     "report_section": "Writing the report",
+    "plan_ready": "Waiting for the plan's review",
+    "evidence_ready": "Waiting for the evidence's review",
     "done": "Report ready",
     "error": "Failed",
     "stopped": "Stopped",

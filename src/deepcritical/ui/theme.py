@@ -54,6 +54,8 @@ button:focus-visible, [role="tab"]:focus-visible, input:focus-visible, textarea:
 .dc-flag { display: inline-block; padding: 1px 6px; border-radius: 4px; font-size: 0.8em;
   font-weight: 600; white-space: nowrap; }
 .dc-flag-retracted { background: #b91c1c; color: white; }
+.dc-badge { display: inline-block; padding: 1px 7px; border-radius: 10px; font-size: 0.8em;
+  background: #1d4ed8; color: white; margin-left: 4px; }
 .dc-flag-other { background: #fef3c7; color: #78350f; border: 1px solid #d97706; }
 .dark .dc-flag-other { background: #451a03; color: #fde68a; }
 .dc-retracted td { text-decoration: line-through; text-decoration-color: #b91c1c; }
