@@ -187,13 +187,20 @@ def test_version_option_prints_the_version_and_the_commit(
     )
 
 
-EMBEDDING_AND_TEXT = ("evidence/onnx_embeddings.py", "evidence/embeddings.py", "text/sentences.py")
+EMBEDDING_AND_TEXT = (
+    "evidence/onnx_embeddings.py",
+    "evidence/embeddings.py",
+    "evidence/torch_embeddings.py",
+    "evidence/embedding_paths.py",
+    "text/sentences.py",
+)
 """The modules that compute a run's embeddings and split its sentences."""
 
 
 def test_the_record_names_the_libraries_a_run_embeds_and_splits_sentences_with() -> None:
-    """Runs embed with the fp32 ONNX export (ONNX Runtime and the tokenizers library; torch and
-    transformers export it), and split sentences with pysbd (issue 31, item 7): every library
+    """Runs embed on the machine's embedding path (torch and transformers, bf16 or fp32, the
+    tokenizers library; or the ONNX export through ONNX Runtime), and split sentences with
+    pysbd (issues 31 and 35): every library
     those modules import is recorded (numpy, their arrays, apart); BM25's stemmer too."""
     src = ROOT / "src" / "deepcritical"
     providers = packages_distributions()
