@@ -108,7 +108,7 @@ test: check $(if $(SKIP_SYSTEM_DEPS),,system-deps)
 ## those marked slow (the embedding model, a large corpus) or live. No lint, no integration,
 ## model-server or browser tests: `make test` (what CI runs) has them all.
 test-fast: install
-	$(BIN)/pytest tests/unit tests/state benchmarks/tests -m "not slow and not live" -q
+	$(BIN)/pytest tests/unit tests/state benchmarks/tests -m "not slow and not live" -q -n $(PYTEST_WORKERS)
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks scripts
