@@ -125,7 +125,7 @@ class RunHandlers:
     async def run(
         self,
         question: str,
-        context: str,
+        context: str | None,
         llm: str,
         api_key: str,
         sources: list[str],
@@ -136,7 +136,9 @@ class RunHandlers:
         profile: gr.OAuthProfile | None = None,
     ) -> AsyncIterator[RunOutputs]:
         """*Research*: the caller's run of ``question`` with the session's choices, streamed;
-        a refused choice or a missing sign-in is shown as the run's error."""
+        a refused choice or a missing sign-in is shown as the run's error. ``context`` is
+        ``None`` when it comes from the clarify card's state and the card gave none (a call
+        of this handler through the API, whose state inputs are the session's)."""
         try:
             owner = self.access.owner(request, profile)
             _check_job_key(self.backend, api_key)
@@ -146,7 +148,9 @@ class RunHandlers:
         except (SettingsError, SignInRequired) as exc:
             yield _refused(str(exc), self.settings)
             return
-        events = self.run_fn(question, per_run, context=context.strip() or None, owner=owner)
+        events = self.run_fn(
+            question, per_run, context=(context or "").strip() or None, owner=owner
+        )
         async for out in self.streams.watched(events, per_run, owner, request):
             yield out
 
