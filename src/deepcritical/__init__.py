@@ -14,8 +14,10 @@ The public API, imported lazily so that ``import deepcritical`` stays cheap:
 - :class:`Settings` (:mod:`deepcritical.config`);
 - :class:`ResearchEvent` (:mod:`deepcritical.events`): what a run streams, the last being
   ``done`` (with its :class:`RunResult`) or ``error``;
-- :class:`RunResult`, :class:`ResearchReport`, :class:`ReportPreferences`
-  (:mod:`deepcritical.models`);
+- :class:`RunResult`, :class:`ResearchReport`, :class:`ReportPreferences`,
+  :class:`SearchFilters` (``research(question, settings, filters=SearchFilters(...))``: the
+  plan's publication dates, languages, study designs, trial phases and statuses, records
+  added since) (:mod:`deepcritical.models`);
 - :func:`export_references` (``export_references(result, "ris" | "bibtex" | "csljson",
   scope="references" | "evidence") -> str``): a run's references for reference managers
   (:mod:`deepcritical.formats.references`).
@@ -36,6 +38,7 @@ __all__ = [
     "ResearchPlan",
     "ResearchReport",
     "RunResult",
+    "SearchFilters",
     "Settings",
     "__version__",
     "approve_evidence",
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
         ResearchPlan,
         ResearchReport,
         RunResult,
+        SearchFilters,
     )
 
 _PUBLIC = {
@@ -88,6 +92,7 @@ _PUBLIC = {
     "RunResult": "deepcritical.models",
     "ResearchReport": "deepcritical.models",
     "ReportPreferences": "deepcritical.models",
+    "SearchFilters": "deepcritical.models",
     "export_references": "deepcritical.formats.references",
 }
 

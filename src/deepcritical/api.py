@@ -36,9 +36,10 @@ from deepcritical.models import (
     ReportVersion,
     ResearchPlan,
     RunReview,
+    SearchFilters,
 )
 from deepcritical.orchestrators.assembly import GivenParts, build_run_deps, resolve_models
-from deepcritical.orchestrators.deps import check_context, check_question
+from deepcritical.orchestrators.deps import check_context, check_question, requested_filters
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
 from deepcritical.report.finish import GroundingOptions
 from deepcritical.sources.base import SearchSource
@@ -68,6 +69,7 @@ async def research(
     *,
     context: str | None = None,
     preferences: ReportPreferences | None = None,
+    filters: SearchFilters | None = None,
     model: Model | None = None,
     sources: Sequence[SearchSource] | None = None,
     full_text: FullTextReader | None = None,
@@ -89,6 +91,12 @@ async def research(
         context: optional background from the user, passed to the planner.
         preferences: the user's report preferences (audience, length, focus), given to the
             report writer; defaults: scientists, standard length, no particular focus.
+        filters: the search filters the plan starts with (publication dates, languages,
+            study designs, trial phases and statuses, records added since): every source
+            applies them in its API's query where it can and the run screens out what comes
+            back outside them (:class:`~deepcritical.models.SearchFilters`); they replace
+            ``settings.search_filters`` and are stored with the run's settings, so a resumed
+            run keeps them. ``None``: ``settings.search_filters`` (default: none).
         model: a pydantic-ai model to use instead of the one ``settings.llm`` names (tests
             pass scripted models here).
         sources: search sources to use instead of those ``settings.sources`` names.
@@ -120,11 +128,16 @@ async def research(
         deepcritical.corpus.index.CorpusNotFoundError: ``local`` source with no corpus.
         sqlalchemy.exc.SQLAlchemyError: the run database cannot be opened (before any event).
         ValueError: a review asked for on a run that is not recorded (``persist_runs`` off).
+        pydantic.ValidationError: ``settings.search_filters`` are not valid search filters
+            (before any event).
     """
+    settings = settings or Settings()
+    if filters is not None:
+        settings = settings.model_copy(update={"search_filters": filters.key()})
     async with aclosing(
         _research(
             question,
-            _with_reviews(settings or Settings(), review_plan, review_evidence),
+            _with_reviews(settings, review_plan, review_evidence),
             context=context,
             preferences=preferences,
             given=GivenParts(model, sources, full_text, embedder, chat_client),
@@ -556,6 +569,7 @@ async def _research(
 ) -> AsyncGenerator[ResearchEvent, None]:
     question = check_question(question, settings.max_question_chars)
     context = check_context(context)
+    requested_filters(settings)  # bad filters fail here, before any event
     models = await resolve_models(settings, given)
     configure_tracing()
     instrument_frameworks()

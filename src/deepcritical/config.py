@@ -187,6 +187,14 @@ class Settings(BaseSettings):
         description="Earliest publication year: PubMed queries get a date filter "
         '("2015"[dp] : "3000"[dp]).',
     )
+    search_filters: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The search filters every run's plan starts with: the fields of "
+        "deepcritical.models.SearchFilters as JSON (published_from, published_to, languages, "
+        "designs, trial_phases, trial_statuses, added_since); {} for none. Validated by "
+        "api.research before the run starts; stored with the run's settings, so a resumed "
+        "run searches within the same filters.",
+    )
     max_question_chars: int = Field(default=2000, ge=10)
 
     # --- evidence store and report -----------------------------------------------------------

@@ -28,6 +28,7 @@ from deepcritical.models import (
     ResearchPlan,
     RunResult,
     ScreenedRecord,
+    SearchFilters,
     SubQuestion,
     UsageReport,
     utc_now,
@@ -104,7 +105,8 @@ class StartedData(_Data):
 class PlanningData(_Data):
     """``planning``: the plan as made (see :class:`~deepcritical.models.ResearchPlan`);
     ``question_type`` is the :class:`~deepcritical.models.QuestionType` value, ``""`` when
-    none was recognised."""
+    none was recognised; ``filters`` the plan's search filters and ``source_queries`` its
+    per-source round-1 queries (empty in events stored before they existed)."""
 
     type: Literal["planning"] = "planning"
     refined_question: str
@@ -117,6 +119,8 @@ class PlanningData(_Data):
     mesh_terms: list[str] = Field(default_factory=list)
     sub_questions: list[SubQuestion] = Field(default_factory=list)
     preferences: ReportPreferences = Field(default_factory=ReportPreferences)
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    source_queries: dict[str, list[str]] = Field(default_factory=dict)
     sources: list[str] = Field(default_factory=list)
     reviewed: bool = False
     changes: list[str] = Field(default_factory=list)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from deepcritical.api import research
 from deepcritical.config import Settings
-from deepcritical.models import Citation, Evidence, RunResult
+from deepcritical.models import Citation, Evidence, RunResult, SearchFilters
 from deepcritical.testing.embedders import HashingEmbedder
 
 QUESTION = "Does metformin lower colorectal cancer risk in patients with diabetes?"
@@ -73,7 +73,9 @@ class MetforminSource:
 
     name = "pubmed"
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         """The records (at most ``limit``), best first."""
         items = [
             Evidence(

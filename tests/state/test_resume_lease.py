@@ -20,7 +20,7 @@ from deepcritical.cli.run_output import error_line
 from deepcritical.config import Settings
 from deepcritical.corpus.index import CorpusNotFoundError
 from deepcritical.events import ResearchEvent
-from deepcritical.models import Evidence, utc_now
+from deepcritical.models import Evidence, SearchFilters, utc_now
 from deepcritical.state import (
     RunInProgressError,
     RunNotFoundError,
@@ -170,7 +170,9 @@ class GatedSource(RunSource):
         super().__init__(tag)
         self.gate = asyncio.Event()
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         await self.gate.wait()
         return await super().search(query, limit)
 
@@ -235,7 +237,9 @@ async def test_two_concurrent_resumes_of_an_interrupted_run_one_refused(
 class StalledSource(RunSource):
     """A source that answers only after far longer than the run's time budget."""
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         await asyncio.sleep(30)
         return await super().search(query, limit)
 

@@ -18,7 +18,7 @@ from deepcritical.agents.source_tools import source_toolset
 from deepcritical.api import research, resume
 from deepcritical.config import Settings
 from deepcritical.llm.model_cache import CachedModel
-from deepcritical.models import Citation, Evidence
+from deepcritical.models import Citation, Evidence, SearchFilters
 from deepcritical.sources.base import SourceError
 from deepcritical.state import (
     RunNotFoundError,
@@ -169,7 +169,9 @@ class CountingSource:
         self.calls = 0
         self.fail = False
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         self.calls += 1
         if self.fail:
             raise SourceError("pubmed", "HTTP 503 after 3 tries")
@@ -227,7 +229,9 @@ class RunSource:
     def __init__(self, tag: str) -> None:
         self.tag = tag
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         words = query.split()[:2]
         items = [
             Evidence(

@@ -22,7 +22,7 @@ from deepcritical.agents.roles import (
 from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import Citation, Evidence, marker_ids
+from deepcritical.models import Citation, Evidence, SearchFilters, marker_ids
 from deepcritical.orchestrators.agent_set import AgentSet, build_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
@@ -88,7 +88,9 @@ def corpus_source(pubmedqa_dir: Path) -> Any:
     class Corpus:
         name = "local"
 
-        async def search(self, query: str, limit: int) -> list[Evidence]:
+        async def search(
+            self, query: str, limit: int, filters: SearchFilters | None = None
+        ) -> list[Evidence]:
             words = set(re.findall(r"[a-z]{4,}", query.lower()))
             ranked = sorted(
                 docs, key=lambda d: -len(words & set(re.findall(r"[a-z]{4,}", d.content.lower())))

@@ -30,6 +30,7 @@ from deepcritical.models import (
     Citation,
     Evidence,
     ResearchPlan,
+    SearchFilters,
     SubQuestion,
 )
 from deepcritical.sources.query_syntax import (
@@ -142,7 +143,9 @@ class RecordingSource:
         self.results = results or {}
         self.seen: list[str] = []
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         self.seen.append(query)
         return self.results.get(query, [])[:limit]
 

@@ -8,7 +8,7 @@ import pytest
 
 from deepcritical.agents.search import SearchAgent, fuse_ranked
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import Citation, Evidence
+from deepcritical.models import Citation, Evidence, SearchFilters
 from deepcritical.sources.base import SourceError
 from deepcritical.testing.embedders import HashingEmbedder
 from deepcritical.testing.failing_sources import FailingSource, HangingSource
@@ -34,7 +34,9 @@ class ListSource:
         self.active = 0
         self.max_active = 0
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         self.calls.append((query, limit))
         self.active += 1
         self.max_active = max(self.max_active, self.active)
@@ -46,7 +48,9 @@ class ListSource:
 class BuggySource:
     name = "openalex"
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         raise RuntimeError("parser bug at https://x.org/?api_key=SECRET123&q=1")
 
 
@@ -55,7 +59,9 @@ class FlakySource:
 
     name = "trials"
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         if query == "q1":
             raise SourceError("trials", "timeout after 20 s")
         return [paper(900, "trials", query)]
@@ -141,14 +147,18 @@ def test_results_per_query_must_be_positive() -> None:
 class MalformedSource:
     name = "web"
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         return [paper(77, "web", query), "not evidence", None]  # type: ignore[list-item]
 
 
 class NoneSource:
     name = "local"
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         return None  # type: ignore[return-value]
 
 

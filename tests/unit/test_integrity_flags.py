@@ -47,6 +47,7 @@ from deepcritical.models import (
     ResearchPlan,
     ResearchReport,
     RunResult,
+    SearchFilters,
     flag_labels,
     flow_lines,
 )
@@ -543,7 +544,9 @@ class _RetractingSource:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         self.calls += 1
         papers = [paper(100 * self.calls + i, query) for i in range(1, limit + 1)]
         first = papers[0].citation

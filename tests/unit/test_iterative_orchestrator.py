@@ -24,6 +24,7 @@ from deepcritical.models import (
     ReportSection,
     ResearchPlan,
     ResearchReport,
+    SearchFilters,
     marker_ids,
 )
 from deepcritical.orchestrators.agent_set import AgentSet
@@ -59,7 +60,9 @@ class CountingSource:
         self.calls: list[str] = []
         self.repeat = repeat
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         self.calls.append(query)
         base = 0 if self.repeat else 100 * len(self.calls)
         return [make_evidence(base + i, query) for i in range(1, limit + 1)]
@@ -283,7 +286,9 @@ class EmptySource:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         self.calls.append(query)
         return []
 

@@ -32,6 +32,7 @@ from deepcritical.models import (
     ResearchPlan,
     RunResult,
     Screening,
+    SearchFilters,
     marker_ids,
 )
 from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
@@ -63,7 +64,9 @@ def asthma_paper(number: int, query: str) -> Evidence:
 class MixedSource(PaperSource):
     """Metformin papers, and one asthma paper per call (the first result)."""
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         papers = await super().search(query, limit)
         return [asthma_paper(9000 + len(self.calls), query), *papers[: limit - 1]]
 
@@ -354,7 +357,9 @@ async def test_a_screener_model_error_falls_back_with_a_warning() -> None:
 class AsthmaSource(PaperSource):
     """Only asthma papers: nothing the search agent's model saves for a metformin question."""
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         await super().search(query, limit)
         return [asthma_paper(8000 + 10 * len(self.calls) + i, query) for i in range(limit)]
 

@@ -20,7 +20,7 @@ from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.events import DoneData, ManagerData, ResearchEvent, WorkflowSummary
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import Citation, Evidence, ResearchReport, RunResult
+from deepcritical.models import Citation, Evidence, ResearchReport, RunResult, SearchFilters
 from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.magentic import (
@@ -67,7 +67,9 @@ class PaperSource:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         self.calls.append(query)
         base = 100 * len(self.calls)
         return [paper(base + i, query) for i in range(1, limit + 1)]

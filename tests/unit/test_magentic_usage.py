@@ -11,7 +11,14 @@ from deepcritical.cli.run_output import print_usage
 from deepcritical.config import Settings
 from deepcritical.events import DoneData
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import Citation, Evidence, ResearchReport, RunResult, UsageReport
+from deepcritical.models import (
+    Citation,
+    Evidence,
+    ResearchReport,
+    RunResult,
+    SearchFilters,
+    UsageReport,
+)
 from deepcritical.orchestrators.agent_set import build_extractive_agents, build_llm_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
@@ -76,7 +83,9 @@ def iterative(roles: RoleScript, sources: list[object]) -> IterativeOrchestrator
 class BrokenSource:
     name = "broken"
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         raise SourceError("broken", "HTTP 503")
 
 

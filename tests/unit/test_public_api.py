@@ -32,6 +32,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
         ResearchPlan,
         ResearchReport,
         RunResult,
+        SearchFilters,
     )
 
     homes = {
@@ -51,6 +52,7 @@ def test_every_public_name_resolves_to_its_home() -> None:
         "RunResult": RunResult,
         "ResearchReport": ResearchReport,
         "ReportPreferences": ReportPreferences,
+        "SearchFilters": SearchFilters,
         "export_references": export_references,
     }
     assert set(homes) | {"__version__"} == set(deepcritical.__all__)

@@ -18,6 +18,7 @@ from deepcritical.models import (
     ReportMetadata,
     ResearchReport,
     RunResult,
+    SearchFilters,
     flow_lines,
 )
 from deepcritical.orchestrators.agent_set import build_agents
@@ -39,7 +40,9 @@ class Source:
         self.name = name
         self.records = list(records)
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         return [r.model_copy(deep=True) for r in self.records[:limit]]
 
 

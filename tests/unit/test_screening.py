@@ -17,7 +17,7 @@ from deepcritical.evidence.screening import (
     screen_items,
 )
 from deepcritical.evidence.store import EvidenceStore
-from deepcritical.models import Citation, Evidence, Passage, RunResult, Screening
+from deepcritical.models import Citation, Evidence, Passage, RunResult, Screening, SearchFilters
 from deepcritical.orchestrators.agent_set import build_agents
 from deepcritical.orchestrators.deps import RunDeps
 from deepcritical.orchestrators.iterative import IterativeOrchestrator
@@ -61,7 +61,9 @@ class TopicSource:
     def __init__(self, texts: Sequence[str]) -> None:
         self.texts = list(texts)
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         return [item(str(100 + i), t) for i, t in enumerate(self.texts)][:limit]
 
 

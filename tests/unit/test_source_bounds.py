@@ -11,7 +11,7 @@ import httpx
 from deepcritical.config import Settings
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.formats.pubmed_xml import AbstractSection, PubmedArticle
-from deepcritical.models import Citation, Evidence
+from deepcritical.models import Citation, Evidence, SearchFilters
 from deepcritical.sources.bounded import BoundedSource, bound_evidence
 from deepcritical.sources.factory import build_sources
 from deepcritical.sources.local import LocalCorpusSource
@@ -29,7 +29,9 @@ class HugeSource:
 
     name = "fake"
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         return [item("Lower\x00 risk. " + SENTENCE * 70_000, title="T\x00" + "t" * 3000)]
 
 

@@ -19,22 +19,31 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from deepcritical.evidence.embeddings import Embedder
 from deepcritical.evidence.fusion import RRF_K, rrf_score
+from deepcritical.evidence.grading import grade_evidence
 from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.evidence.mmr import unit_rows
 from deepcritical.evidence.store import EvidenceStore, embedding_text
 from deepcritical.logs import get_logger
-from deepcritical.models import Evidence
+from deepcritical.models import Evidence, SearchFilters
 from deepcritical.sources.base import SearchSource, SourceError
 from deepcritical.sources.query_syntax import query_for_source
 
-__all__ = ["RELEVANCE_WEIGHT", "RRF_K", "SearchAgent", "SearchRound", "fuse_ranked", "rerank"]
+__all__ = [
+    "RELEVANCE_WEIGHT",
+    "RRF_K",
+    "SearchAgent",
+    "SearchRound",
+    "fuse_ranked",
+    "rerank",
+    "screen_by_filters",
+]
 
 log = get_logger(__name__)
 
@@ -67,10 +76,13 @@ class SearchRound:
         identifier_copies: items folded into another record by a shared identifier (the same
             paper from another source or query, or found again in a later round).
         near_duplicate_copies: items folded into another record as near duplicates.
+        excluded_by_filters: cause -> items returned but screened out by the plan's filters
+            because their own metadata puts them outside (:meth:`SearchFilters.excludes`:
+            ``"publication date outside the range"``, ``"study design not asked for"``).
         duration_seconds: wall-clock time of the round.
 
     Every item returned is counted once: ``returned == len(added_ids) + beyond_limit +
-    identifier_copies + near_duplicate_copies``.
+    identifier_copies + near_duplicate_copies + sum(excluded_by_filters.values())``.
     """
 
     queries: list[str] = field(default_factory=list)
@@ -84,6 +96,7 @@ class SearchRound:
     beyond_limit: int = 0
     identifier_copies: int = 0
     near_duplicate_copies: int = 0
+    excluded_by_filters: dict[str, int] = field(default_factory=dict)
     duration_seconds: float = 0.0
 
     @property
@@ -108,6 +121,30 @@ class _Call:
     query: str
     items: list[Evidence] = field(default_factory=list)
     error: str | None = None
+    excluded: dict[str, int] = field(default_factory=dict)
+
+
+def screen_by_filters(
+    items: Sequence[Evidence], filters: SearchFilters | None
+) -> tuple[list[Evidence], dict[str, int]]:
+    """``items`` split by the plan's filters: those kept (in order) and cause -> count of
+    those screened out because their own date or graded design
+    (:func:`~deepcritical.evidence.grading.grade_evidence`) is outside
+    (:meth:`SearchFilters.excludes`; unknown dates and designs are kept). Everything is kept
+    when ``filters`` is ``None`` or empty."""
+    if filters is None or filters.is_empty():
+        return list(items), {}
+    kept: list[Evidence] = []
+    excluded: dict[str, int] = {}
+    screen_designs = bool(filters.designs)
+    for item in items:
+        design = grade_evidence(item) if screen_designs else None
+        outside = filters.excludes(item.citation, design)
+        if outside is None:
+            kept.append(item)
+        else:
+            excluded[outside.cause] = excluded.get(outside.cause, 0) + 1
+    return kept, excluded
 
 
 def _scrub(text: str) -> str:
@@ -223,13 +260,23 @@ class SearchAgent:
         self.results_per_query = results_per_query
         self.pubmed_date_from = pubmed_date_from
 
-    async def _call(self, source: SearchSource, query: str) -> _Call:
+    async def _call(
+        self,
+        source: SearchSource,
+        query: str,
+        filters: SearchFilters | None = None,
+        *,
+        verbatim: bool = False,
+    ) -> _Call:
         call = _Call(source.name, query)
-        sent = query_for_source(query, source.name, self.pubmed_date_from)
+        sent = query if verbatim else query_for_source(query, source.name, self.pubmed_date_from)
         if not sent.strip():
             return call
         try:
-            items = list(await source.search(sent, self.results_per_query))
+            if filters is None or filters.is_empty():
+                items = list(await source.search(sent, self.results_per_query))
+            else:
+                items = list(await source.search(sent, self.results_per_query, filters=filters))
         except SourceError as exc:
             call.error = _scrub(exc.reason or str(exc)) or "source error"
             log.warning("source failed", source=source.name, query=query, reason=call.error)
@@ -241,9 +288,9 @@ class SearchAgent:
         good = [item for item in items if isinstance(item, Evidence)]
         if len(good) != len(items):
             call.error = f"returned {len(items) - len(good)} malformed items"
+        kept, call.excluded = screen_by_filters(good[: self.results_per_query], filters)
         call.items = [
-            item if item.query else item.model_copy(update={"query": query})
-            for item in good[: self.results_per_query]
+            item if item.query else item.model_copy(update={"query": query}) for item in kept
         ]
         return call
 
@@ -253,22 +300,29 @@ class SearchAgent:
         *,
         relevance_to: Sequence[str] = (),
         keep: int | None = None,
+        filters: SearchFilters | None = None,
+        source_queries: Mapping[str, Sequence[str]] | None = None,
     ) -> SearchRound:
         """Search every query on every source, fuse the rankings, add the items in one batch.
 
         With ``relevance_to`` (question and checklist descriptions), the fused results are
         re-ranked by relevance to them (:func:`rerank`) and at most ``keep`` documents are
-        kept (``None``: all). The store is called in a worker thread (embedding is
-        CPU-bound). Never raises for a source failure; raises only if the store itself fails
-        (e.g. the embedder cannot load).
+        kept (``None``: all). ``filters`` (the plan's) go to every source, and what comes back
+        outside them by its own metadata is screened out (:func:`screen_by_filters`, counted
+        in ``excluded_by_filters``). ``source_queries``: source name -> queries sent to that
+        source verbatim instead of ``queries`` translated for it (the plan's per-source
+        queries of round 1; a source absent from it gets ``queries``). The store is called in
+        a worker thread (embedding is CPU-bound). Never raises for a source failure; raises
+        only if the store itself fails (e.g. the embedder cannot load).
         """
         started = time.monotonic()
         queries = list(dict.fromkeys(q for q in queries if q.strip()))
-        result = SearchRound(queries=queries)
-        if not queries or not self.sources:
+        plan = self._pairs(queries, source_queries or {})
+        result = SearchRound(queries=list(dict.fromkeys(q for _, q, _ in plan)))
+        if not plan:
             return result
         calls = await asyncio.gather(
-            *(self._call(source, q) for q in queries for source in self.sources)
+            *(self._call(source, q, filters, verbatim=v) for source, q, v in plan)
         )
         self._record(calls, result)
         ranked = [c.items for c in calls if c.items]
@@ -289,6 +343,21 @@ class SearchAgent:
         result.duration_seconds = round(time.monotonic() - started, 3)
         return result
 
+    def _pairs(
+        self, queries: Sequence[str], source_queries: Mapping[str, Sequence[str]]
+    ) -> list[tuple[SearchSource, str, bool]]:
+        """The (source, query, verbatim) calls of a round, query by query, each source in
+        order: a source named in ``source_queries`` gets its own queries verbatim."""
+        own = {
+            name: list(dict.fromkeys(q for q in qs if q.strip()))
+            for name, qs in source_queries.items()
+        }
+        pairs = [
+            (source, q, False) for q in queries for source in self.sources if source.name not in own
+        ]
+        pairs += [(s, q, True) for s in self.sources for q in own.get(s.name, [])]
+        return pairs
+
     @staticmethod
     def _record(calls: Sequence[_Call], result: SearchRound) -> None:
         total: dict[str, int] = {}
@@ -296,13 +365,18 @@ class SearchAgent:
         warned: dict[str, list[str]] = {}  # calls that answered, with a problem
         for call in calls:
             total[call.source] = total.get(call.source, 0) + 1
-            result.hits_per_source[call.source] = result.hits_per_source.get(call.source, 0) + len(
-                call.items
+            screened_out = sum(call.excluded.values())
+            result.hits_per_source[call.source] = (
+                result.hits_per_source.get(call.source, 0) + len(call.items) + screened_out
             )
-            if call.error is not None and not call.items:
+            for cause, n in call.excluded.items():
+                result.excluded_by_filters[cause] = result.excluded_by_filters.get(cause, 0) + n
+            if call.error is not None and not call.items and not screened_out:
                 failed.setdefault(call.source, []).append(call.error)
                 continue
-            result.hits_per_query.setdefault(call.query, {})[call.source] = len(call.items)
+            result.hits_per_query.setdefault(call.query, {})[call.source] = (
+                len(call.items) + screened_out
+            )
             if call.error is not None:
                 warned.setdefault(call.source, []).append(call.error)
         for source, n_calls in total.items():

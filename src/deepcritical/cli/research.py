@@ -16,6 +16,16 @@ from typing import Annotated
 import typer
 
 from deepcritical.cli.context import fail, settings_from_options
+from deepcritical.cli.filter_options import (
+    AddedSinceOption,
+    DesignOption,
+    LanguageOption,
+    PublishedFromOption,
+    PublishedToOption,
+    TrialPhaseOption,
+    TrialStatusOption,
+    search_filters,
+)
 from deepcritical.cli.run_output import (
     ExportOption,
     ReportPath,
@@ -24,7 +34,7 @@ from deepcritical.cli.run_output import (
     run_to_report,
 )
 from deepcritical.config import Settings
-from deepcritical.models import ReportPreferences
+from deepcritical.models import ReportPreferences, SearchFilters
 from deepcritical.state import Syllabus, SyllabusError
 
 __all__ = ["RunInputs", "research", "run_inputs", "with_reviews"]
@@ -142,9 +152,12 @@ def run_inputs(
     length: str | None,
     focus: str | None,
     syllabus_file: Path | None,
+    filters: SearchFilters | None = None,
 ) -> RunInputs:
     """The settings, report preferences and syllabus of the run options; exits with code 2
-    on a bad option, a bad syllabus, or the ``local`` source without a corpus."""
+    on a bad option, a bad syllabus, or the ``local`` source without a corpus. ``filters``
+    (the search-filter options, :mod:`deepcritical.cli.filter_options`) go into the
+    settings' ``search_filters``, which the run's plan starts with."""
     syllabus = None
     if syllabus_file is not None:
         try:
@@ -166,6 +179,8 @@ def run_inputs(
     )
     if source_list is None:
         settings = _default_sources(settings, corpus_given=corpus is not None)
+    if filters is not None:
+        settings = settings.model_copy(update={"search_filters": filters.key()})
     _require_local_corpus(settings)
     return RunInputs(settings=settings, preferences=preferences, syllabus=syllabus)
 
@@ -188,15 +203,35 @@ def research(
     syllabus_file: SyllabusOption = None,
     review_plan: ReviewPlanOption = False,
     review_evidence: ReviewEvidenceOption = False,
+    published_from: PublishedFromOption = None,
+    published_to: PublishedToOption = None,
+    language: LanguageOption = None,
+    design: DesignOption = None,
+    trial_phase: TrialPhaseOption = None,
+    trial_status: TrialStatusOption = None,
+    added_since: AddedSinceOption = None,
 ) -> None:
     """Research QUESTION and write a validated report (markdown + JSON; with --export, its
     references as RIS, BibTeX or CSL-JSON next to it).
+
+    The search filters (--published-from/--published-to, --language, --design,
+    --trial-phase, --trial-status, --added-since) go into the plan; every source applies
+    them in its own query where its API can, and records outside them are screened out.
 
     The run is recorded (its id is printed first): `deepcritical runs resume ID` continues it
     if it is interrupted. With --review-plan / --review-evidence it stops for your review
     (see `deepcritical runs approve-plan --help`)."""
     exports = parse_export_formats(export)
     check_out_path(out, exports)
+    filters = search_filters(
+        published_from=published_from,
+        published_to=published_to,
+        languages=language,
+        designs=design,
+        trial_phases=trial_phase,
+        trial_statuses=trial_status,
+        added_since=added_since,
+    )
     inputs = run_inputs(
         corpus=corpus,
         llm=llm,
@@ -209,6 +244,7 @@ def research(
         length=length,
         focus=focus,
         syllabus_file=syllabus_file,
+        filters=filters,
     )
 
     from deepcritical.api import research as run_research

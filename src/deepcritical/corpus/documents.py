@@ -367,6 +367,18 @@ class DocumentStore:
         rows = self._rows_in(query, list(dict.fromkeys(pmids)))
         return {str(p): PubmedArticle.model_validate_json(r) for p, r in rows}
 
+    def added_times(self, pmids: Iterable[str]) -> dict[str, datetime]:
+        """PMID -> when the record was written into the corpus (``documents.added_at``: its
+        first import, or the import of the newer PMID version that replaced it; aware UTC),
+        for those of ``pmids`` that are stored."""
+        query = "SELECT pmid, added_at FROM documents WHERE pmid IN ({marks})"
+        rows = self._rows_in(query, list(dict.fromkeys(pmids)))
+        out: dict[str, datetime] = {}
+        for pmid, text in rows:
+            when = datetime.fromisoformat(str(text))
+            out[str(pmid)] = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+        return out
+
     def passages(self, pmid: str) -> list[Passage]:
         """The passages of the document with this PMID in order; ``[]`` for an abstract."""
         rows = self._conn.execute(

@@ -35,6 +35,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -222,6 +223,12 @@ class LocalCorpus:
         """The record with this PMID, or ``None``."""
         with self._lock:
             return self._docs.get(pmid)
+
+    def added_times(self, pmids: Iterable[str]) -> dict[str, datetime]:
+        """PMID -> when the document was written into the corpus (aware UTC), for those of
+        ``pmids`` that are stored (:meth:`DocumentStore.added_times`)."""
+        with self._lock:
+            return self._docs.added_times(pmids)
 
     def imported_files(self) -> list[ImportedFile]:
         """The manifest of imported files (one row per distinct content, by sha256)."""

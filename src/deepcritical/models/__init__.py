@@ -1,11 +1,11 @@
 """Domain models shared by every level of DeepCritical; nothing here does I/O.
 
 Sources and evidence (:mod:`._evidence`), their integrity flags (:mod:`._integrity`), the
-plan and what the run forms from evidence (:mod:`._plan`), the report and the run's result
-(:mod:`._report`), a follow-up question on a finished run and its answer (:mod:`._follow_up`), a
-version of a run's report revised at a user's instruction (:mod:`._report_version`), the
-researcher's reviews of the plan and the evidence (:mod:`._review`),
-inline citation markers (:mod:`._markers`), full-text passages
+plan's search filters (:mod:`._filters`), the plan and what the run forms from evidence
+(:mod:`._plan`), the report and the run's result (:mod:`._report`), a follow-up question on a
+finished run and its answer (:mod:`._follow_up`), a version of a run's report revised at a
+user's instruction (:mod:`._report_version`), the researcher's reviews of the plan and the
+evidence (:mod:`._review`), inline citation markers (:mod:`._markers`), full-text passages
 (:mod:`._passages`) and the report's markdown rendering (:mod:`._markdown`). Every other
 level imports from this package; it imports nothing from the rest of the project.
 """
@@ -32,6 +32,17 @@ from deepcritical.models._evidence import (
     on_topic_items,
     retracted_items,
     utc_now,
+)
+from deepcritical.models._filters import (
+    DATE_CAUSE,
+    DESIGN_CAUSE,
+    LANGUAGES,
+    DesignFilter,
+    FilterExclusion,
+    Language,
+    SearchFilters,
+    TrialPhase,
+    TrialStatus,
 )
 from deepcritical.models._flow import RecordFlow, flow_lines
 from deepcritical.models._follow_up import ANSWER_HEADING, FollowUp
@@ -116,7 +127,9 @@ __all__ = [
     "ANSWER_HEADING",
     "CERTAINTY_LABEL",
     "CITATION_MARKER",
+    "DATE_CAUSE",
     "DERIVED_TITLE_MARK",
+    "DESIGN_CAUSE",
     "DOI_BODY",
     "DOI_PREFIX",
     "DOI_TOKEN",
@@ -126,6 +139,7 @@ __all__ = [
     "FOREIGN_MARKER_START",
     "INTEGRITY_HEADING",
     "INTEGRITY_LABELS",
+    "LANGUAGES",
     "LOOSE_E_ID",
     "MARKER_IDS",
     "MARKER_START",
@@ -148,10 +162,12 @@ __all__ = [
     "ChecklistStatus",
     "Citation",
     "CitationValidation",
+    "DesignFilter",
     "EffectEstimate",
     "Evidence",
     "EvidenceDecision",
     "ExtractedValue",
+    "FilterExclusion",
     "FlaggedRecord",
     "FollowUp",
     "GroundedClaim",
@@ -161,6 +177,7 @@ __all__ = [
     "IntegrityKind",
     "JudgeAssessment",
     "LLMUsage",
+    "Language",
     "Passage",
     "PassageKind",
     "QuestionType",
@@ -180,6 +197,7 @@ __all__ = [
     "RunReview",
     "ScreenedRecord",
     "Screening",
+    "SearchFilters",
     "SoftwareEnvironment",
     "SourceName",
     "SourceUsage",
@@ -190,6 +208,8 @@ __all__ = [
     "SubQuestion",
     "SupportingQuote",
     "TextSpan",
+    "TrialPhase",
+    "TrialStatus",
     "UsageReport",
     "clean_doi",
     "error_text",

@@ -20,8 +20,8 @@ class RecordFlow(BaseModel):
 
     The counts add up (:meth:`problems` lists any that do not; records excluded as
     ``retracted`` are counted with the excluded ones there):
-    ``identified + identified_by_citation_tracking - identifier_duplicates - near_duplicates -
-    beyond_limit == unique``;
+    ``identified + identified_by_citation_tracking - excluded_by_filters - identifier_duplicates
+    - near_duplicates - beyond_limit == unique``;
     ``unique == screened + not_screened == excluded + retracted + included``;
     ``included + retracted == relevant + partial + not_screened``; ``cited <= included``;
     ``sum(exclusion_reasons.values()) == excluded``.
@@ -34,6 +34,14 @@ class RecordFlow(BaseModel):
     """Records identified through citation tracking (the references of the seed studies and
     the papers citing them, :mod:`deepcritical.orchestrators.citation_tracking`), before
     de-duplication; counted apart from the searches, as PRISMA counts "other methods"."""
+    excluded_by_filters: int = 0
+    """Records returned by a source but removed before screening because their own date or
+    design puts them outside the plan's search filters (:class:`~deepcritical.models.
+    SearchFilters`; what the API itself could not filter). PRISMA's "records removed before
+    screening"."""
+    filter_exclusion_reasons: dict[str, int] = Field(default_factory=dict)
+    """Cause -> records removed by the plan's filters (``"publication date outside the
+    range"``, ``"study design not asked for"``); sums to ``excluded_by_filters``."""
     identifier_duplicates: int = 0
     """Records folded into another by a shared identifier (PMID, DOI, PMCID, NCT ID, URL): the
     same paper from another source or query, or found again in a later round."""
@@ -87,6 +95,7 @@ class RecordFlow(BaseModel):
         checks = {
             "identified - duplicates - beyond limit != unique": self.identified
             + self.identified_by_citation_tracking
+            - self.excluded_by_filters
             - self.identifier_duplicates
             - self.near_duplicates
             - self.beyond_limit
@@ -100,6 +109,10 @@ class RecordFlow(BaseModel):
             == self.included + self.retracted,
             "exclusion reasons do not sum to excluded": sum(self.exclusion_reasons.values())
             == self.excluded,
+            "filter exclusion reasons do not sum to excluded by filters": sum(
+                self.filter_exclusion_reasons.values()
+            )
+            == self.excluded_by_filters,
             "cited > included": self.cited <= self.included,
         }
         return [what for what, holds in checks.items() if not holds]
@@ -113,6 +126,7 @@ def flow_lines(flow: RecordFlow) -> list[str]:
     """Markdown lines of the report's "Flow of records" section (heading included)."""
     per_source = ", ".join(f"{_label(s)} {n}" for s, n in flow.identified_per_source.items())
     duplicates = flow.identifier_duplicates + flow.near_duplicates
+    by_filters = "; ".join(f"{cause}: {n}" for cause, n in flow.filter_exclusion_reasons.items())
     lines = [
         "",
         "## Flow of records",
@@ -121,6 +135,14 @@ def flow_lines(flow: RecordFlow) -> list[str]:
         *(
             [f"- Records identified through citation tracking: {n}"]
             if (n := flow.identified_by_citation_tracking)
+            else []
+        ),
+        *(
+            [
+                f"- Removed by the plan's search filters: {n}"
+                + (f" ({by_filters})" if by_filters else "")
+            ]
+            if (n := flow.excluded_by_filters)
             else []
         ),
         f"- Duplicates removed: {duplicates} ({flow.identifier_duplicates} by identifier,"

@@ -6,9 +6,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from deepcritical.models._appraisal import Certainty
+from deepcritical.models._evidence import SourceName
+from deepcritical.models._filters import SearchFilters
 
 __all__ = [
     "PICO",
@@ -115,6 +117,15 @@ class ResearchPlan(BaseModel):
     ``sub_questions``: at most ``Settings.max_questions``, each with its queries;
     ``question_type`` and ``pico``: the question's type and elements (``None`` and empty in
     plans saved before they existed); ``sources``: see the field.
+    ``filters``: what the searches include (dates, languages, designs, trial phases and
+    statuses, records added since), applied by every source (:class:`SearchFilters`; empty:
+    no filtering). ``source_queries``: source name (:class:`SourceName` value) -> the queries
+    sent verbatim to that source in round 1 instead of the plan's ``queries`` translated for
+    it (an absent source: as translated; the plan review shows and edits them). Plans saved
+    before these fields existed load with both empty.
+
+    Raises:
+        pydantic.ValidationError: ``source_queries`` naming an unknown source.
     """
 
     question: str
@@ -132,6 +143,23 @@ class ResearchPlan(BaseModel):
     sources: list[str] = Field(default_factory=list)
     """The sources the plan searches, when the user's review kept a subset of the run's;
     empty: every source of the run (the planner's plan)."""
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    source_queries: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("source_queries")
+    @classmethod
+    def _known_sources(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        known = {s.value for s in SourceName}
+        for name in value:
+            if name not in known:
+                raise ValueError(
+                    f"source_queries names unknown source {name!r}: one of "
+                    f"{', '.join(sorted(known))}"
+                )
+        return {
+            name: [q for q in (" ".join(x.split()) for x in queries) if q]
+            for name, queries in value.items()
+        }
 
     def unsatisfied(self) -> list[ChecklistItem]:
         """Checklist items not yet satisfied, in plan order."""

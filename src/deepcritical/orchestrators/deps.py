@@ -18,6 +18,7 @@ from deepcritical.agents.search import SearchAgent
 from deepcritical.config import Settings
 from deepcritical.evidence.screening import RelevanceCalibration
 from deepcritical.evidence.store import EvidenceStore
+from deepcritical.models import SearchFilters
 from deepcritical.orchestrators.agent_set import AgentSet
 from deepcritical.sources.citation_graph import CitationLinker
 from deepcritical.sources.fulltext import FullTextReader
@@ -25,7 +26,7 @@ from deepcritical.state.reviews import ReviewBook
 from deepcritical.state.sources import SourceCollector
 from deepcritical.text.control import strip_control_chars
 
-__all__ = ["QuestionError", "RunDeps", "check_context", "check_question"]
+__all__ = ["QuestionError", "RunDeps", "check_context", "check_question", "requested_filters"]
 
 
 class QuestionError(ValueError):
@@ -51,6 +52,21 @@ def check_question(question: str, max_chars: int) -> str:
             "(put background material in the context instead)"
         )
     return text
+
+
+def requested_filters(settings: Settings, default: SearchFilters | None = None) -> SearchFilters:
+    """The search filters the run was asked for (``Settings.search_filters``, set by
+    ``api.research(filters=...)``, the CLI's filter options or ``DEEPCRITICAL_SEARCH_FILTERS``),
+    as a :class:`SearchFilters`; ``default`` (else no filters) when none were asked for.
+
+    Raises:
+        pydantic.ValidationError: the stored fields are not valid filters (the message names
+            the field and the accepted values).
+    """
+    filters = SearchFilters.model_validate(settings.search_filters)
+    if filters.is_empty():
+        return default if default is not None else filters
+    return filters
 
 
 def check_context(context: str | None) -> str | None:

@@ -58,11 +58,14 @@ class FlowLog:
     near_duplicates: int = 0
     beyond_limit: int = 0
     identified_by_citation_tracking: int = 0
+    excluded_by_filters: dict[str, int] = field(default_factory=dict)
 
     def record(self, result: SearchRound) -> None:
         """Add one search round."""
         for source, hits in result.hits_per_source.items():
             self.identified_per_source[source] = self.identified_per_source.get(source, 0) + hits
+        for cause, n in result.excluded_by_filters.items():
+            self.excluded_by_filters[cause] = self.excluded_by_filters.get(cause, 0) + n
         self.identifier_duplicates += result.identifier_copies
         self.near_duplicates += result.near_duplicate_copies
         self.beyond_limit += result.beyond_limit
@@ -91,6 +94,8 @@ class FlowLog:
         return RecordFlow(
             identified_per_source=dict(self.identified_per_source),
             identified_by_citation_tracking=self.identified_by_citation_tracking,
+            excluded_by_filters=sum(self.excluded_by_filters.values()),
+            filter_exclusion_reasons=dict(self.excluded_by_filters),
             identifier_duplicates=self.identifier_duplicates,
             near_duplicates=self.near_duplicates,
             beyond_limit=self.beyond_limit,

@@ -202,5 +202,6 @@ def _methodology(run: RunContext) -> str:
             citations=citation_counts(run),
             extra=list(state.methodology),
             unavailable=_failed_sources(run),
+            filtered_out=dict(run.flow_log.excluded_by_filters),
         )
     )

@@ -57,7 +57,7 @@ from deepcritical.orchestrators.assessment_step import (
     reflect_on_checklist,
 )
 from deepcritical.orchestrators.channel import EventChannel
-from deepcritical.orchestrators.deps import RunDeps
+from deepcritical.orchestrators.deps import RunDeps, requested_filters
 from deepcritical.orchestrators.flow import FlowLog
 from deepcritical.orchestrators.progress import (
     REPHRASED_EMPTY_ROUNDS,
@@ -290,6 +290,7 @@ class ResearchRun:
             return None
         if self.preferences is not None:
             plan.preferences = self.preferences.model_copy()
+        plan.filters = requested_filters(self.settings, plan.filters)
         self.state.plan = plan
         self.emit(
             ResearchEvent(
@@ -306,6 +307,8 @@ class ResearchRun:
                     mesh_terms=list(plan.mesh_terms),
                     sub_questions=[q.model_copy(deep=True) for q in plan.sub_questions],
                     preferences=plan.preferences.model_copy(),
+                    filters=plan.filters,
+                    source_queries={k: list(v) for k, v in plan.source_queries.items()},
                 ),
             )
         )

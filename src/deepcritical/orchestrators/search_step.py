@@ -20,6 +20,7 @@ from deepcritical.orchestrators.citation_step import track_citations
 from deepcritical.orchestrators.full_text_step import read_round_full_texts
 from deepcritical.orchestrators.run_context import RunContext
 from deepcritical.orchestrators.screening_step import screen_round
+from deepcritical.sources.filter_syntax import unapplied_filters
 
 __all__ = ["search_round"]
 
@@ -28,12 +29,23 @@ async def search_round(run: RunContext, round_no: int, queries: Sequence[str]) -
     """Search ``queries`` on every source into the store (the round's results re-ranked by
     relevance to the question and checklist; at most the room left under ``max_sources``
     kept, the most relevant), then screen the new items, read full texts, track citations
-    and appraise the studies; emit source warnings and ``evidence_added``."""
+    and appraise the studies; emit source warnings and ``evidence_added``.
+
+    Every round searches within the plan's ``filters``; round 1 sends the plan's
+    ``source_queries`` verbatim to the sources they name (the others get ``queries``)."""
     plan = run.plan
+    if round_no == 1:
+        _unapplied_filters(run)
     with run.accounting.stage("searching"):
         targets = [plan.refined_question, *(c.description for c in plan.checklist)]
         room = max(run.settings.max_sources - len(run.store), 0)
-        result = await run.search.run(queries, relevance_to=targets, keep=room)
+        result = await run.search.run(
+            queries,
+            relevance_to=targets,
+            keep=room,
+            filters=plan.filters,
+            source_queries=plan.source_queries if round_no == 1 else None,
+        )
     run.accounting.record_search(result, run.source_names)
     run.flow_log.record(result)
     _source_failures(run, round_no, result)
@@ -44,6 +56,23 @@ async def search_round(run: RunContext, round_no: int, queries: Sequence[str]) -
     await appraise_by_model(run, result.added_ids)
     run.emit(_evidence_added(run, round_no, result, off_topic, full_texts, tracked))
     return result
+
+
+def _unapplied_filters(run: RunContext) -> None:
+    """A ``warning`` (and a note of the report) for each source that cannot apply some of
+    the plan's filters (:func:`~deepcritical.sources.filter_syntax.unapplied_filters`: the
+    web search none of them); what comes back is still screened by its own date and
+    design."""
+    for source in run.source_names:
+        fields = unapplied_filters(source, run.plan.filters)
+        if not fields:
+            continue
+        label = SOURCE_LABELS.get(source, source)
+        reason = f"ignores the plan's search filters {', '.join(fields)}"
+        run.warn(
+            f"{label} {reason}; its records are screened by their own date and design only",
+            data=WarningData(source=source, reason=reason),
+        )
 
 
 def _source_failures(run: RunContext, round_no: int, result: SearchRound) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from deepcritical.models import SOURCE_LABELS, QuestionType, ResearchPlan
+from deepcritical.sources.filter_syntax import unapplied_filters
 
 __all__ = [
     "CitationCounts",
@@ -88,8 +89,9 @@ class MethodologyRecord:
     ``searched`` whether any answered, ``rounds``, ``queries``, ``records`` kept after
     de-duplication, the ``plan``, the MMR ``mmr_lambda``, the ``screening``, the
     ``retracted`` records kept out, ``full_text``, ``citations`` (``None``: no tracking in
-    this run), the orchestrator's ``extra`` lines and ``unavailable`` sources (name ->
-    reason)."""
+    this run), the orchestrator's ``extra`` lines, ``unavailable`` sources (name ->
+    reason) and ``filtered_out``: cause -> records removed by the plan's search filters
+    after retrieval (``plan.filters`` are the filters)."""
 
     sources: Sequence[str]
     searched: bool
@@ -104,6 +106,41 @@ class MethodologyRecord:
     citations: CitationCounts | None
     extra: Sequence[str] = ()
     unavailable: Mapping[str, str] = field(default_factory=dict)
+    filtered_out: Mapping[str, int] = field(default_factory=dict)
+
+
+_FILTER_FORMS = {
+    "pubmed": "PubMed as [dp], [la] and [pt] in the esearch term and the Entrez date (edat)",
+    "europepmc": "Europe PMC as FIRST_PDATE, LANG, PUB_TYPE and CREATION_DATE",
+    "trials": "ClinicalTrials.gov as filter.overallStatus and filter.advanced (StartDate, "
+    "Phase, design, LastUpdatePostDate)",
+    "openalex": "OpenAlex as filter= (publication dates, language, type, from_created_date)",
+    "local": "the local corpus by each record's date and the time it was imported",
+}
+"""How each source applies the plan's filters, for the methodology."""
+
+
+def _filters_line(record: MethodologyRecord) -> str | None:
+    """The plan's search filters, how each source applied them, the sources that could not,
+    and the records removed after retrieval; ``None`` when the plan had none."""
+    filters = record.plan.filters
+    if filters.is_empty():
+        return None
+    forms = [_FILTER_FORMS[s] for s in record.sources if s in _FILTER_FORMS]
+    line = "Search filters (in the plan): " + "; ".join(filters.lines()) + "."
+    if forms:
+        line += " Applied in each source's own request: " + "; ".join(forms) + "."
+    for source in record.sources:
+        fields = unapplied_filters(source, filters)
+        if fields:
+            line += f" {SOURCE_LABELS.get(source, source)} ignored {', '.join(fields)}."
+    removed = sum(record.filtered_out.values())
+    causes = "; ".join(f"{cause}: {n}" for cause, n in record.filtered_out.items())
+    line += (
+        f" {removed} record(s) returned outside the filters by their own date or study design "
+        f"were removed before screening" + (f" ({causes})." if causes else ".")
+    )
+    return line
 
 
 def methodology_text(record: MethodologyRecord) -> str:
@@ -116,6 +153,7 @@ def methodology_text(record: MethodologyRecord) -> str:
         f"{record.rounds} search round(s), {len(record.queries)} queries, "
         f"{record.records} distinct records kept after de-duplication by identifier "
         "(PMID, DOI, PMCID, NCT ID, URL) and by near-duplicate text.",
+        *([filters] if (filters := _filters_line(record)) else []),
         _question_line(plan)
         + f"Checklist ({len(plan.checklist)} items, coverage {plan.coverage():.0%}): "
         + "; ".join(f"{c.description} — {c.status.value}" for c in plan.checklist)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from deepcritical.models import Evidence
+from deepcritical.models import Evidence, SearchFilters
 
 
 class SourceError(Exception):
@@ -25,18 +25,25 @@ class SourceError(Exception):
 
 @runtime_checkable
 class SearchSource(Protocol):
-    """A search source: ``await source.search(query, limit)`` -> up to ``limit`` evidence items.
+    """A search source: ``await source.search(query, limit, filters=...)`` -> up to ``limit``
+    evidence items.
 
     ``name`` is the :class:`~deepcritical.models.SourceName` value. Items come back in the
     source's relevance order with ``relevance`` in 0..1 and ``query`` set to the query.
-    Implementations raise :class:`SourceError` (never a bare httpx/parse error) when they
-    cannot answer; an empty list means "no hits".
+    ``filters`` (the plan's :class:`~deepcritical.models.SearchFilters`; ``None`` or empty:
+    none) is applied in the API's own query or parameters where the API has them; what it
+    cannot apply is screened after retrieval by the caller (:meth:`SearchFilters.excludes`).
+    Callers pass ``filters`` only when some are set, so a source without the parameter still
+    answers unfiltered searches. Implementations raise :class:`SourceError` (never a bare
+    httpx/parse error) when they cannot answer; an empty list means "no hits".
     """
 
     name: str
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
-        """Search for ``query``; return at most ``limit`` items."""
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
+        """Search for ``query`` within ``filters``; return at most ``limit`` items."""
         ...
 
 

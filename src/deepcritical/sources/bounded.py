@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from deepcritical.models import Evidence
+from deepcritical.models import Evidence, SearchFilters
 from deepcritical.sources.base import SearchSource
 from deepcritical.text.control import strip_control_chars
 from deepcritical.text.truncation import cut_at_boundary
@@ -47,9 +47,16 @@ class BoundedSource:
         self.name = inner.name
         self.max_chars = max_chars
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
-        """``inner.search(query, limit)``, each item bounded."""
-        return [bound_evidence(e, self.max_chars) for e in await self.inner.search(query, limit)]
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
+        """``inner.search(query, limit, filters=filters)`` (``filters`` passed on only when
+        some are set), each item bounded."""
+        if filters is None or filters.is_empty():
+            items = await self.inner.search(query, limit)
+        else:
+            items = await self.inner.search(query, limit, filters=filters)
+        return [bound_evidence(e, self.max_chars) for e in items]
 
 
 def bound_sources(sources: Sequence[SearchSource], max_chars: int) -> list[SearchSource]:

@@ -33,8 +33,9 @@ import httpx
 
 from deepcritical.evidence.identifiers import normalize_nct
 from deepcritical.logs import get_logger
-from deepcritical.models import Citation, Evidence, SourceName
+from deepcritical.models import Citation, Evidence, SearchFilters, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
+from deepcritical.sources.filter_syntax import clinicaltrials_filters, registry_designs
 from deepcritical.sources.html_text import collapse_whitespace
 from deepcritical.sources.http import HttpOptions, SourceHttp
 from deepcritical.sources.paging import collect_token_pages, page_token
@@ -430,6 +431,7 @@ class ClinicalTrialsSource:
         self,
         query: str,
         limit: int,
+        filters: SearchFilters | None = None,
         *,
         statuses: Sequence[str] | None = None,
         phases: Sequence[str | int] | None = None,
@@ -440,8 +442,14 @@ class ClinicalTrialsSource:
             query: free text or Essie syntax (``metformin AND AREA[Condition]Alzheimer``).
                 A blank query returns ``[]`` without a request.
             limit: maximum number of items; ``<= 0`` returns ``[]`` without a request.
-            statuses: overrides the constructor's status filter for this call.
-            phases: overrides the constructor's phase filter for this call.
+            filters: the plan's filters (:func:`~deepcritical.sources.filter_syntax.
+                clinicaltrials_filters`): ``trial_statuses`` and ``trial_phases`` replace the
+                constructor's, the start date range, the registry's designs and
+                ``added_since`` (last update posted) join ``filter.advanced``; languages do
+                not apply. Designs none of which a registry holds (only reviews, say)
+                return ``[]`` without a request.
+            statuses: overrides the constructor's (and ``filters``') status filter.
+            phases: overrides the constructor's (and ``filters``') phase filter.
 
         Returns:
             Evidence items with ``query`` set and ``relevance`` from rank: ``1 - rank / n``
@@ -454,8 +462,18 @@ class ClinicalTrialsSource:
         """
         if limit <= 0 or not query.strip():
             return []
-        status_filter = [normalize_status(s) for s in statuses] if statuses else self.statuses
-        phase_values = [normalize_phase(p) for p in phases] if phases else self.phases
+        if filters is not None and registry_designs(filters) == []:
+            return []
+        plan_statuses, clauses = clinicaltrials_filters(filters)
+        plan_phases = [p.value for p in filters.trial_phases] if filters is not None else []
+        status_filter = (
+            [normalize_status(s) for s in statuses] if statuses else plan_statuses or self.statuses
+        )
+        phase_values = (
+            [normalize_phase(p) for p in phases] if phases else plan_phases or self.phases
+        )
+        if phase_values:
+            clauses.insert(0, phase_filter(phase_values))
         page_size = min(limit, MAX_PAGE_SIZE)
         params: dict[str, str | int] = {
             "query.term": query.strip(),
@@ -464,8 +482,8 @@ class ClinicalTrialsSource:
         }
         if status_filter:
             params["filter.overallStatus"] = ",".join(status_filter)
-        if phase_values:
-            params["filter.advanced"] = phase_filter(phase_values)
+        if clauses:
+            params["filter.advanced"] = " AND ".join(clauses)
         if self.fields:
             params["fields"] = ",".join(self.fields)
 

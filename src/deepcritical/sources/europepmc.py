@@ -27,8 +27,15 @@ import httpx
 
 from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
 from deepcritical.logs import get_logger
-from deepcritical.models import Citation, Evidence, SourceName, flags_from_publication_types
+from deepcritical.models import (
+    Citation,
+    Evidence,
+    SearchFilters,
+    SourceName,
+    flags_from_publication_types,
+)
 from deepcritical.sources.base import SourceError, rank_in_order
+from deepcritical.sources.filter_syntax import europepmc_query
 from deepcritical.sources.html_text import collapse_whitespace, html_to_text, strip_tags
 from deepcritical.sources.http import HttpOptions, SourceHttp
 from deepcritical.sources.paging import collect_token_pages, page_token
@@ -269,7 +276,9 @@ class EuropePMCSource:
         self.result_type = result_type
         self.http = SourceHttp(client, SOURCE, http, default_rate=DEFAULT_REQUESTS_PER_SECOND)
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         """Up to ``limit`` records matching ``query``, in Europe PMC's relevance order.
 
         Args:
@@ -277,6 +286,9 @@ class EuropePMCSource:
                 ``TITLE:"metformin"``, ``SRC:PPR``). A blank query returns ``[]`` without a
                 request.
             limit: maximum number of items; ``<= 0`` returns ``[]`` without a request.
+            filters: ANDed into the query (:func:`~deepcritical.sources.filter_syntax.
+                europepmc_query`: ``FIRST_PDATE``, ``LANG``, ``PUB_TYPE``,
+                ``CREATION_DATE``); trial phases and statuses do not apply.
 
         Returns:
             Evidence items with ``query`` set and ``relevance`` from rank: ``1 - rank / n``
@@ -290,7 +302,7 @@ class EuropePMCSource:
         if limit <= 0 or not query.strip():
             return []
         params: dict[str, str | int] = {
-            "query": query.strip(),
+            "query": europepmc_query(query.strip(), filters),
             "format": "json",
             "resultType": self.result_type,
             "pageSize": min(limit, MAX_PAGE_SIZE),

@@ -16,8 +16,12 @@ from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.records import check_record
 from deepcritical.evidence.titles import with_derived_title
 from deepcritical.formats.pubmed_xml import article_to_evidence
-from deepcritical.models import Evidence, SourceName
+from deepcritical.models import Evidence, SearchFilters, SourceName
 from deepcritical.sources.base import SourceError
+
+FILTER_OVERFETCH = 5
+"""With search filters, the corpus is asked for this many times ``limit`` documents, so that
+those left out by the filters still leave ``limit``."""
 
 
 def hits_to_evidence(
@@ -63,8 +67,16 @@ class LocalCorpusSource:
         self.corpus = corpus
         self.max_chars = max_chars
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         """Up to ``limit`` evidence items for ``query``, best first; ``[]`` for an empty query.
+
+        ``filters``: the corpus is searched for ``5 * limit`` documents, and those outside
+        the publication range by their own date (unknown dates kept) or written into the
+        corpus before ``added_since`` (``documents.added_at``) are left out, as an API's
+        filter would; designs are screened by the run after retrieval, and languages are not
+        applied (corpus records rarely state one).
 
         Raises:
             SourceError: the corpus is empty or cannot be searched (database, index or
@@ -72,8 +84,20 @@ class LocalCorpusSource:
         """
         if limit <= 0 or not query.strip():
             return []
+        filtered = filters is not None and not filters.is_empty()
         try:
-            hits = await asyncio.to_thread(self.corpus.search, query, limit)
+            hits = await asyncio.to_thread(
+                self.corpus.search, query, limit * FILTER_OVERFETCH if filtered else limit
+            )
+            if filters is not None and filters.added_since is not None:
+                added = await asyncio.to_thread(
+                    self.corpus.added_times, [h.article.pmid for h in hits]
+                )
+                since = filters.added_since
+                hits = [h for h in hits if (t := added.get(h.article.pmid)) and t >= since]
         except Exception as exc:  # the protocol allows only SourceError out of a source
             raise SourceError(self.name, str(exc) or type(exc).__name__) from exc
-        return hits_to_evidence(hits, query, self.max_chars)
+        items = hits_to_evidence(hits, query, self.max_chars)
+        if filters is not None and filtered:
+            items = [e for e in items if filters.excludes(e.citation) is None][:limit]
+        return items

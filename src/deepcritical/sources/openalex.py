@@ -22,8 +22,16 @@ from typing import Any
 import httpx
 
 from deepcritical.evidence.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
-from deepcritical.models import Citation, Evidence, IntegrityFlag, IntegrityKind, SourceName
+from deepcritical.models import (
+    Citation,
+    Evidence,
+    IntegrityFlag,
+    IntegrityKind,
+    SearchFilters,
+    SourceName,
+)
 from deepcritical.sources.base import SourceError, rank_in_order
+from deepcritical.sources.filter_syntax import openalex_filters
 from deepcritical.sources.html_text import html_to_text, strip_tags
 from deepcritical.sources.http import HttpOptions, SourceHttp
 from deepcritical.sources.payload import as_list, as_mapping, json_object
@@ -308,21 +316,33 @@ class OpenAlexSource:
         self._api_key = api_key
         self.http = SourceHttp(client, SOURCE, http, default_rate=DEFAULT_REQUESTS_PER_SECOND)
 
-    def _params(self, query: str, per_page: int, page: int) -> dict[str, str | int]:
+    def _params(
+        self, query: str, per_page: int, page: int, filters: SearchFilters | None = None
+    ) -> dict[str, str | int]:
         params: dict[str, str | int] = {
             "search": query,
             "per_page": per_page,
             "page": page,
             "select": ",".join(SELECT_FIELDS),
         }
+        parts = openalex_filters(filters)
+        if parts:
+            params["filter"] = ",".join(parts)
         if self.mailto:
             params["mailto"] = self.mailto
         if self._api_key:
             params["api_key"] = self._api_key
         return params
 
-    async def search_works(self, query: str, limit: int) -> list[OpenAlexWork]:
+    async def search_works(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[OpenAlexWork]:
         """Up to ``limit`` parsed works for ``query``, in OpenAlex relevance order.
+
+        ``filters`` become the ``filter=`` parameter
+        (:func:`~deepcritical.sources.filter_syntax.openalex_filters`: publication dates,
+        ``language``, ``type:review``, ``from_created_date``, which OpenAlex documents as a
+        premium-key filter); trial phases and statuses do not apply.
 
         Pages of ``min(limit, 100)`` are fetched until ``limit`` works are collected, a page
         comes back short, ``meta.count`` is reached, or 10,000 results have been read.
@@ -341,7 +361,7 @@ class OpenAlexSource:
         page = 1
         while len(collected) < limit and page * per_page <= MAX_RESULTS:
             payload = await self.http.get_json(
-                f"{self.base_url}/works", self._params(query, per_page, page)
+                f"{self.base_url}/works", self._params(query, per_page, page, filters)
             )
             parsed = parse_works_page(payload)
             for work in parsed.works:
@@ -355,10 +375,13 @@ class OpenAlexSource:
         rank_in_order([work.evidence for work in works], query)
         return works
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
-        """Search OpenAlex works; at most ``limit`` evidence items, best first.
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
+        """Search OpenAlex works within ``filters``; at most ``limit`` evidence items, best
+        first.
 
-        See :meth:`search_works` for paging, relevance and the errors raised
+        See :meth:`search_works` for the filters, paging, relevance and the errors raised
         (:class:`SourceError` only).
         """
-        return [w.evidence for w in await self.search_works(query, limit)]
+        return [w.evidence for w in await self.search_works(query, limit, filters)]

@@ -22,8 +22,9 @@ from deepcritical.formats.pubmed_xml import (
     parse_pubmed_xml,
 )
 from deepcritical.logs import get_logger
-from deepcritical.models import Evidence
+from deepcritical.models import Evidence, SearchFilters
 from deepcritical.sources.base import SourceError, relevance_from_rank
+from deepcritical.sources.filter_syntax import pubmed_added_params, pubmed_term
 from deepcritical.sources.http import HttpOptions, SourceHttp, decode_json, json_or_none
 from deepcritical.sources.payload import json_object
 
@@ -85,8 +86,15 @@ class PubMedSource:
 
     # ------------------------------------------------------------------ public
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         """Search PubMed for ``query``; return up to ``limit`` items in relevance order.
+
+        ``filters`` go into the esearch request (:mod:`deepcritical.sources.filter_syntax`):
+        publication dates ``[dp]``, languages ``[la]`` and designs ``[pt]`` in the term, and
+        ``added_since`` as ``datetype=edat&mindate=...&maxdate=...``; trial phases and
+        statuses do not apply to PubMed.
 
         ``esearch.fcgi`` (``sort=relevance``, ``retmax=limit``) gives the PMIDs; ``efetch.fcgi``
         (XML, batches of at most 200 ids) gives the records, parsed by
@@ -105,7 +113,11 @@ class PubMedSource:
         """
         if limit <= 0 or not query.strip():
             return []
-        pmids = await self.esearch(query, min(limit, ESEARCH_MAX_RETMAX))
+        pmids = await self.esearch(
+            pubmed_term(query, filters),
+            min(limit, ESEARCH_MAX_RETMAX),
+            pubmed_added_params(filters),
+        )
         if not pmids:
             return []
         pmids = pmids[:limit]
@@ -123,8 +135,12 @@ class PubMedSource:
             )
         return out
 
-    async def esearch(self, term: str, retmax: int) -> list[str]:
+    async def esearch(
+        self, term: str, retmax: int, extra: dict[str, str] | None = None
+    ) -> list[str]:
         """PMIDs for ``term`` from ``esearch.fcgi`` (JSON), best first; at most ``retmax``.
+
+        ``extra``: more esearch parameters (``datetype``, ``mindate``, ``maxdate``).
 
         Reads ``esearchresult.idlist``. ``esearchresult.errorlist`` (``phrasesnotfound``,
         ``fieldsnotfound``) and ``warninglist`` are logged at debug level and otherwise ignored:
@@ -135,7 +151,12 @@ class PubMedSource:
                 ``"esearch error: <message>"``.
         """
         params = self._params(
-            db="pubmed", term=term, retmode="json", sort="relevance", retmax=str(retmax)
+            db="pubmed",
+            term=term,
+            retmode="json",
+            sort="relevance",
+            retmax=str(retmax),
+            **(extra or {}),
         )
         response = await self._get("esearch.fcgi", params, "esearch")
         try:

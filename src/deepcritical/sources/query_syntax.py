@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from deepcritical.models import ResearchPlan
+
 __all__ = [
     "PUBMED_SYNTAX_SOURCES",
     "date_filter",
@@ -20,6 +22,7 @@ __all__ = [
     "mesh_query",
     "plain_query",
     "query_for_source",
+    "source_queries",
 ]
 
 PUBMED_SYNTAX_SOURCES = frozenset({"pubmed"})
@@ -77,3 +80,24 @@ def query_for_source(query: str, source: str, year_from: int | None = None) -> s
             return query
         return f"({query}) AND {date_filter(year_from)}"
     return plain_query(query)
+
+
+def source_queries(
+    plan: ResearchPlan, sources: Sequence[str], year_from: int | None = None
+) -> dict[str, list[str]]:
+    """The plan's round-1 queries as each of ``sources`` receives them: source name -> its
+    queries, in ``sources`` order. A source named in ``plan.source_queries`` gets those,
+    verbatim; every other source the plan's ``queries`` translated for it
+    (:func:`query_for_source`, with ``year_from``, ``Settings.pubmed_date_from``), blanks
+    and repeats dropped. This is what the plan review shows and lets the user edit (the
+    edited lists go back into ``plan.source_queries``). The plan's ``filters`` are not
+    written into the queries here: each source adds them to its own request
+    (:mod:`deepcritical.sources.filter_syntax`)."""
+    out: dict[str, list[str]] = {}
+    for source in dict.fromkeys(sources):
+        if source in plan.source_queries:
+            out[source] = list(plan.source_queries[source])
+            continue
+        sent = (query_for_source(q, source, year_from) for q in plan.queries)
+        out[source] = list(dict.fromkeys(q for q in sent if q.strip()))
+    return out

@@ -42,7 +42,7 @@ from ddgs.exceptions import DDGSException
 from deepcritical.evidence.identifiers import normalize_url
 from deepcritical.evidence.titles import with_derived_title
 from deepcritical.logs import get_logger
-from deepcritical.models import Citation, Evidence, SourceName
+from deepcritical.models import Citation, Evidence, SearchFilters, SourceName
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.http import HttpOptions, SourceHttp, decode_json, json_or_none
 from deepcritical.sources.netguard import Resolver, UnsafeURLError, check_public_url_async
@@ -359,8 +359,14 @@ class WebSearchSource:
             raise SourceError(SOURCE, "web search failed: search server sent no 'results' list")
         return payload["results"]
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         """Search the web; at most ``limit`` evidence items, best first.
+
+        ``filters`` are not sent: a web search engine has no publication dates, designs or
+        trial registry fields. The run screens what it can after retrieval (a page's year,
+        when known) and says in a warning that the web source ignores the filters.
 
         Results whose URL the SSRF guard refuses are dropped. The top ``fetch_pages`` pages are
         fetched and their main text used as content; others (and failed fetches) keep the

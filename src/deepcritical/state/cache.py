@@ -5,7 +5,9 @@ pay twice.
   An entry older than ``ttl_seconds`` (``Settings.cache_ttl_seconds``) is a miss and is
   replaced. Writes are insert-or-replace, so parallel runs asking the same thing do not fail.
 - :class:`CachedSource`: a :class:`~deepcritical.sources.base.SearchSource` wrapper keyed by
-  source name + query + limit + API root. Only answers are cached; a
+  source name + query + limit + API root + the search filters that are set (a filtered
+  search is never answered by an unfiltered answer; an unfiltered search keeps the key it had
+  before filters existed, so older caches still replay). Only answers are cached; a
   :class:`~deepcritical.sources.base.SourceError` is not (the next call tries again).
 - :class:`CachedFullText`: the same for full texts (a
   :class:`~deepcritical.sources.fulltext.FullTextReader`), keyed by PMCID + API roots, so a
@@ -36,7 +38,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from deepcritical.llm.model_cache import request_key
-from deepcritical.models import Evidence, utc_now
+from deepcritical.models import Evidence, SearchFilters, utc_now
 from deepcritical.sources.base import SearchSource
 from deepcritical.sources.citation_graph import (
     CitationLinker,
@@ -116,25 +118,39 @@ class CachedSource:
         self.name = source.name
         self.live_calls = 0
 
-    def key(self, query: str, limit: int) -> str:
-        """The cache key of ``search(query, limit)``."""
+    def key(self, query: str, limit: int, filters: SearchFilters | None = None) -> str:
+        """The cache key of ``search(query, limit, filters)``: the filters that are set
+        (:meth:`SearchFilters.key`) are part of it; with none set it is the key of an
+        unfiltered search."""
         root = getattr(self.source, "base_url", None)
-        return request_key(
-            "search", {"source": self.name, "query": query, "limit": limit, "root": root}
-        )
+        request: dict[str, object] = {
+            "source": self.name,
+            "query": query,
+            "limit": limit,
+            "root": root,
+        }
+        if filters is not None and not filters.is_empty():
+            request["filters"] = filters.key()
+        return request_key("search", request)
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
-        """The cached answer, or the wrapped source's (then cached).
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
+        """The cached answer, or the wrapped source's (then cached); ``filters`` are passed
+        on only when some are set.
 
         Raises:
             SourceError: from the wrapped source (not cached).
         """
-        key = self.key(query, limit)
+        key = self.key(query, limit, filters)
         payload = await asyncio.to_thread(self.cache.get, "search", key)
         if payload is not None:
             return _EVIDENCE_LIST.validate_json(payload)
         self.live_calls += 1
-        items = list(await self.source.search(query, limit))
+        if filters is None or filters.is_empty():
+            items = list(await self.source.search(query, limit))
+        else:
+            items = list(await self.source.search(query, limit, filters=filters))
         data = _EVIDENCE_LIST.dump_json(items).decode("utf-8")
         await asyncio.to_thread(self.cache.put, "search", key, data, f"{self.name}: {query}")
         return items

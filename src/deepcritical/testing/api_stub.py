@@ -35,6 +35,16 @@ Citation graph (synthetic links between recorded records, in the real answer for
 ``cites:W...`` over the recorded works plus one synthetic work citing the seed
 (:data:`CITING_WORK_ID`, on the seed's topic). Searches (``search=``) never return it.
 
+Search filters (:mod:`deepcritical.testing.stub_filters`): the search routes honour the
+date filters the sources send, in each API's own form: esearch ``[dp]`` ranges in ``term`` and
+``datetype=edat&mindate&maxdate`` (the recorded Entrez dates); Europe PMC ``FIRST_PDATE`` and
+``CREATION_DATE`` in ``query``; ClinicalTrials.gov ``filter.overallStatus`` and the
+``StartDate`` / ``LastUpdatePostDate`` ranges of ``filter.advanced``; OpenAlex
+``from_publication_date``, ``to_publication_date`` and ``from_created_date`` in ``filter``.
+Records outside are left out (with their paging and counts); the request log
+(:meth:`StubAPI.requests`) keeps every parameter as sent, so a test can check that a run's
+queries were date-bounded.
+
 Every response is built from the real API responses recorded in ``../shared/fixtures/api``
 (see :class:`StubData`); the fixtures are read when :class:`StubData` is built and are never
 copied into the repository. Where the recordings do not line up (they come from unrelated
@@ -109,6 +119,14 @@ from deepcritical.sources.netguard import UnsafeURLError
 from deepcritical.sources.openalex import OpenAlexSource
 from deepcritical.sources.pubmed import PubMedSource
 from deepcritical.sources.web import UrlGuard, WebSearchSource
+from deepcritical.testing.stub_filters import (
+    OPENALEX_SEARCH_FILTERS,
+    europepmc_ranges,
+    openalex_ranges,
+    pubmed_ranges,
+    trials_ranges,
+    trials_statuses,
+)
 
 __all__ = [
     "CITED_BY_SEED",
@@ -408,6 +426,7 @@ class StubData:
         ncbi = self.dir / "ncbi_eutils"
         parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
         self.efetch_records: dict[str, bytes] = {}
+        self.entrez_dates: dict[str, str | None] = {}
         self.pubmed_articles: dict[str, PubmedArticle] = {}
         self.efetch_doctype = b""
         for path in sorted(ncbi.glob("efetch_pubmed_*.xml")):
@@ -420,6 +439,7 @@ class StubData:
                 pmid = el.findtext("MedlineCitation/PMID")
                 if pmid:
                     self.efetch_records[pmid.strip()] = etree.tostring(el)
+                    self.entrez_dates[pmid.strip()] = _entrez_date(el)
             for article in parse_pubmed_xml(data):
                 self.pubmed_articles[article.pmid] = article
         # The recorded esearch replies list PMIDs (PTEN D326N, APC p.E1317Q) whose records were
@@ -433,8 +453,23 @@ class StubData:
             ncbi / "esearch_pubmed_json_40362_hits_phrasesnotfound.json"
         )
 
-    def esearch(self, term: str, retmax: int, retstart: int) -> bytes:
-        """The esearch JSON reply for ``term`` (every query finds the same records)."""
+    def pubmed_pool(self, term: str, params: Mapping[str, str]) -> list[str]:
+        """The PMIDs esearch finds for ``term``: every record (:attr:`pubmed_order`), less
+        those outside the term's ``[dp]`` range (the record's date or year) and the
+        ``datetype=edat`` range of ``params`` (the recorded Entrez date)."""
+        published, added = pubmed_ranges(term, params)
+        pool = list(self.pubmed_order)
+        if published is not None:
+            pool = [p for p in pool if published.contains(_article_date(self.pubmed_articles[p]))]
+        if added is not None:
+            pool = [p for p in pool if added.contains(self.entrez_dates.get(p))]
+        return pool
+
+    def esearch(
+        self, term: str, retmax: int, retstart: int, params: Mapping[str, str] | None = None
+    ) -> bytes:
+        """The esearch JSON reply for ``term`` (every query finds the same records, within
+        its date filters: :meth:`pubmed_pool`)."""
         if NO_HITS in term.lower():
             reply = copy.deepcopy(self.esearch_no_hits_template)
             result = reply["esearchresult"]
@@ -446,11 +481,12 @@ class StubData:
                 "outputmessages": ["No items found."],
             }  # fmt: skip
             return json.dumps(reply).encode()
-        ids = self.pubmed_order[retstart : retstart + retmax]
+        pool = self.pubmed_pool(term, params or {})
+        ids = pool[retstart : retstart + retmax]
         reply = copy.deepcopy(self.esearch_template)
         result = reply["esearchresult"]
         result.update(
-            count=str(len(self.pubmed_order)),
+            count=str(len(pool)),
             retmax=str(len(ids)),
             retstart=str(retstart),
             idlist=ids,
@@ -493,8 +529,37 @@ class StubData:
         """The ``pageToken`` that asks for the page starting at ``offset``."""
         return self.trial_tokens.get(offset) or _b64_token("ctgov", offset)
 
-    def trials(self, term: str, page_size: int, token: str | None, count_total: bool) -> _Reply:
-        """One ``/studies`` page; an unknown ``pageToken`` gets HTTP 400 as on the real API."""
+    def trial_pool(self, params: Mapping[str, str]) -> list[dict[str, Any]]:
+        """The studies a search finds: every study, less those whose ``overallStatus`` is not
+        in ``filter.overallStatus`` and those outside the ``StartDate`` and
+        ``LastUpdatePostDate`` ranges of ``filter.advanced`` (a study without that date is
+        outside, as on the real API)."""
+        statuses = trials_statuses(params.get("filter.overallStatus", ""))
+        started, updated = trials_ranges(params.get("filter.advanced", ""))
+        pool = []
+        for study in self.studies:
+            status = study.get("protocolSection", {}).get("statusModule", {})
+            if statuses and str(status.get("overallStatus", "")).upper() not in statuses:
+                continue
+            start = status.get("startDateStruct", {}).get("date")
+            if started is not None and not started.contains(start):
+                continue
+            update = status.get("lastUpdatePostDateStruct", {}).get("date")
+            if updated is not None and not updated.contains(update):
+                continue
+            pool.append(study)
+        return pool
+
+    def trials(
+        self,
+        term: str,
+        page_size: int,
+        token: str | None,
+        count_total: bool,
+        params: Mapping[str, str] | None = None,
+    ) -> _Reply:
+        """One ``/studies`` page of the studies within the filters of ``params``
+        (:meth:`trial_pool`); an unknown ``pageToken`` gets HTTP 400 as on the real API."""
         if token:
             offset = next(
                 (o for o in range(len(self.studies) + 1) if self.trial_token(o) == token), None
@@ -504,7 +569,7 @@ class StubData:
                 return _Reply(400, json.dumps(msg).encode(), JSON)
         else:
             offset = 0
-        pool = [] if NO_HITS in term.lower() else self.studies
+        pool = [] if NO_HITS in term.lower() else self.trial_pool(params or {})
         size = max(1, min(page_size, TRIALS_PAGE_CAP))
         page = pool[offset : offset + size]
         reply: dict[str, Any] = {"studies": page}
@@ -597,11 +662,28 @@ class StubData:
         """The ``cursorMark`` that asks for the page starting at ``offset``."""
         return self.europepmc_cursors.get(offset) or _b64_token("epmc", offset)
 
+    @staticmethod
+    def europepmc_filtered(query: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``records`` within the ``FIRST_PDATE`` (``firstPublicationDate``, else
+        ``pubYear``) and ``CREATION_DATE`` (``dateOfCreation``) ranges of ``query``."""
+        published, created = europepmc_ranges(query)
+        if published is not None:
+            records = [
+                r
+                for r in records
+                if published.contains(r.get("firstPublicationDate") or r.get("pubYear"))
+            ]
+        if created is not None:
+            records = [r for r in records if created.contains(r.get("dateOfCreation"))]
+        return records
+
     def europepmc(self, query: str, page_size: int, cursor: str, result_type: str) -> _Reply:
         """One search page. At the end ``nextCursorMark`` repeats the cursor asked with (Europe
         PMC's end-of-results signal); an unknown cursor gets Europe PMC's error object."""
         pool = (
-            [] if NO_HITS in query.lower() else self.full_text_hits(query) + self.europepmc_records
+            []
+            if NO_HITS in query.lower()
+            else self.europepmc_filtered(query, self.full_text_hits(query) + self.europepmc_records)
         )
         offset = next(
             (
@@ -771,9 +853,18 @@ class StubData:
         }
         return work
 
-    def openalex(self, search: str, per_page: int, page: int, select: str | None) -> _Reply:
-        """One ``/works`` page (``select`` honoured: only those root fields are sent)."""
+    def openalex(
+        self, search: str, per_page: int, page: int, select: str | None, filter_: str = ""
+    ) -> _Reply:
+        """One ``/works`` page (``select`` honoured: only those root fields are sent), within
+        the ``from_publication_date``/``to_publication_date`` (``publication_date``) and
+        ``from_created_date`` (``created_date``) ranges of ``filter_``."""
         pool = [] if NO_HITS in search.lower() else self.openalex_works
+        published, created = openalex_ranges(filter_)
+        if published is not None:
+            pool = [w for w in pool if published.contains(w.get("publication_date"))]
+        if created is not None:
+            pool = [w for w in pool if created.contains(w.get("created_date"))]
         size = max(1, min(per_page, OPENALEX_PAGE_CAP))
         start = (max(page, 1) - 1) * size
         works = pool[start : start + size]
@@ -1257,7 +1348,9 @@ class StubAPI:
             return _Reply(400, b"stub: esearch is served as retmode=json only\n", "text/plain")
         retmax = _int(params.get("retmax"), 20)
         retstart = _int(params.get("retstart"), 0)
-        return _Reply(200, self.data.esearch(params.get("term", ""), retmax, retstart), JSON)
+        return _Reply(
+            200, self.data.esearch(params.get("term", ""), retmax, retstart, params), JSON
+        )
 
     def _efetch(self, _path: str, params: dict[str, str]) -> _Reply:
         ids = [i.strip() for i in params.get("id", "").split(",") if i.strip()]
@@ -1286,6 +1379,7 @@ class StubAPI:
             _int(params.get("pageSize"), 10),
             params.get("pageToken") or None,
             params.get("countTotal") == "true",
+            params,
         )
 
     def _europepmc(self, _path: str, params: dict[str, str]) -> _Reply:
@@ -1305,7 +1399,8 @@ class StubAPI:
         return self.data.openalex_work(params.get("key", ""), params.get("select"))
 
     def _openalex(self, _path: str, params: dict[str, str]) -> _Reply:
-        if params.get("filter"):
+        keys = {p.split(":", 1)[0] for p in params.get("filter", "").split(",") if p}
+        if params.get("filter") and not keys <= OPENALEX_SEARCH_FILTERS:
             return self.data.openalex_filter(
                 params["filter"],
                 _int(params.get("per_page") or params.get("per-page"), 25),
@@ -1316,6 +1411,7 @@ class StubAPI:
             _int(params.get("per_page") or params.get("per-page"), 25),
             _int(params.get("page"), 1),
             params.get("select"),
+            params.get("filter", ""),
         )
 
     def _websearch(self, _path: str, params: dict[str, str]) -> _Reply:
@@ -1337,6 +1433,24 @@ class StubAPI:
         if page is None:
             return _Reply(404, self.data.html_404_body, HTML)
         return _Reply(200, page[1].encode("utf-8"), HTML)
+
+
+def _entrez_date(element: Any) -> str | None:
+    """The Entrez date (``PubMedPubDate PubStatus="entrez"``: when the record was added to
+    PubMed) of a ``<PubmedArticle>`` element as ``YYYY-MM-DD``, or ``None``."""
+    found = element.find("PubmedData/History/PubMedPubDate[@PubStatus='entrez']")
+    if found is None:
+        return None
+    try:
+        parts = [int(found.findtext(tag) or "1") for tag in ("Year", "Month", "Day")]
+    except ValueError:
+        return None
+    return f"{parts[0]:04d}-{parts[1]:02d}-{parts[2]:02d}"
+
+
+def _article_date(article: PubmedArticle) -> str | None:
+    """A PubMed record's publication date (ISO prefix), else its year."""
+    return article.date or (str(article.year) if article.year else None)
 
 
 def _selected(work: dict[str, Any], select: str | None) -> dict[str, Any]:

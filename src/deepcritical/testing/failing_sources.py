@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from deepcritical.models import Evidence
+from deepcritical.models import Evidence, SearchFilters
 from deepcritical.sources.base import SourceError
 
 __all__ = ["FailingSource", "HangingSource"]
@@ -20,7 +20,9 @@ class FailingSource:
         self.reason = reason
         self.calls = 0
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         """Raises :class:`~deepcritical.sources.base.SourceError` (counted in ``calls``)."""
         self.calls += 1
         raise SourceError(self.name, self.reason)
@@ -35,7 +37,9 @@ class HangingSource:
         self.seconds = seconds
         self.cancelled = 0
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         """Sleeps ``seconds`` and returns ``[]``; re-raises a cancellation after counting it."""
         try:
             await asyncio.sleep(self.seconds)
