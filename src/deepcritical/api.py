@@ -91,12 +91,11 @@ async def research(
         context: optional background from the user, passed to the planner.
         preferences: the user's report preferences (audience, length, focus), given to the
             report writer; defaults: scientists, standard length, no particular focus.
-        filters: the search filters the plan starts with (publication dates, languages,
-            study designs, trial phases and statuses, records added since): every source
-            applies them in its API's query where it can and the run screens out what comes
-            back outside them (:class:`~deepcritical.models.SearchFilters`); they replace
-            ``settings.search_filters`` and are stored with the run's settings, so a resumed
-            run keeps them. ``None``: ``settings.search_filters`` (default: none).
+        filters: the search filters the plan starts with (dates, languages, designs, trial
+            phases and statuses, records added since): every source applies them in its
+            API's query where it can and the run screens out what comes back outside them
+            (:class:`~deepcritical.models.SearchFilters`); they replace
+            ``settings.search_filters`` and are stored with the run (``None``: those).
         model: a pydantic-ai model to use instead of the one ``settings.llm`` names (tests
             pass scripted models here).
         sources: search sources to use instead of those ``settings.sources`` names.
@@ -131,13 +130,10 @@ async def research(
         pydantic.ValidationError: ``settings.search_filters`` are not valid search filters
             (before any event).
     """
-    settings = settings or Settings()
-    if filters is not None:
-        settings = settings.model_copy(update={"search_filters": filters.key()})
     async with aclosing(
         _research(
             question,
-            _with_reviews(settings, review_plan, review_evidence),
+            _run_settings(settings or Settings(), filters, review_plan, review_evidence),
             context=context,
             preferences=preferences,
             given=GivenParts(model, sources, full_text, embedder, chat_client),
@@ -149,13 +145,17 @@ async def research(
             yield event
 
 
-def _with_reviews(settings: Settings, plan: bool, evidence: bool) -> Settings:
-    """``settings`` with the reviews asked for switched on (kept with the run, so a resumed
-    run stops at them too).
+def _run_settings(
+    settings: Settings, filters: SearchFilters | None, plan: bool, evidence: bool
+) -> Settings:
+    """``settings`` with ``filters`` as its search filters (when given) and the reviews
+    asked for switched on (kept with the run, so a resumed run stops at them too).
 
     Raises:
         ValueError: a review asked for while ``persist_runs`` is off.
     """
+    if filters is not None:
+        settings = settings.model_copy(update={"search_filters": filters.key()})
     if not (plan or evidence):
         return settings
     if not settings.persist_runs:

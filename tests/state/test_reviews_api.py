@@ -30,7 +30,7 @@ from deepcritical.api import (
 )
 from deepcritical.config import Settings
 from deepcritical.events import EvidenceReadyData, PlanReadyData, ResearchEvent
-from deepcritical.models import Evidence, ResearchPlan
+from deepcritical.models import Evidence, ResearchPlan, SearchFilters
 from deepcritical.state import RunStore
 from deepcritical.state.errors import (
     InvalidPlanError,
@@ -49,9 +49,11 @@ class CountingSource(MetforminSource):
     def __init__(self) -> None:
         self.queries: list[str] = []
 
-    async def search(self, query: str, limit: int) -> list[Evidence]:
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Evidence]:
         self.queries.append(query)
-        return await super().search(query, limit)
+        return await super().search(query, limit, filters)
 
 
 def _settings(tmp_path: Path, **extra: Any) -> Settings:

@@ -34,6 +34,7 @@ from deepcritical.cli.run_output import (
     run_to_report,
 )
 from deepcritical.config import Settings
+from deepcritical.formats.references import ExportFormat
 from deepcritical.models import ReportPreferences, SearchFilters
 from deepcritical.state import Syllabus, SyllabusError
 
@@ -246,14 +247,27 @@ def research(
         syllabus_file=syllabus_file,
         filters=filters,
     )
+    settings = with_reviews(inputs.settings, review_plan, review_evidence)
+    _run_and_write(question, context, inputs, settings, out, exports)
 
+
+def _run_and_write(
+    question: str,
+    context: str | None,
+    inputs: RunInputs,
+    settings: Settings,
+    out: Path,
+    exports: tuple[ExportFormat, ...],
+) -> None:
+    """Run ``question`` (with ``inputs`` and ``settings``; its reviews asked at the
+    terminal) and write its report to ``out`` and ``exports`` (exits as
+    :func:`~deepcritical.cli.run_output.run_to_report`)."""
     from deepcritical.api import research as run_research
     from deepcritical.cli.reviewing import reviewed_run
     from deepcritical.llm.providers import ModelSpecError
     from deepcritical.orchestrators.deps import QuestionError
     from deepcritical.state import StateError
 
-    settings = with_reviews(inputs.settings, review_plan, review_evidence)
     run_to_report(
         lambda: reviewed_run(
             lambda: run_research(
