@@ -76,6 +76,8 @@ from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_res
 from deepcritical.ui.progress_view import ProgressView
 from deepcritical.ui.question_panel import QuestionPanel, question_panel
 from deepcritical.ui.render import progress_html
+from deepcritical.ui.review_handlers import ReviewHandlers
+from deepcritical.ui.review_panel import REVIEW_CSS, ReviewPanel, hidden_review, review_panel
 from deepcritical.ui.run_handlers import RunHandlers
 from deepcritical.ui.run_tabs import RunTabs, run_tabs
 from deepcritical.ui.section_diff import DIFF_CSS
@@ -97,7 +99,7 @@ CSS = """
 .dc-evidence .dc-id { color: #6b7280; font-size: 0.85em; }
 .dc-hyp-quote { font-size: 0.9em; color: #374151; }
 """  # noqa: E501
-CSS += CARD_CSS + CITATION_CSS + DIFF_CSS
+CSS += CARD_CSS + CITATION_CSS + DIFF_CSS + REVIEW_CSS
 CSS += THEME_CSS
 STOPPED_RUN_CSS = """
 :is(#dc-notice, #dc-progress, #dc-report, #dc-evidence, #dc-hypotheses, #dc-downloads,
@@ -185,12 +187,14 @@ def _wire_run_events(
     progress: gr.HTML,
     run_outputs: list[Any],
     history: HistoryTab,
+    continued: list[Any],
 ) -> list[Any]:
     """*Research* (the button and Enter), *Resume* and *Stop* of the form: a run streams into
-    ``run_outputs``; *Stop* cancels the form's runs and History's *Resume* (in jobs mode
-    also History's opens, which may follow a running job), shows the run in ``progress``
-    "Stopped" and turns itself off. A run that ends brings its answer card into view.
-    Returns the events that run a run (the form's and History's *Resume*)."""
+    ``run_outputs``; *Stop* cancels the form's runs, History's *Resume* and the runs
+    ``continued`` after a review (in jobs mode also History's opens, which may follow a
+    running job), shows the run in ``progress`` "Stopped" and turns itself off. A run that
+    ends brings its answer card into view. Returns the events that run a run (the form's,
+    History's *Resume* and ``continued``)."""
     inputs = [form.question, form.context, *options.run_inputs()]
     run_event = form.run_btn.click(handlers.run, inputs, run_outputs, api_visibility="private")
     submit_event = form.question.submit(handlers.run, inputs, run_outputs, api_visibility="private")
@@ -202,15 +206,70 @@ def _wire_run_events(
         [watch_state],
         [progress, form.resume_btn, watch_state],
         # in jobs mode History's open follows a running job: Stop cancels it too
-        cancels=[run_event, submit_event, resume_event, history.resume]
+        cancels=[run_event, submit_event, resume_event, history.resume, *continued]
         + (history.opens if handlers.backend is not None else []),
         queue=False,
         api_visibility="private",
     )
-    runs = [run_event, submit_event, resume_event, history.resume]
+    runs = [run_event, submit_event, resume_event, history.resume, *continued]
     _show_the_answer_when_done(runs)
     stop_event.then(stop_off, None, form.stop_btn, api_visibility="private")
     return runs
+
+
+def _wire_reviews(
+    handlers: ReviewHandlers, panel: ReviewPanel, run_outputs: list[Any]
+) -> list[Any]:
+    """The review panel's decisions: *Start search*, *Write report* and *One more search
+    round* store the decision (or show why not), then the run goes on into ``run_outputs``;
+    *Cancel* cancels the run at its review. Returns the events that continue a run."""
+    decided = [panel.status, panel.plan_box, panel.evidence_box, panel.decided]
+    evidence = [panel.waiting, panel.included, panel.reasons]
+    decisions = [
+        panel.start_btn.click(
+            handlers.start_search,
+            {panel.waiting, *panel.plan_inputs()},
+            decided,
+            api_visibility="private",
+        ),
+        panel.write_btn.click(handlers.write_report, evidence, decided, api_visibility="private"),
+        panel.more_btn.click(handlers.more_search, evidence, decided, api_visibility="private"),
+    ]
+    gr.on(
+        [panel.cancel_plan_btn.click, panel.cancel_evidence_btn.click],
+        handlers.cancel,
+        [panel.waiting],
+        [panel.status, panel.plan_box, panel.evidence_box, panel.waiting],
+        api_visibility="private",
+    )
+    return [
+        event.then(
+            handlers.continue_run,
+            [panel.decided, panel.waiting],
+            run_outputs,
+            api_visibility="private",
+        )
+        for event in decisions
+    ]
+
+
+def _show_reviews(
+    handlers: ReviewHandlers,
+    panel: ReviewPanel,
+    starts: list[Any],
+    runs: list[Any],
+    history: HistoryTab,
+    watch_state: gr.State,
+) -> None:
+    """The review panel hidden when a run starts (``starts``), and after each run of
+    ``runs`` (its view in ``watch_state``) or History's opens showing the review the run
+    waits for, if any."""
+    outputs = panel.outputs()
+    gr.on(starts, hidden_review, None, outputs, queue=False, api_visibility="private")
+    for event in runs:
+        event.then(handlers.review_after_run, [watch_state], outputs, api_visibility="private")
+    for event in history.opens:
+        event.then(handlers.review_after_open, [history.run_id], outputs, api_visibility="private")
 
 
 def _wire_follow_ups(
@@ -291,6 +350,7 @@ def _page(
     form = question_panel(settings, handlers.corpus_exists)
     options = settings_panel(settings, handlers.corpus_exists)
     progress = gr.HTML(progress_html(ProgressView()), elem_id="dc-progress")
+    review = review_panel()
     with gr.Tabs():
         tabs = run_tabs()
         outputs = [notice, progress, *tabs.outputs()]
@@ -306,8 +366,13 @@ def _page(
             handlers.backend,
             tabs.follow_up,
         )
-    runs = _wire_run_events(handlers, form, options, watch_state, progress, run_outputs, history)
+    reviews = ReviewHandlers(settings, access, handlers.backend, handlers.streams, review)
+    continued = _wire_reviews(reviews, review, run_outputs)
+    runs = _wire_run_events(
+        handlers, form, options, watch_state, progress, run_outputs, history, continued
+    )
     starts = [form.run_btn.click, form.question.submit, form.resume_btn.click]
+    _show_reviews(reviews, review, [*starts, history.resume_btn.click], runs, history, watch_state)
     after_runs = _wire_follow_ups(
         FollowUpHandlers(store_opener, settings, access, ask_fn),
         tabs.follow_up,
