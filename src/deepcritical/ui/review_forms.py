@@ -155,7 +155,8 @@ def edited_plan(
     :func:`deepcritical.api.record_plan_review`: ``proposed`` with the refined question,
     the checklist (``key: description`` lines), the sources searched, the filters, and as
     ``source_queries`` the query lines of each searched source whose list differs from what
-    it was to receive (``sent``; the others keep their translated queries).
+    it was to receive (``sent``, one entry per source of the run; the others keep their
+    translated queries).
 
     Raises:
         FormError: a date the form cannot read, or no source ticked.
@@ -180,7 +181,7 @@ def edited_plan(
     data.update(
         refined_question=refined_question,
         checklist=_checklist(checklist, proposed),
-        sources=list(searched),
+        sources=[] if set(searched) == set(sent) else list(searched),  # []: all the run's
         filters=filters,
         source_queries=own,
     )
