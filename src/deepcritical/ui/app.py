@@ -267,7 +267,12 @@ def _show_reviews(
     outputs = panel.outputs()
     gr.on(starts, hidden_review, None, outputs, queue=False, api_visibility="private")
     for event in runs:
-        event.then(handlers.review_after_run, [watch_state], outputs, api_visibility="private")
+        event.then(
+            handlers.review_after_run,
+            [watch_state, panel.waiting],
+            outputs,
+            api_visibility="private",
+        )
     for event in history.opens:
         event.then(handlers.review_after_open, [history.run_id], outputs, api_visibility="private")
 

@@ -161,25 +161,40 @@ class ReviewHandlers:
     panel: ReviewPanel
 
     async def _show(
-        self, run_id: str, request: gr.Request | None, profile: gr.OAuthProfile | None
+        self,
+        run_id: str,
+        request: gr.Request | None,
+        profile: gr.OAuthProfile | None,
+        current: Shown | None = None,
     ) -> tuple[Any, ...]:
+        """The review ``run_id`` waits for, shown; left as it is (every output skipped) when
+        it is ``current``, the one the panel already shows (the user may be editing it)."""
         try:
             owner = self.access.owner(request, profile)
             waiting = await asyncio.to_thread(_waiting, self.settings, run_id, owner)
         except (SignInRequired, StateError, ValidationError):
             waiting = None
+        if (
+            waiting is not None
+            and current is not None
+            and (current.run_id, current.review.number) == (waiting.run_id, waiting.review.number)
+        ):
+            return tuple(gr.skip() for _ in self.panel.outputs())
         return shown(waiting)
 
     async def review_after_run(
         self,
         view: ProgressView | None,
+        current: Shown | None = None,
         request: gr.Request | None = None,
         profile: gr.OAuthProfile | None = None,
     ) -> tuple[Any, ...]:
-        """After a run streamed in this page: the review it stopped for, else hidden."""
+        """After a run streamed in this page: the review it stopped for (untouched when it
+        is ``current``, the one shown: a decision was refused and the user edits on), else
+        hidden."""
         if view is None or not view.run_id or not view.awaiting:
             return hidden_review()
-        return await self._show(view.run_id, request, profile)
+        return await self._show(view.run_id, request, profile, current)
 
     async def review_after_open(
         self, run_id: str, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
