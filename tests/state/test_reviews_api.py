@@ -15,6 +15,7 @@ SQLite run database.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,12 @@ from deepcritical.api import (
     cancel_review,
     record_plan_review,
     research,
+    resume,
     run_reviews,
 )
 from deepcritical.config import Settings
 from deepcritical.events import EvidenceReadyData, PlanReadyData, ResearchEvent
-from deepcritical.models import Evidence, ResearchPlan, SearchFilters
+from deepcritical.models import Evidence, ResearchPlan, SearchFilters, marker_ids
 from deepcritical.state import RunStore
 from deepcritical.state.errors import (
     InvalidPlanError,
@@ -157,7 +159,10 @@ async def test_evidence_review_excludes_a_record_from_the_references(tmp_path: P
     assert result is not None
     report = result.report
     assert dropped not in {r.evidence_id for r in report.references}
-    assert f"[{dropped}]" not in report.to_markdown()
+    cited = {i for text in report.texts() for i in marker_ids(text)}
+    assert cited  # the report cites records, never the excluded one
+    assert dropped not in cited
+    assert dropped not in {i for h in report.hypotheses_tested for i in h.supporting_evidence_ids}
     flow = report.metadata.flow
     assert flow is not None
     assert flow.excluded_by_reviewer == 1
@@ -235,3 +240,81 @@ async def test_bad_evidence_decisions_are_refused_and_cancel_ends_the_run(
         store.close()
     assert last.type == "error"
     assert "cancelled at its evidence review" in last.message
+
+
+async def test_one_more_search_round_then_the_evidence_is_reviewed_again(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, max_queries_per_round=1)  # queries are left for round 2
+    source = CountingSource()
+    events = await _collect(
+        research(
+            QUESTION, settings, sources=[source], embedder=HashingEmbedder(), review_evidence=True
+        )
+    )
+    run_id = events[0].run_id
+    assert run_id is not None
+    assert len(set(source.queries)) == 1
+    again = await _collect(
+        approve_evidence(
+            run_id, [], settings, more_search=True, sources=[source], embedder=HashingEmbedder()
+        )
+    )
+    assert again[-1].type == "evidence_ready"
+    assert again[-1].data_as(EvidenceReadyData).review == 2
+    rounds = [e.round for e in again if e.type == "searching"]
+    assert rounds == [1, 2]  # round 1 replayed, then the round the reviewer asked for
+    assert len(set(source.queries)) == 2  # one new query searched in round 2
+    done = await _collect(
+        approve_evidence(run_id, [], settings, sources=[source], embedder=HashingEmbedder())
+    )
+    result = done[-1].result
+    assert result is not None
+    markdown = " ".join(result.report.to_markdown().split())
+    assert "One more search round was asked for." in markdown
+    reviews = await run_reviews(run_id, settings)
+    assert [(r.stage, r.ordinal, r.more_search) for r in reviews] == [
+        ("evidence", 1, True),
+        ("evidence", 2, False),
+    ]
+
+
+@pytest.mark.parametrize("action", ["continue", "cancel"])
+async def test_in_process_a_review_times_out_when_the_run_is_next_resumed(
+    tmp_path: Path, action: str
+) -> None:
+    settings = _settings(tmp_path, review_timeout_seconds=0.5, review_timeout_action=action)
+    source = CountingSource()
+    events = await _collect(
+        research(
+            QUESTION,
+            settings,
+            sources=[source],
+            embedder=HashingEmbedder(),
+            review_plan=True,
+        )
+    )
+    run_id = events[0].run_id
+    assert run_id is not None
+    assert events[-1].type == "plan_ready"
+    await asyncio.sleep(0.6)
+    resumed = await _collect(
+        resume(run_id, _settings(tmp_path), sources=[source], embedder=HashingEmbedder())
+    )
+    reviews = await run_reviews(run_id, settings)
+    if action == "continue":
+        assert resumed[-1].type == "done"
+        assert reviews[0].status == "timed_out"
+        assert resumed[-1].result is not None
+        assert "the review timed out" in resumed[-1].result.report.to_markdown()
+        assert source.queries  # it searched with the plan as it stood
+    else:
+        assert resumed[-1].type == "error"
+        assert "timed out; the run was cancelled" in resumed[-1].message
+        assert reviews[0].status == "cancelled"
+        assert _record(tmp_path, run_id).status == "cancelled"
+        assert source.queries == []
+        store = RunStore.open(settings)
+        try:
+            logged = [e.event for e in store.events(run_id)]
+        finally:
+            store.close()
+        assert [e.type for e in logged].count("error") == 1  # said once, by the run

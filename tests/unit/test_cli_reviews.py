@@ -29,7 +29,7 @@ from deepcritical import api
 from deepcritical.cli.main import app
 from deepcritical.config import Settings
 from deepcritical.events import EvidenceReadyData, PlanReadyData, ResearchEvent
-from deepcritical.models import RunResult
+from deepcritical.models import RunResult, marker_ids
 from deepcritical.state import RunStore
 from deepcritical.state.reviews import run_reviews
 from deepcritical.testing.embedders import HashingEmbedder
@@ -192,6 +192,21 @@ def test_research_review_prompts_take_an_edited_plan_and_decisions(tmp_path: Pat
     result = RunResult.model_validate_json((tmp_path / "report.json").read_text("utf-8"))
     assert "metformin colorectal prevention trial" in result.report.metadata.queries
     assert "E2" not in {r.evidence_id for r in result.report.references}
+    assert "E2" not in {i for text in result.report.texts() for i in marker_ids(text)}
     markdown = " ".join(result.report.to_markdown().split())
     assert "added query 'metformin colorectal prevention trial'" in markdown
     assert "excluded E2 (a duplicate report)" in markdown
+
+
+def test_a_prompt_left_unanswered_leaves_the_run_waiting(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    aborted = invoke(
+        "--data-dir", data, "research", QUESTION, "--llm", "none", "--sources", "pubmed",
+        "--max-rounds", "1", "--review-plan", stdin="",
+    )  # fmt: skip
+    assert aborted.exit_code != 0
+    run_id = run_id_of(data)
+    assert statuses(data, run_id) == ["waiting"]  # nothing lost: approve it later
+    later = invoke("--data-dir", data, "runs", "approve-plan", run_id)
+    assert later.exit_code == 0, later.output
+    assert (tmp_path / "report.md").is_file()

@@ -59,7 +59,7 @@ def test_queries_of_a_dropped_source_are_left_out() -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"source_queries": {"trials": ["x"]}}, "queries for trials, which the run does not"),
+        ({"source_queries": {"trials": ["x"]}}, "queries for unknown source.s. trials"),
         ({"source_queries": {"local": ["  "]}}, "gives local no query"),
         ({"source_queries": {"local": ["x" * 301]}}, "local query 1 is longer than 300"),
         ({"source_queries": {"nowhere": ["x"]}}, "unknown source 'nowhere'"),

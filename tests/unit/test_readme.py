@@ -25,6 +25,8 @@ SUBCOMMANDS = {
     ("runs", "submit"),
     ("runs", "follow"),
     ("runs", "cancel"),
+    ("runs", "approve-plan"),
+    ("runs", "approve-evidence"),
 }
 
 
@@ -42,7 +44,7 @@ def _command_uses(text: str) -> list[tuple[list[str], list[str]]]:
     for line in (m for m in lines if not m.startswith("deepcritical import")):
         words = line.split()[1:]
         flags = [w.split("=")[0] for w in words if w.startswith("--")]
-        names = [w for w in words if re.fullmatch(r"[a-z]+", w)]
+        names = [w for w in words if re.fullmatch(r"[a-z]+(?:-[a-z]+)*", w)]
         path: list[str] = []
         if names:
             pair = tuple(names[:2])

@@ -64,16 +64,23 @@ __all__ = [
     "reviewed_run",
 ]
 
-EDITABLE_FIELDS = (
-    "refined_question",
-    "checklist",
-    "queries",
-    "mesh_terms",
-    "scope_in",
-    "scope_out",
-    "sources",
+EDITABLE_FIELDS = tuple(
+    name
+    for name in (
+        "refined_question",
+        "checklist",
+        "queries",
+        "source_queries",
+        "mesh_terms",
+        "scope_in",
+        "scope_out",
+        "sources",
+        "filters",
+    )
+    if name in ResearchPlan.model_fields
 )
-"""The plan's fields shown for editing (the rest is kept as the planner made it)."""
+"""The plan's fields shown for editing, those the plan model has (the rest is kept as the
+planner made it): the search filters and per-source queries too, once plans carry them."""
 
 PlanFileOption = Annotated[
     Path | None,
@@ -106,7 +113,7 @@ MoreSearchOption = Annotated[
 def plan_text(plan: ResearchPlan, sources: Sequence[str]) -> str:
     """The editable fields of ``plan`` as YAML (``sources``: the run's, when the plan keeps
     all of them)."""
-    data = plan.model_dump(mode="json", include=set(EDITABLE_FIELDS))
+    data = plan.model_dump(mode="json", include={str(f) for f in EDITABLE_FIELDS})
     data["checklist"] = [
         {"key": c["key"], "description": c["description"], "min_evidence": c["min_evidence"]}
         for c in data["checklist"]

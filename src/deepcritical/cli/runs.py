@@ -57,7 +57,8 @@ __all__ = ["runs_app"]
 T = TypeVar("T")
 
 runs_app = typer.Typer(
-    help="Stored research runs: list, show, resume, export, ask, revise, versions.",
+    help="Stored research runs: list, show, resume, export, ask, revise, versions; decide a "
+    "waiting run's review: approve-plan, approve-evidence.",
     no_args_is_help=True,
 )
 

@@ -86,9 +86,9 @@ async def start_review_wait(
     run_id: str, settings: Settings, workflow: Callable[[str, int], Coroutine[Any, Any, str]]
 ) -> int | None:
     """Start ``workflow`` (the registered :data:`REVIEW_WORKFLOW`) for the review run
-    ``run_id`` waits for, with the id :func:`review_workflow_id` (starting it twice is one
-    workflow); the review's number, ``None`` when the run waits for none. Called from the
-    job's own workflow, whose child it is.
+    ``run_id`` stopped at (its last), with the id :func:`review_workflow_id` (starting it
+    twice is one workflow); the review's number, ``None`` when the run has none. Called
+    from the job's own workflow, whose child it is, when the job ends ``awaiting_review``.
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: the run database failed.
@@ -96,8 +96,10 @@ async def start_review_wait(
     from dbos import DBOS, SetWorkflowID
 
     review = await asyncio.to_thread(_review, settings, run_id)
-    if review is None or review.status != "waiting":
+    if review is None:
         return None
+    # the run's last review is the one it stopped at; one decided meanwhile (a quick
+    # approval whose wake-up found no workflow yet) is read by the workflow at its start
     with SetWorkflowID(review_workflow_id(run_id, review.number)):
         await DBOS.start_workflow_async(workflow, run_id, review.number)
     return review.number

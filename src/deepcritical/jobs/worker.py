@@ -42,12 +42,21 @@ from deepcritical.state.lease import abandon_runs, dead_workers, touch_waiting
 from deepcritical.state.run_store import AWAITING_REVIEW, STALE_AFTER_SECONDS, RunStore
 from deepcritical.telemetry.tracing import configure_tracing
 
-__all__ = ["MAX_RECOVERY_ATTEMPTS", "RECOVERY_POLL_SECONDS", "default_worker_id", "run_worker"]
+__all__ = [
+    "MAX_RECOVERY_ATTEMPTS",
+    "RECOVERY_POLL_SECONDS",
+    "REVIEW_RECOVERY_ATTEMPTS",
+    "default_worker_id",
+    "run_worker",
+]
 
 log = get_logger(__name__)
 
 MAX_RECOVERY_ATTEMPTS = 5
 """How often one job is recovered after its worker died before DBOS gives up on it."""
+REVIEW_RECOVERY_ATTEMPTS = 100
+"""How often one review's wait is recovered (its worker died or restarted) before DBOS gives
+up on it: a wait may last days, across many restarts of the workers."""
 RECOVERY_POLL_SECONDS = 5.0
 """How often a worker looks for the jobs of dead workers."""
 
@@ -79,7 +88,7 @@ def _register_workflow() -> None:
             await start_review_wait(run_id, _CONTEXT.settings, await_review)
         return status
 
-    @DBOS.workflow(name=REVIEW_WORKFLOW, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS)
+    @DBOS.workflow(name=REVIEW_WORKFLOW, max_recovery_attempts=REVIEW_RECOVERY_ATTEMPTS)
     async def await_review(run_id: str, number: int) -> str:
         if _CONTEXT is None:
             raise RuntimeError("no worker in this process")

@@ -11,6 +11,7 @@ by the user (approved, possibly edited; cancelled) or by its timeout.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal
@@ -48,7 +49,8 @@ MAX_REVIEW_REASON_CHARS = 300
 class ScreenedRecord(BaseModel):
     """One row of the evidence table a run shows for review: the record's evidence id
     (``E3``), title, source, year, study design (``""`` when not read), whether screening (or
-    an earlier review) included it, the screening reason and its relevance (0..1)."""
+    an earlier review) included it, the screening reason, its relevance (0..1) and its
+    identifier keys."""
 
     id: str
     title: str = ""
@@ -58,6 +60,9 @@ class ScreenedRecord(BaseModel):
     included: bool = True
     reason: str = ""
     relevance: float = 0.0
+    keys: list[str] = Field(default_factory=list)
+    """The record's identifier keys (``pmid:123``, ``doi:...``): a decision finds its record
+    by them when the run's replay numbered the records otherwise."""
 
 
 class EvidenceDecision(BaseModel):
@@ -72,6 +77,9 @@ class EvidenceDecision(BaseModel):
     evidence_id: str = Field(min_length=1, max_length=40)
     action: Literal["include", "exclude"]
     reason: str = Field(default="", max_length=MAX_REVIEW_REASON_CHARS)
+    keys: list[str] = Field(default_factory=list)
+    """The record's identifier keys as the review showed it (filled in when the decision is
+    stored), so the decision reaches the same paper whatever its evidence id on a replay."""
 
     @model_validator(mode="after")
     def _reason_to_exclude(self) -> EvidenceDecision:
@@ -182,11 +190,12 @@ def plan_changes(
     """What ``after`` (the reviewed plan) changed of ``before`` (the planner's), one short
     line each, in the plan's order: the refined question, checklist items removed, added or
     changed (by key), queries, MeSH terms and scope added or removed, the sources kept of
-    ``sources`` (the run's), the search filters, and the queries sent to a source that
+    ``sources`` (the run's), the search filters, the queries sent to a source that
     ``after.source_queries`` sets, compared with what that source was to receive
     (``sent_before``: source -> queries as sent, e.g.
     :func:`deepcritical.sources.query_syntax.source_queries` of ``before``; default
-    ``before.source_queries``). ``[]`` when nothing changed."""
+    ``before.source_queries``), then any other field changed, whole ("changed key terms:
+    [...]"). ``[]`` when nothing changed."""
     out: list[str] = []
     if after.refined_question != before.refined_question:
         out.append(f"refined question changed to {after.refined_question!r}")
@@ -211,4 +220,25 @@ def plan_changes(
         out.append("sources: " + ", ".join(_label(s) for s in kept_after))
     out.extend(_filter_changes(before, after))
     out.extend(_source_query_changes(before, after, sent_before))
+    out.extend(_other_changes(before, after))
+    return out
+
+
+_NAMED = frozenset(
+    {"question", "refined_question", "checklist", "queries", "mesh_terms", "scope_in",
+     "scope_out", "sources", "preferences", "filters", "source_queries"}
+)  # fmt: skip
+"""Fields :func:`plan_changes` names one by one; any other field changed is listed whole."""
+
+
+def _other_changes(before: ResearchPlan, after: ResearchPlan) -> list[str]:
+    """ "changed FIELD: VALUE" for every other field of the plan the edit changed (key
+    terms, sub-questions...), its value as JSON, cut to 200 characters."""
+    old, new = before.model_dump(mode="json"), after.model_dump(mode="json")
+    out = []
+    for name in type(after).model_fields:
+        if name in _NAMED or old.get(name) == new.get(name):
+            continue
+        value = json.dumps(new.get(name), ensure_ascii=False)
+        out.append(f"changed {name.replace('_', ' ')}: {value[:200]}")
     return out

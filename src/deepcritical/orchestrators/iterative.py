@@ -123,7 +123,10 @@ class IterativeOrchestrator:
         state = run.state
         previous = state.stop_reason or "max_rounds"
         assessment = state.assessments[-1] if state.assessments else None
-        stop, _ = await self._round(run, state.rounds + 1, assessment, extra=True)
+        rounds = state.rounds
+        stop, _ = await self._round(run, rounds + 1, assessment, extra=True)
+        if state.rounds == rounds:
+            run.warn("the search round the reviewer asked for found no new query to run")
         return stop if stop in {"no_new_evidence", "no_sources"} else previous
 
     async def _round(

@@ -36,8 +36,10 @@ from deepcritical.events import (
     ResearchEvent,
 )
 from deepcritical.evidence.grading import grade_evidence
+from deepcritical.evidence.identifiers import identifier_keys
 from deepcritical.models import (
     Evidence,
+    EvidenceDecision,
     ResearchPlan,
     RunReview,
     ScreenedRecord,
@@ -67,21 +69,39 @@ def screened_table(items: Sequence[Evidence]) -> list[ScreenedRecord]:
             included=e.screening != Screening.OFF_TOPIC,
             reason=e.screening_reason[:300],
             relevance=e.relevance,
+            keys=identifier_keys(e.citation),
         )
         for e in items
     ]
 
 
-def apply_decisions(run: RunContext, review: RunReview) -> None:
+def _decided_item(items: Sequence[Evidence], decision: EvidenceDecision) -> Evidence | None:
+    """The record ``decision`` is about: the one of its evidence id when that record has one
+    of the identifier keys the review showed (or the decision holds none), else the record
+    with one of those keys (a replay that numbered the records otherwise), else ``None``."""
+    wanted = set(decision.keys)
+    by_id = next((e for e in items if e.id == decision.evidence_id), None)
+    if by_id is not None and (not wanted or wanted & set(identifier_keys(by_id.citation))):
+        return by_id
+    if not wanted:
+        return None
+    return next((e for e in items if wanted & set(identifier_keys(e.citation))), None)
+
+
+def apply_decisions(run: RunContext, review: RunReview) -> list[str]:
     """Apply ``review``'s decisions to the run's store: excluded records off-topic, included
-    ones relevant, each with the reviewer's reason (records no longer in the store are
-    skipped)."""
+    ones relevant, each with the reviewer's reason. The evidence ids of the decisions that
+    found no record (the replay did not find that paper again), for a warning."""
+    items = run.store.all()
+    missing = []
     for decision in review.decisions:
-        item = run.store.get(decision.evidence_id)
+        item = _decided_item(items, decision)
         if item is None:
+            missing.append(decision.evidence_id)
             continue
         item.screening = Screening.OFF_TOPIC if decision.action == "exclude" else Screening.RELEVANT
         item.screening_reason = decision.screening_reason()
+    return missing
 
 
 def _planning(plan: ResearchPlan, review: RunReview) -> ResearchEvent:
@@ -216,7 +236,12 @@ async def review_evidence(run: RunContext, ordinal: int) -> EvidenceVerdict:
             _cancelled(run, review)
             verdict = "stop"
         else:
-            apply_decisions(run, review)
+            missing = apply_decisions(run, review)
+            if missing:
+                run.warn(
+                    f"the reviewer's decisions on {', '.join(missing)} found no record: the "
+                    "search did not return those papers again"
+                )
             run.state.methodology.append(review.methodology_line())
             verdict = "search" if review.more_search else "write"
     await run.events.publish()

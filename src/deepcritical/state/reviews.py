@@ -130,12 +130,18 @@ def _cancel_run(session: Session, runs: RunStore, run_id: str, note: str) -> Non
 
 
 def settle_timeout(
-    runs: RunStore, run_id: str, number: int, action: Literal["continue", "cancel"]
+    runs: RunStore,
+    run_id: str,
+    number: int,
+    action: Literal["continue", "cancel"],
+    *,
+    end_run: bool = True,
 ) -> RunReview | None:
     """Decide the waiting review ``number`` of run ``run_id`` by its timeout: ``continue``
     (status ``timed_out``: the run goes on with the plan or evidence as it stands) or
-    ``cancel`` (status ``cancelled``, and the run too). ``None`` when the review no longer
-    waits (the user decided first).
+    ``cancel`` (status ``cancelled``, and the run too, with a last ``error`` event, unless
+    ``end_run`` is false: the run itself, resumed, says so). ``None`` when the review no
+    longer waits (the user decided first).
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: the database failed.
@@ -153,7 +159,7 @@ def settle_timeout(
         settled = _settle(
             session, run_id, review.model_copy(update={"changes": [note]}), "cancelled"
         )
-        if settled is not None:
+        if settled is not None and end_run:
             _cancel_run(session, runs, run_id, note)
         return settled
 
@@ -225,7 +231,8 @@ class ReviewBook:
             return self.runs.transact(insert)
         waited = utc_now() - found.created_at
         if found.status == "waiting" and waited > timedelta(seconds=timeout_seconds):
-            settle_timeout(self.runs, self.run_id, found.number, action)
+            # the run reading it goes on or ends itself (its own error event)
+            settle_timeout(self.runs, self.run_id, found.number, action, end_run=False)
             return self.find(proposed.stage, proposed.ordinal) or found
         return found
 
@@ -255,7 +262,8 @@ def _plan_error(exc: ValidationError) -> InvalidPlanError:
 def check_plan(
     plan: ResearchPlan | Mapping[str, Any], proposed: ResearchPlan, sources: Sequence[str]
 ) -> ResearchPlan:
-    """The user's edit of ``proposed`` (a plan or its JSON), checked and cleaned: the
+    """The user's edit of ``proposed`` (a plan, or its JSON, whose fields replace those of
+    ``proposed``: a field left out is kept as proposed), checked and cleaned: the
     original question kept, white space collapsed, checklist statuses and evidence cleared
     (nothing was searched yet), blank queries refused, ``sources`` a subset of the run's
     ``sources`` (all of them stored as ``[]``), ``filters`` valid search filters and
@@ -269,14 +277,11 @@ def check_plan(
             that ends before it starts, an unknown language or design), or a malformed
             field.
     """
-    if isinstance(plan, ResearchPlan):
-        data: dict[str, Any] = plan.model_dump(mode="json")
-    else:
-        data = dict(plan)
+    edit = plan.model_dump(mode="json") if isinstance(plan, ResearchPlan) else dict(plan)
+    data: dict[str, Any] = {**proposed.model_dump(mode="json"), **edit}
     if not data.get("checklist"):
         raise InvalidPlanError("the plan needs at least one checklist item")
     data["question"] = proposed.question
-    data.setdefault("preferences", proposed.preferences.model_dump(mode="json"))
     try:
         edited = ResearchPlan.model_validate(data)
     except ValidationError as exc:
@@ -308,6 +313,13 @@ def check_plan(
     if unknown:
         raise InvalidPlanError(
             f"unknown source(s) {', '.join(unknown)}; the run searches {', '.join(sources)}"
+        )
+    per_source = getattr(edited, "source_queries", None)  # the plan's queries per source
+    strange = [s for s in per_source or {} if s not in sources]
+    if strange:
+        raise InvalidPlanError(
+            f"queries for unknown source(s) {', '.join(strange)}; the run searches "
+            f"{', '.join(sources)}"
         )
     kept = list(dict.fromkeys(edited.sources))
     edited.sources = [] if set(kept) == set(sources) else kept
@@ -397,7 +409,8 @@ def decide_plan(
 
 
 def _evidence_changes(review: RunReview, decisions: Sequence[EvidenceDecision]) -> list[str]:
-    """The decisions checked against ``review``'s table, as change lines.
+    """The decisions checked against ``review``'s table, as change lines; each decision gets
+    its record's identifier keys.
 
     Raises:
         UnknownRecordError: a record the table does not hold.
@@ -422,6 +435,7 @@ def _evidence_changes(review: RunReview, decisions: Sequence[EvidenceDecision]) 
             raise InvalidReviewError(f"record {row.id} is already {state}")
         why = f" ({decision.reason})" if decision.reason else ""
         changes.append(f"{decision.action}d {row.id}{why}")
+        decision.keys = list(row.keys)
     return changes
 
 
@@ -447,7 +461,7 @@ def decide_evidence(
         sqlalchemy.exc.SQLAlchemyError: the database failed.
     """
     try:
-        checked = [EvidenceDecision.model_validate(d) for d in decisions]
+        checked = [EvidenceDecision.model_validate(d).model_copy() for d in decisions]
     except ValidationError as exc:
         first = exc.errors()[0]
         raise InvalidReviewError(f"invalid evidence decision: {first['msg']}") from None
