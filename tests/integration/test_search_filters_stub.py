@@ -1,6 +1,7 @@
 """A run with search filters against the local API stub: every search request the stub logs
-carries the date bounds in its API's own form, the stub answers within them, and the report
-keeps only records inside the range (or of unknown date) and states the filters."""
+carries the date bounds in its API's own form, the stub answers within them, the web source
+(which has no filters) is named in a warning, and the report keeps only records inside the
+range (or of unknown date) and states the filters."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import httpx
 
 from deepcritical.config import Settings
 from deepcritical.events import PlanningData
-from deepcritical.models import SearchFilters
+from deepcritical.models import SearchFilters, TrialStatus
 from deepcritical.testing.api_stub import StubAPI, build_stub_sources
 from deepcritical.testing.embedders import HashingEmbedder
 
@@ -24,7 +25,7 @@ def _settings(stub: StubAPI, tmp_path: Path) -> Settings:
     return Settings(
         _env_file=None,
         llm="none",
-        sources=["pubmed", "trials", "europepmc", "openalex"],
+        sources=["pubmed", "trials", "europepmc", "openalex", "web"],
         max_rounds=1,
         max_sources=30,
         results_per_query=10,
@@ -40,6 +41,7 @@ def _settings(stub: StubAPI, tmp_path: Path) -> Settings:
             "trials": stub.trials_url,
             "europepmc": stub.europepmc_url,
             "openalex": stub.openalex_url,
+            "web": stub.ddgs_url,
         },
     )
 
@@ -78,6 +80,12 @@ async def test_a_filtered_run_sends_only_date_bounded_searches(
     years = [e.citation.year for e in last.result.evidence]
     assert years, "the stub has records inside the range"
     assert all(y is None or 2015 <= y <= 2020 for y in years), years
+    warnings = [e.message for e in events if e.type == "warning"]
+    assert (
+        "Web ignores the plan's search filters published_from, published_to; its records are "
+        "screened by their own date and design only"
+    ) in warnings
+    assert "Web ignored published_from, published_to." in last.result.report.methodology
     planning = next(e for e in events if e.type == "planning")
     assert planning.data_as(PlanningData).filters == FILTERS
     methodology = last.result.report.methodology
@@ -101,3 +109,44 @@ async def test_the_stub_answers_within_the_added_since_bound(
     assert 0 < len(newer) < len(everything["pubmed"])
     edat = [r.params for r in stub.requests_for("esearch") if r.params.get("datetype")]
     assert edat[-1] == {**edat[-1], "datetype": "edat", "mindate": "2016/01/01"}
+
+
+async def test_the_stub_answers_trials_updated_since_and_of_a_status(
+    stub: StubAPI, client: httpx.AsyncClient
+) -> None:
+    (trials,) = build_stub_sources(stub, client, timeout_seconds=5.0, tries=1, names=("trials",))
+    since = SearchFilters(added_since=datetime(2016, 1, 1, tzinfo=UTC))
+    updated = await trials.search("phelan", 50, filters=since)
+    assert sorted(e.citation.nct_id or "" for e in updated) == ["NCT00763412", "NCT03475563"]
+    withdrawn = SearchFilters(trial_statuses=(TrialStatus.WITHDRAWN,))
+    assert [e.citation.nct_id for e in await trials.search("phelan", 50, withdrawn)] == [
+        "NCT00973089"
+    ]
+    (last, *_) = reversed(stub.requests_for("trials"))
+    assert last.params["filter.overallStatus"] == "WITHDRAWN"
+
+
+async def test_citation_tracking_keeps_to_the_filters(stub: StubAPI, tmp_path: Path) -> None:
+    """The seed (PMID 22663011, 2012) is inside 2010-; its references from 2001 and the
+    papers citing it from 1990 and 1976 (the stub's synthetic graph) are removed by the
+    filters and counted in the flow, which still adds up."""
+    from deepcritical.api import research
+
+    settings = _settings(stub, tmp_path).model_copy(
+        update={"sources": ["pubmed", "openalex"], "citation_seeds": 1, "citation_candidates": 10}
+    )
+    since_2010 = SearchFilters(published_from=date(2010, 1, 1))
+    events = [
+        e
+        async for e in research(QUESTION, settings, filters=since_2010, embedder=HashingEmbedder())
+    ]
+    result = events[-1].result
+    assert result is not None, events[-1].message
+    assert any(r.route == "elink" for r in stub.requests), "citation tracking ran"
+    years = [e.citation.year for e in result.evidence]
+    assert all(y is None or y >= 2010 for y in years), years
+    flow = result.report.metadata.flow
+    assert flow is not None
+    assert flow.identified_by_citation_tracking > 0
+    assert flow.excluded_by_filters > 0
+    assert flow.problems() == []

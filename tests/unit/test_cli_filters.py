@@ -122,3 +122,24 @@ def test_bad_values_exit_2_before_the_run(
     assert result.exit_code == 2, result.output
     assert message in flat(result)
     assert runs == []
+
+
+def test_runs_submit_takes_the_same_filters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    submitted: list[Settings] = []
+
+    def fake_submit(question: str, settings: Settings, **_kw: Any) -> str:
+        submitted.append(settings)
+        return "run-1"
+
+    monkeypatch.setattr("deepcritical.jobs.submit_run", fake_submit)
+    base = ["--data-dir", str(tmp_path / "data"), "runs", "submit", "metformin", "--llm", "none"]
+    base += ["--sources", "pubmed"]
+    bad = CliRunner().invoke(app, [*base, "--language", "klingon"], catch_exceptions=True)
+    assert bad.exit_code == 2, bad.output
+    assert "unknown language code 'klingon'" in flat(bad)
+    assert submitted == []
+    good = CliRunner().invoke(app, [*base, "--published-from", "2015"], catch_exceptions=True)
+    assert good.exit_code == 0, good.output
+    assert requested_filters(submitted[0]).published_from == date(2015, 1, 1)

@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime
 import pytest
 from pydantic import ValidationError
 
+from deepcritical.config import Settings
 from deepcritical.models import (
     DATE_CAUSE,
     DESIGN_CAUSE,
@@ -21,6 +22,7 @@ from deepcritical.models import (
     TrialPhase,
     TrialStatus,
 )
+from deepcritical.orchestrators.deps import requested_filters
 from deepcritical.sources.filter_syntax import unapplied_filters
 from deepcritical.sources.query_syntax import source_queries
 
@@ -91,6 +93,13 @@ def test_bad_values_raise_a_clear_error(fields: dict[str, object], message: str)
     with pytest.raises(ValidationError) as caught:
         SearchFilters.model_validate(fields)
     assert message in str(caught.value)
+
+
+def test_added_since_is_kept_in_utc() -> None:
+    filters = SearchFilters.model_validate({"added_since": "2024-02-01T01:30:00+02:00"})
+    assert filters.added_since == datetime(2024, 1, 31, 23, 30, tzinfo=UTC)
+    assert filters.added_since is not None
+    assert filters.added_since.tzinfo is UTC
 
 
 def test_a_one_day_range_is_allowed() -> None:
@@ -211,3 +220,28 @@ def test_sources_that_cannot_apply_a_filter_are_named() -> None:
     assert unapplied_filters("local", filters) == ["languages"]
     assert unapplied_filters("pubmed", filters) == []  # trial phases are not PubMed's
     assert unapplied_filters("web", None) == []
+
+
+def test_settings_carry_the_requested_filters(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "DEEPCRITICAL_SEARCH_FILTERS", '{"published_from": "2015-01-01", "languages": ["en"]}'
+    )
+    settings = Settings(_env_file=None)
+    wanted = SearchFilters(published_from=date(2015, 1, 1), languages=("en",))
+    assert requested_filters(settings) == wanted
+    stored = Settings(**settings.public_dict())  # what a resumed run is rebuilt from
+    assert requested_filters(stored) == wanted
+    plan_filters = SearchFilters(languages=("fr",))
+    monkeypatch.delenv("DEEPCRITICAL_SEARCH_FILTERS")
+    assert requested_filters(Settings(_env_file=None), plan_filters) == plan_filters
+
+
+async def test_research_refuses_bad_filters_before_any_event() -> None:
+    from deepcritical.api import research
+
+    settings = Settings(
+        _env_file=None, persist_runs=False, search_filters={"languages": ["xx"]}, llm="none"
+    )
+    events = research("Does metformin prevent dementia?", settings)
+    with pytest.raises(ValidationError, match="unknown language code 'xx'"):
+        await anext(events)  # the first event is the error: nothing was streamed

@@ -130,8 +130,8 @@ def screen_by_filters(
     """``items`` split by the plan's filters: those kept (in order) and cause -> count of
     those screened out because their own date or graded design
     (:func:`~deepcritical.evidence.grading.grade_evidence`) is outside
-    (:meth:`SearchFilters.excludes`; unknown dates and designs are kept). Everything is kept
-    when ``filters`` is ``None`` or empty."""
+    (:meth:`SearchFilters.excludes`; unknown dates and designs are kept), each logged at
+    debug level with its reason. Everything is kept when ``filters`` is ``None`` or empty."""
     if filters is None or filters.is_empty():
         return list(items), {}
     kept: list[Evidence] = []
@@ -144,6 +144,12 @@ def screen_by_filters(
             kept.append(item)
         else:
             excluded[outside.cause] = excluded.get(outside.cause, 0) + 1
+            log.debug(
+                "record outside the plan's search filters",
+                source=item.citation.source,
+                record=item.citation.id,
+                reason=outside.reason,
+            )
     return kept, excluded
 
 

@@ -19,6 +19,16 @@ from typing import Annotated
 import typer
 
 from deepcritical.cli.context import console, fail, out_console, settings_from_options
+from deepcritical.cli.filter_options import (
+    AddedSinceOption,
+    DesignOption,
+    LanguageOption,
+    PublishedFromOption,
+    PublishedToOption,
+    TrialPhaseOption,
+    TrialStatusOption,
+    search_filters,
+)
 from deepcritical.cli.research import (
     AudienceOption,
     ContextOption,
@@ -71,11 +81,27 @@ def submit(
     syllabus_file: SyllabusOption = None,
     review_plan: ReviewPlanOption = False,
     review_evidence: ReviewEvidenceOption = False,
+    published_from: PublishedFromOption = None,
+    published_to: PublishedToOption = None,
+    language: LanguageOption = None,
+    design: DesignOption = None,
+    trial_phase: TrialPhaseOption = None,
+    trial_status: TrialStatusOption = None,
+    added_since: AddedSinceOption = None,
 ) -> None:
     """Submit QUESTION as a job for the workers (`deepcritical worker`) and print its run id;
-    `deepcritical runs follow ID` shows its progress. With --review-plan / --review-evidence
-    the job waits for `deepcritical runs approve-plan|approve-evidence ID`, holding no
-    worker."""
+    `deepcritical runs follow ID` shows its progress. The search filters are those of
+    `research`. With --review-plan / --review-evidence the job waits for `deepcritical runs
+    approve-plan|approve-evidence ID`, holding no worker."""
+    filters = search_filters(
+        published_from=published_from,
+        published_to=published_to,
+        languages=language,
+        designs=design,
+        trial_phases=trial_phase,
+        trial_statuses=trial_status,
+        added_since=added_since,
+    )
     inputs = run_inputs(
         corpus=corpus,
         llm=llm,
@@ -88,6 +114,7 @@ def submit(
         length=length,
         focus=focus,
         syllabus_file=syllabus_file,
+        filters=filters,
     )
     from deepcritical.jobs import submit_run
     from deepcritical.orchestrators.deps import QuestionError

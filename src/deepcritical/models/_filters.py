@@ -185,12 +185,12 @@ _UNKNOWN_DESIGNS = frozenset({StudyDesign.OTHER, StudyDesign.PREPRINT})
 class TrialPhase(StrEnum):
     """A ClinicalTrials.gov study phase (API v2 ``Phase`` enum; ``NA``: not applicable)."""
 
-    NA = "NA"
     EARLY_PHASE1 = "EARLY_PHASE1"
     PHASE1 = "PHASE1"
     PHASE2 = "PHASE2"
     PHASE3 = "PHASE3"
     PHASE4 = "PHASE4"
+    NA = "NA"
 
 
 class TrialStatus(StrEnum):
@@ -236,7 +236,8 @@ class SearchFilters(BaseModel):
         trial_statuses: ClinicalTrials.gov overall statuses (:class:`TrialStatus`); only that
             source.
         added_since: for living reviews: only records added to the source at or after this
-            instant (aware; a naive value is read as UTC). The APIs resolve it to the day.
+            instant, stored in UTC (a naive value is read as UTC). The APIs resolve it to the
+            day (UTC).
 
     Immutable (``frozen``) and JSON round-trippable (``model_dump_json`` /
     ``model_validate_json``); lists are stored as sorted, de-duplicated tuples, so two equal
@@ -291,10 +292,12 @@ class SearchFilters(BaseModel):
 
     @field_validator("added_since")
     @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
-        return value
+        return value.astimezone(UTC)
 
     @model_validator(mode="after")
     def _check_range(self) -> SearchFilters:

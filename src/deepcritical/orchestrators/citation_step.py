@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from deepcritical.agents.search import screen_by_filters
 from deepcritical.events import CitationTrackingData, WarningData
 from deepcritical.evidence.store import AddResult
 from deepcritical.models import Evidence
@@ -70,12 +71,17 @@ async def track_citations(run: RunContext, round_no: int) -> CitationTrackingDat
 
 
 def _add_candidates(run: RunContext, lists: Sequence[Sequence[Evidence]], room: int) -> AddResult:
-    """Bound, choose and store citation-tracking records (at most ``room`` new ones, the
-    most relevant to the question and checklist); count them in the run's flow."""
+    """Bound, screen by the plan's search filters, choose and store citation-tracking
+    records (at most ``room`` new ones, the most relevant to the question and checklist);
+    count them in the run's flow (those outside the filters as removed by them)."""
     plan, log, store = run.plan, run.state.citations, run.store
     bound = [[bound_evidence(e, run.settings.max_evidence_chars) for e in x] for x in lists]
+    screened = [screen_by_filters(x, plan.filters) for x in bound]
+    for _, excluded in screened:
+        run.flow_log.record_filtered(excluded)
+    inside = [kept for kept, _ in screened]
     targets = [plan.refined_question, *(c.description for c in plan.checklist)]
-    known, chosen, beyond = choose_candidates(bound, store, targets, store.embedder, room)
+    known, chosen, beyond = choose_candidates(inside, store, targets, store.embedder, room)
     added = store.add([*known, *chosen])
     log.identified = sum(len(x) for x in bound)
     log.already_found = len(known)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from deepcritical.agents.search import SearchRound
@@ -64,11 +64,15 @@ class FlowLog:
         """Add one search round."""
         for source, hits in result.hits_per_source.items():
             self.identified_per_source[source] = self.identified_per_source.get(source, 0) + hits
-        for cause, n in result.excluded_by_filters.items():
-            self.excluded_by_filters[cause] = self.excluded_by_filters.get(cause, 0) + n
+        self.record_filtered(result.excluded_by_filters)
         self.identifier_duplicates += result.identifier_copies
         self.near_duplicates += result.near_duplicate_copies
         self.beyond_limit += result.beyond_limit
+
+    def record_filtered(self, excluded: Mapping[str, int]) -> None:
+        """Add records removed by the plan's search filters (cause -> count)."""
+        for cause, n in excluded.items():
+            self.excluded_by_filters[cause] = self.excluded_by_filters.get(cause, 0) + n
 
     def record_citations(
         self, identified: int, identifier_copies: int, near_duplicate_copies: int, beyond: int

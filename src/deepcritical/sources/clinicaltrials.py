@@ -33,7 +33,14 @@ import httpx
 
 from deepcritical.evidence.identifiers import normalize_nct
 from deepcritical.logs import get_logger
-from deepcritical.models import Citation, Evidence, SearchFilters, SourceName
+from deepcritical.models import (
+    Citation,
+    Evidence,
+    SearchFilters,
+    SourceName,
+    TrialPhase,
+    TrialStatus,
+)
 from deepcritical.sources.base import SourceError, rank_in_order
 from deepcritical.sources.filter_syntax import clinicaltrials_filters, registry_designs
 from deepcritical.sources.html_text import collapse_whitespace
@@ -67,17 +74,13 @@ STUDY_URL = "https://clinicaltrials.gov/study/{nct}"
 NOT_JSON = f"malformed JSON from {LABEL}: got {{content_type}} starting {{start}} ({{error}})"
 """How a body that is not JSON is reported (:func:`~deepcritical.sources.http.decode_json`)."""
 
-OVERALL_STATUSES: frozenset[str] = frozenset(
-    {
-        "ACTIVE_NOT_RECRUITING", "COMPLETED", "ENROLLING_BY_INVITATION", "NOT_YET_RECRUITING",
-        "RECRUITING", "SUSPENDED", "TERMINATED", "WITHDRAWN", "AVAILABLE", "NO_LONGER_AVAILABLE",
-        "TEMPORARILY_NOT_AVAILABLE", "APPROVED_FOR_MARKETING", "WITHHELD", "UNKNOWN",
-    }
-)  # fmt: skip
-"""Values of ``statusModule.overallStatus`` accepted by ``filter.overallStatus``."""
+OVERALL_STATUSES: frozenset[str] = frozenset(s.value for s in TrialStatus)
+"""Values of ``statusModule.overallStatus`` accepted by ``filter.overallStatus`` (the
+:class:`~deepcritical.models.TrialStatus` enum of the plan's search filters)."""
 
-PHASES: tuple[str, ...] = ("EARLY_PHASE1", "PHASE1", "PHASE2", "PHASE3", "PHASE4", "NA")
-"""Values of ``designModule.phases`` (``NA``: not applicable, e.g. device or behavioural)."""
+PHASES: tuple[str, ...] = tuple(p.value for p in TrialPhase)
+"""Values of ``designModule.phases`` (``NA``: not applicable, e.g. device or behavioural;
+the :class:`~deepcritical.models.TrialPhase` enum of the plan's search filters)."""
 
 DEFAULT_FIELDS: tuple[str, ...] = (
     "NCTId", "BriefTitle", "OfficialTitle", "Acronym", "OverallStatus", "WhyStopped",
