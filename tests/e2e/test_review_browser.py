@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.e2e.conftest import (
     CHROMIUM_ARGS,
@@ -35,7 +36,7 @@ PLAN_QUESTION = "Does metformin lower cancer incidence in people with type 2 dia
 EVIDENCE_QUESTION = "Is metformin linked to lower cancer mortality in type 2 diabetes?"
 JOBS_QUESTION = "Does metformin reduce cancer risk in type 2 diabetes?"
 ADDED_QUERY = "metformin colorectal cancer"
-REVIEW_MS = 120_000
+REVIEW_MS = RUN_TIMEOUT_MS
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,13 @@ def ask_for_review(page: Page, question: str, *, plan: bool, evidence: bool) -> 
 
 
 def plan_card(page: Page) -> None:
-    page.locator("#dc-review-plan").wait_for(state="visible", timeout=REVIEW_MS)
+    """Wait for the plan card (failing with what the progress panel shows)."""
+    try:
+        page.locator("#dc-review-plan").wait_for(state="visible", timeout=REVIEW_MS)
+    except PlaywrightTimeoutError:
+        pytest.fail(
+            "no plan card; the progress panel: " + page.locator("#dc-progress").inner_text()
+        )
     page.locator("#dc-review-checklist textarea").wait_for(state="visible")
 
 
@@ -202,6 +209,7 @@ def test_jobs_mode_a_waiting_plan_survives_an_app_restart(
             return stored_run(server.data_dir, run_id)
 
         ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+        restarted: subprocess.Popen[bytes] | None = None
         try:
             page = open_app(ctx, server)
             run_id = ask_for_review(page, JOBS_QUESTION, plan=True, evidence=False)
@@ -211,7 +219,7 @@ def test_jobs_mode_a_waiting_plan_survives_an_app_restart(
             assert waiting.status == "awaiting_review", server.log()
             assert waiting.worker == "e2e-w1"
             page.close()
-            restart_app(server, root)
+            restarted = restart_app(server, root)
             _wait_until_up(server)
             page = open_app(ctx, server)  # the same visitor (its cookie), the new app
             show_tab(page, "History")
@@ -235,3 +243,6 @@ def test_jobs_mode_a_waiting_plan_survives_an_app_restart(
             assert "The plan was reviewed and approved unchanged by the user" in report
         finally:
             ctx.close()
+            if restarted is not None:  # the fixture stops the first app process only
+                restarted.terminate()
+                restarted.wait(timeout=30)
