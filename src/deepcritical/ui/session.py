@@ -57,7 +57,7 @@ class SessionChoice(BaseModel):
     variables / Space secrets). ``max_rounds``: search rounds; ``max_sources``: evidence items
     that end gathering. ``review_plan`` / ``review_evidence``: stop the run for the user's
     review of its plan (before the search) / its screened evidence (before the writing);
-    both need recorded runs (``Settings.persist_runs``).
+    both need recorded runs (``Settings.persist_runs``); ``None``: the server's setting.
     """
 
     llm: str = ""
@@ -66,8 +66,8 @@ class SessionChoice(BaseModel):
     max_rounds: int | None = None
     max_sources: int | None = None
     orchestrator: Literal["iterative", "magentic"] | None = None
-    review_plan: bool = False
-    review_evidence: bool = False
+    review_plan: bool | None = None
+    review_evidence: bool | None = None
 
 
 REVIEW_NEEDS_RECORDS = (
@@ -87,11 +87,10 @@ def run_settings(base: Settings, choice: SessionChoice) -> Settings:
             does not record runs.
     """
     update: dict[str, object] = {}
-    if choice.review_plan or choice.review_evidence:
-        if not base.persist_runs:
-            raise SettingsError(REVIEW_NEEDS_RECORDS)
-        update["review_plan"] = base.review_plan or choice.review_plan
-        update["review_evidence"] = base.review_evidence or choice.review_evidence
+    reviews = {"review_plan": choice.review_plan, "review_evidence": choice.review_evidence}
+    update.update({name: wanted for name, wanted in reviews.items() if wanted is not None})
+    if (choice.review_plan or choice.review_evidence) and not base.persist_runs:
+        raise SettingsError(REVIEW_NEEDS_RECORDS)
     llm = choice.llm.strip()
     if llm:
         update.update(model_update(base, llm, choice.api_key))
