@@ -260,21 +260,25 @@ def _show_reviews(
     runs: list[Any],
     history: HistoryTab,
     watch_state: gr.State,
-) -> None:
+) -> list[Any]:
     """The review panel hidden when a run starts (``starts``), and after each run of
     ``runs`` (its view in ``watch_state``) or History's opens showing the review the run
-    waits for, if any."""
+    waits for, if any. Returns the steps after the runs: the follow-up panel's step follows
+    them, so that each run has one step after it (two steps after one run, side by side,
+    kept Gradio's front end from running one of them: found by the browser tests)."""
     outputs = panel.outputs()
     gr.on(starts, hidden_review, None, outputs, queue=False, api_visibility="private")
-    for event in runs:
+    for event in history.opens:
+        event.then(handlers.review_after_open, [history.run_id], outputs, api_visibility="private")
+    return [
         event.then(
             handlers.review_after_run,
             [watch_state, panel.waiting],
             outputs,
             api_visibility="private",
         )
-    for event in history.opens:
-        event.then(handlers.review_after_open, [history.run_id], outputs, api_visibility="private")
+        for event in runs
+    ]
 
 
 def _wire_follow_ups(
@@ -377,12 +381,14 @@ def _page(
         handlers, form, options, watch_state, progress, run_outputs, history, continued
     )
     starts = [form.run_btn.click, form.question.submit, form.resume_btn.click]
-    _show_reviews(reviews, review, [*starts, history.resume_btn.click], runs, history, watch_state)
+    reviewed = _show_reviews(
+        reviews, review, [*starts, history.resume_btn.click], runs, history, watch_state
+    )
     after_runs = _wire_follow_ups(
         FollowUpHandlers(store_opener, settings, access, ask_fn),
         tabs.follow_up,
         [*starts, history.resume_btn.click],
-        runs,
+        reviewed,
         watch_state,
     )
     _wire_versions(
