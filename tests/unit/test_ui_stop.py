@@ -137,7 +137,13 @@ async def test_stop_handler_shows_stopped_and_the_resume_button(settings: Settin
     # Stop cancels the runs: Research, Enter, Resume and History's Resume
     names = {i: getattr(fn.fn, "__name__", "") for i, fn in demo.fns.items()}
     cancels = next(fn.cancels for fn in demo.fns.values() if fn.cancels)
-    assert sorted(names[i] for i in cancels) == ["resume_run", "resume_stopped", "run", "run"]
+    assert sorted(names[i] for i in cancels) == [
+        *["continue_run"] * 3,  # the runs continued after a review
+        "resume_run",
+        "resume_stopped",
+        "run",
+        "run",
+    ]
 
 
 async def test_resume_continues_the_stopped_run_to_its_report(

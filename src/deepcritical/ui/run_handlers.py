@@ -135,15 +135,16 @@ class RunHandlers:
         max_rounds: float,
         max_sources: float,
         orchestrator: str,
-        review_plan: bool = False,
-        review_evidence: bool = False,
         request: gr.Request | None = None,
         profile: gr.OAuthProfile | None = None,
+        review_plan: bool = False,
+        review_evidence: bool = False,
     ) -> AsyncIterator[RunOutputs]:
         """*Research*: the caller's run of ``question`` with the session's choices, streamed
         (with ``review_plan`` / ``review_evidence`` it stops at ``plan_ready`` /
-        ``evidence_ready`` for the review panel); a refused choice or a missing sign-in is
-        shown as the run's error."""
+        ``evidence_ready`` for the review panel; Gradio gives them after the injected
+        ``request`` and ``profile``); a refused choice or a missing sign-in is shown as the
+        run's error."""
         try:
             owner = self.access.owner(request, profile)
             _check_job_key(self.backend, api_key)
