@@ -136,13 +136,10 @@ async def research(
         pydantic.ValidationError: invalid ``settings.search_filters`` (before any event).
         ValueError: a review asked for on a run that is not recorded (``persist_runs`` off).
     """
-    settings = _with_reviews(settings or Settings(), review_plan, review_evidence)
-    if filters is not None:
-        settings = settings.model_copy(update={"search_filters": filters.key()})
     async with aclosing(
         _research(
             question,
-            settings,
+            _run_settings(settings or Settings(), filters, review_plan, review_evidence),
             context=context,
             preferences=preferences,
             given=GivenParts(model, sources, full_text, embedder, chat_client),
@@ -195,13 +192,17 @@ async def clarify(
         return await build_clarifier(base, built).clarify(question)
 
 
-def _with_reviews(settings: Settings, plan: bool, evidence: bool) -> Settings:
-    """``settings`` with the reviews asked for switched on (kept with the run, so a resumed
-    run stops at them too).
+def _run_settings(
+    settings: Settings, filters: SearchFilters | None, plan: bool, evidence: bool
+) -> Settings:
+    """``settings`` with ``filters`` as its search filters (when given) and the reviews
+    asked for switched on (kept with the run, so a resumed run stops at them too).
 
     Raises:
         ValueError: a review asked for while ``persist_runs`` is off.
     """
+    if filters is not None:
+        settings = settings.model_copy(update={"search_filters": filters.key()})
     if not (plan or evidence):
         return settings
     if not settings.persist_runs:

@@ -146,7 +146,9 @@ def research_as(client: httpx.Client, question: str) -> list[Any]:
         for c in client.get("/config").json()["components"]
         if c.get("props", {}).get("elem_id") == "dc-llm"
     )
-    ok, outputs = call(client, "run", question, "", llm, "", ["local"], 1, 10, "iterative")
+    ok, outputs = call(
+        client, "run", question, "", llm, "", ["local"], 1, 10, "iterative", False, False
+    )
     assert ok, outputs
     assert isinstance(outputs, list)
     return outputs

@@ -56,7 +56,7 @@ class CountingSource(MetforminSource):
         self, query: str, limit: int, filters: SearchFilters | None = None
     ) -> list[Evidence]:
         self.queries.append(query)
-        return await super().search(query, limit)
+        return await super().search(query, limit, filters)
 
 
 def _settings(tmp_path: Path, **extra: Any) -> Settings:

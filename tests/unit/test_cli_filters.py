@@ -4,7 +4,9 @@ a message naming it and the accepted values, before any run."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from typer.testing import CliRunner, Result
 
 from deepcritical.cli.main import app
 from deepcritical.config import Settings
+from deepcritical.events import ResearchEvent
 from deepcritical.models import DesignFilter, SearchFilters, TrialPhase, TrialStatus
 from deepcritical.orchestrators.deps import requested_filters
 
@@ -30,12 +33,22 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """The ``api.research`` calls the command makes (none is run)."""
     calls: list[dict[str, Any]] = []
 
-    def fake_research(question: str, settings: Settings, **kw: Any) -> None:
+    async def fake_research(
+        question: str, settings: Settings, **kw: Any
+    ) -> AsyncIterator[ResearchEvent]:
         calls.append({"question": question, "settings": settings, **kw})
+        events: tuple[ResearchEvent, ...] = ()  # an empty stream: the call is only recorded
+        for event in events:
+            yield event
+
+    async def drain(events: AsyncIterator[ResearchEvent]) -> None:
+        async for _ in events:
+            pass
 
     monkeypatch.setattr("deepcritical.api.research", fake_research)
     monkeypatch.setattr(
-        "deepcritical.cli.research.run_to_report", lambda factory, *_a, **_k: factory()
+        "deepcritical.cli.research.run_to_report",
+        lambda factory, *_a, **_k: asyncio.run(drain(factory())),
     )
     return calls
 

@@ -40,6 +40,7 @@ class FakeJobs:
     submitted: list[tuple[str, str | None, str | None]] = field(default_factory=list)
     followed: list[tuple[str, str | None, int]] = field(default_factory=list)
     cancelled: list[tuple[str, str | None]] = field(default_factory=list)
+    woken: list[tuple[str, int]] = field(default_factory=list)
     closed: int = 0
     block_after: int | None = None
 
@@ -68,6 +69,9 @@ class FakeJobs:
     def cancel(self, run_id: str, settings: Settings, *, owner: str | None) -> str:
         self.cancelled.append((run_id, owner))
         return "in_progress"
+
+    def wake(self, run_id: str, number: int, settings: Settings) -> None:
+        self.woken.append((run_id, number))
 
 
 @pytest.fixture
@@ -165,10 +169,13 @@ async def test_stop_cancels_the_job_in_its_worker(settings: Settings) -> None:
     done = fold(view, ResearchEvent(type="done", message="x", result=run_result()))
     await handler(demo, "stop")(done)  # ended: nothing to cancel
     assert jobs.cancelled == [("run-42", None)]
-    # Stop also cancels History's live following
+    # Stop also cancels History's live following and the runs continued after a review
     names = {i: getattr(fn.fn, "__name__", "") for i, fn in demo.fns.items()}
     cancels = next(fn.cancels for fn in demo.fns.values() if fn.cancels)
     assert sorted(names[i] for i in cancels) == [
+        "continue_run",
+        "continue_run",
+        "continue_run",
         "open_run",
         "open_run",
         "resume_run",

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from deepcritical.events import ResearchEvent, SearchingData
+from deepcritical.events import EvidenceReadyData, PlanReadyData, ResearchEvent, SearchingData
+from deepcritical.models import ChecklistItem, ResearchPlan
 from deepcritical.ui.progress_view import MAX_LOG, ProgressView, fail, fold
+from deepcritical.ui.render import progress_html
+from deepcritical.ui.stop_resume import resumable
 from tests.unit.ui_fixtures import run_result, script
 
 
@@ -211,3 +214,19 @@ def test_the_judge_and_the_coverage_agree_or_the_panel_says_why_not() -> None:
         assert "Judge:" in agreeing
         assert why not in agreeing
     assert "&lt;b&gt;" in progress_html(judged(0.5, False, "<b>x</b>"))  # escaped
+
+
+def test_a_run_stopped_for_its_review_waits_and_goes_on_after_it() -> None:
+    plan = ResearchPlan(
+        question="q", refined_question="q?", checklist=[ChecklistItem(key="k", description="d")]
+    )
+    ready = ResearchEvent(type="plan_ready", message="ready", data=PlanReadyData(plan=plan))
+    view = fold(ProgressView(run_id="r1"), ready)
+    assert (view.finished, view.failed, view.awaiting) == (True, False, "plan")
+    assert view.stage == "Waiting for the plan's review"
+    assert not resumable(view)  # decided in the review panel, not by Resume
+    assert "waits for your review of the plan" in progress_html(view)
+    going = fold(view, ResearchEvent(type="started", message="resumed"))
+    assert (going.finished, going.awaiting) == (False, "")
+    evidence = ResearchEvent(type="evidence_ready", message="x", data=EvidenceReadyData())
+    assert fold(going, evidence).awaiting == "evidence"

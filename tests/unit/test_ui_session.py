@@ -89,3 +89,15 @@ def test_secret_values_and_redact(base: Settings) -> None:
     assert redact(f"401 for key {KEY}!", secret_values(s)) == "401 for key [redacted]!"
     assert secret_values(base) == []
     assert redact("nothing", []) == "nothing"
+
+
+def test_the_review_toggles_decide_the_run_s_reviews(base: Settings) -> None:
+    asked = run_settings(base, SessionChoice(review_plan=True, review_evidence=False))
+    assert (asked.review_plan, asked.review_evidence) == (True, False)
+    server = base.model_copy(update={"review_evidence": True})
+    assert run_settings(server, SessionChoice()).review_evidence  # untouched: the server's
+    assert not run_settings(server, SessionChoice(review_evidence=False)).review_evidence
+    unrecorded = base.model_copy(update={"persist_runs": False})
+    with pytest.raises(SettingsError, match="Reviews need recorded runs"):
+        run_settings(unrecorded, SessionChoice(review_plan=True))
+    assert not run_settings(unrecorded, SessionChoice(review_plan=False)).review_plan

@@ -135,10 +135,11 @@ async def test_stop_handler_shows_stopped_and_the_resume_button(settings: Settin
     assert "Stopped" in panel
     assert button["visible"] is False
     # Stop cancels the runs: Research and Enter (after the clarify card asked), the card's
-    # Continue and Skip, Resume and History's Resume
+    # Continue and Skip, Resume, History's Resume and the runs continued after a review
     names = {i: getattr(fn.fn, "__name__", "") for i, fn in demo.fns.items()}
     cancels = next(fn.cancels for fn in demo.fns.values() if fn.cancels)
     assert sorted(names[i] for i in cancels) == [
+        *["continue_run"] * 3,  # the runs continued after a review
         "resume_run",
         "resume_stopped",
         "run",

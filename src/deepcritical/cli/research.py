@@ -36,6 +36,7 @@ from deepcritical.cli.run_output import (
     run_to_report,
 )
 from deepcritical.config import Settings
+from deepcritical.formats.references import ExportFormat
 from deepcritical.models import ReportPreferences, SearchFilters
 from deepcritical.state import Syllabus, SyllabusError
 
@@ -262,7 +263,6 @@ def research(
         syllabus_file=syllabus_file,
         filters=filters,
     )
-
     settings = with_reviews(inputs.settings, review_plan, review_evidence)
     if clarify:  # before planning, ask what the question lacks
         context = clarified_run_context(question, settings, context)

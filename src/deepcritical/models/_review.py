@@ -12,6 +12,7 @@ by the user (approved, possibly edited; cancelled) or by its timeout.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal
 
@@ -158,12 +159,43 @@ def _listed(before: list[str], after: list[str], what: str) -> list[str]:
     return gone + new
 
 
-def plan_changes(before: ResearchPlan, after: ResearchPlan, sources: list[str]) -> list[str]:
+def _source_query_changes(
+    before: ResearchPlan, after: ResearchPlan, sent_before: Mapping[str, list[str]] | None
+) -> list[str]:
+    """Lines for the per-source queries ``after`` sets (``after.source_queries``) that differ
+    from those each source was to receive before (``sent_before``, default
+    ``before.source_queries``; a source absent from it: compared with ``[]``)."""
+    old = before.source_queries if sent_before is None else sent_before
+    out: list[str] = []
+    for source, queries in after.source_queries.items():
+        out.extend(_listed(list(old.get(source, [])), queries, f"{_label(source)} query"))
+    return out
+
+
+def _filter_changes(before: ResearchPlan, after: ResearchPlan) -> list[str]:
+    """One line when the search filters changed: the new ones, or that none remain."""
+    if after.filters == before.filters:
+        return []
+    lines = after.filters.lines()
+    return ["search filters: " + "; ".join(lines) if lines else "search filters removed"]
+
+
+def plan_changes(
+    before: ResearchPlan,
+    after: ResearchPlan,
+    sources: list[str],
+    *,
+    sent_before: Mapping[str, list[str]] | None = None,
+) -> list[str]:
     """What ``after`` (the reviewed plan) changed of ``before`` (the planner's), one short
     line each, in the plan's order: the refined question, checklist items removed, added or
     changed (by key), queries, MeSH terms and scope added or removed, the sources kept of
-    ``sources`` (the run's), then any other field changed, whole ("changed key terms:
-    [...]": search filters, per-source queries). ``[]`` when nothing changed."""
+    ``sources`` (the run's), the search filters, the queries sent to a source that
+    ``after.source_queries`` sets, compared with what that source was to receive
+    (``sent_before``: source -> queries as sent, e.g.
+    :func:`deepcritical.sources.query_syntax.source_queries` of ``before``; default
+    ``before.source_queries``), then any other field changed, whole ("changed key terms:
+    [...]"). ``[]`` when nothing changed."""
     out: list[str] = []
     if after.refined_question != before.refined_question:
         out.append(f"refined question changed to {after.refined_question!r}")
@@ -186,20 +218,22 @@ def plan_changes(before: ResearchPlan, after: ResearchPlan, sources: list[str]) 
     kept_after = after.sources or sources
     if kept_after != kept_before:
         out.append("sources: " + ", ".join(_label(s) for s in kept_after))
+    out.extend(_filter_changes(before, after))
+    out.extend(_source_query_changes(before, after, sent_before))
     out.extend(_other_changes(before, after))
     return out
 
 
 _NAMED = frozenset(
     {"question", "refined_question", "checklist", "queries", "mesh_terms", "scope_in",
-     "scope_out", "sources", "preferences"}
+     "scope_out", "sources", "preferences", "filters", "source_queries"}
 )  # fmt: skip
 """Fields :func:`plan_changes` names one by one; any other field changed is listed whole."""
 
 
 def _other_changes(before: ResearchPlan, after: ResearchPlan) -> list[str]:
-    """ "changed FIELD: VALUE" for every other field of the plan the edit changed (search
-    filters, per-source queries, key terms...), its value as JSON, cut to 200 characters."""
+    """ "changed FIELD: VALUE" for every other field of the plan the edit changed (key
+    terms, sub-questions...), its value as JSON, cut to 200 characters."""
     old, new = before.model_dump(mode="json"), after.model_dump(mode="json")
     out = []
     for name in type(after).model_fields:

@@ -121,6 +121,8 @@ def _planning(plan: ResearchPlan, review: RunReview) -> ResearchEvent:
             mesh_terms=list(plan.mesh_terms),
             sub_questions=[q.model_copy(deep=True) for q in plan.sub_questions],
             preferences=plan.preferences.model_copy(),
+            filters=plan.filters,
+            source_queries={k: list(v) for k, v in plan.source_queries.items()},
             sources=list(plan.sources),
             reviewed=True,
             changes=list(review.changes),

@@ -30,6 +30,7 @@ from deepcritical.models import (
     plan_changes,
     utc_now,
 )
+from deepcritical.sources.query_syntax import source_queries
 from deepcritical.state.errors import (
     InvalidPlanError,
     InvalidReviewError,
@@ -265,12 +266,16 @@ def check_plan(
     ``proposed``: a field left out is kept as proposed), checked and cleaned: the
     original question kept, white space collapsed, checklist statuses and evidence cleared
     (nothing was searched yet), blank queries refused, ``sources`` a subset of the run's
-    ``sources`` (all of them stored as ``[]``).
+    ``sources`` (all of them stored as ``[]``), ``filters`` valid search filters and
+    ``source_queries`` checked (:func:`_checked_source_queries`).
 
     Raises:
         InvalidPlanError: no checklist item, an empty or duplicate checklist key, an empty
             description, an empty refined question or query, more than
-            :data:`MAX_PLAN_QUERIES` queries, an unknown source, or a malformed field.
+            :data:`MAX_PLAN_QUERIES` queries, an unknown source, queries for a source the
+            run does not search or none for one it does, bad search filters (a date range
+            that ends before it starts, an unknown language or design), or a malformed
+            field.
     """
     edit = plan.model_dump(mode="json") if isinstance(plan, ResearchPlan) else dict(plan)
     data: dict[str, Any] = {**proposed.model_dump(mode="json"), **edit}
@@ -318,7 +323,43 @@ def check_plan(
         )
     kept = list(dict.fromkeys(edited.sources))
     edited.sources = [] if set(kept) == set(sources) else kept
+    edited.source_queries = _checked_source_queries(edited, sources)
     return edited
+
+
+def _checked_source_queries(plan: ResearchPlan, sources: Sequence[str]) -> dict[str, list[str]]:
+    """``plan.source_queries`` for the sources the plan searches (``plan.sources``, else
+    ``sources``), each list without repeats; queries for a source the run has but the plan
+    dropped are left out.
+
+    Raises:
+        InvalidPlanError: queries for a source the run does not search, a searched source
+            given no query, a query longer than :data:`MAX_QUERY_CHARS`, or more than
+            :data:`MAX_PLAN_QUERIES` for one source.
+    """
+    searched = plan.sources or list(sources)
+    out: dict[str, list[str]] = {}
+    for source, queries in plan.source_queries.items():
+        if source not in sources:
+            raise InvalidPlanError(
+                f"queries for {source}, which the run does not search ({', '.join(sources)})"
+            )
+        if source not in searched:
+            continue
+        unique = list(dict.fromkeys(queries))
+        if not unique:
+            raise InvalidPlanError(f"the plan gives {source} no query; drop the source instead")
+        if len(unique) > MAX_PLAN_QUERIES:
+            raise InvalidPlanError(
+                f"the plan gives {source} {len(unique)} queries; at most {MAX_PLAN_QUERIES}"
+            )
+        for n, query in enumerate(unique, 1):
+            if len(query) > MAX_QUERY_CHARS:
+                raise InvalidPlanError(
+                    f"{source} query {n} is longer than {MAX_QUERY_CHARS} characters"
+                )
+        out[source] = unique
+    return out
 
 
 def _decide(runs: RunStore, record: RunRecord, decided: RunReview) -> RunReview:
@@ -358,7 +399,11 @@ def decide_plan(
     if waiting.plan is None:  # a stored review always has its plan
         raise InvalidPlanError(f"run {record.id}'s plan review holds no plan")
     reviewed = check_plan(plan if plan is not None else waiting.plan, waiting.plan, waiting.sources)
-    changes = plan_changes(waiting.plan, reviewed, waiting.sources)
+    year_from = record.settings.get("pubmed_date_from")
+    sent = source_queries(
+        waiting.plan, waiting.sources, year_from if isinstance(year_from, int) else None
+    )
+    changes = plan_changes(waiting.plan, reviewed, waiting.sources, sent_before=sent)
     decided = waiting.model_copy(update={"reviewed_plan": reviewed, "changes": changes})
     return _decide(runs, record, decided)
 

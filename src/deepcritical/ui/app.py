@@ -85,6 +85,8 @@ from deepcritical.ui.mcp_tool import ResearchFn, default_research, make_deep_res
 from deepcritical.ui.progress_view import ProgressView
 from deepcritical.ui.question_panel import QuestionPanel, question_panel
 from deepcritical.ui.render import progress_html
+from deepcritical.ui.review_handlers import ReviewHandlers
+from deepcritical.ui.review_panel import REVIEW_CSS, ReviewPanel, hidden_review, review_panel
 from deepcritical.ui.run_handlers import RunHandlers
 from deepcritical.ui.run_tabs import RunTabs, run_tabs
 from deepcritical.ui.section_diff import DIFF_CSS
@@ -107,7 +109,7 @@ CSS = """
 .dc-evidence .dc-id { color: #6b7280; font-size: 0.85em; }
 .dc-hyp-quote { font-size: 0.9em; color: #374151; }
 """  # noqa: E501
-CSS += CARD_CSS + CITATION_CSS + DIFF_CSS
+CSS += CARD_CSS + CITATION_CSS + DIFF_CSS + REVIEW_CSS
 CSS += THEME_CSS
 STOPPED_RUN_CSS = """
 :is(#dc-notice, #dc-progress, #dc-report, #dc-evidence, #dc-hypotheses, #dc-downloads,
@@ -196,13 +198,15 @@ def _wire_run_events(
     run_outputs: list[Any],
     history: HistoryTab,
     clarify: tuple[ClarifyCard, ClarifyFn],
+    continued: list[Any],
 ) -> list[Any]:
     """*Research* (the button and Enter, through the clarify card:
     :mod:`deepcritical.ui.clarify_card`), *Resume* and *Stop* of the form: a run streams into
-    ``run_outputs``; *Stop* cancels the form's runs and History's *Resume* (in jobs mode
-    also History's opens, which may follow a running job), shows the run in ``progress``
-    "Stopped" and turns itself off. A run that ends brings its answer card into view.
-    Returns the events that run a run (the form's, the card's and History's *Resume*)."""
+    ``run_outputs``; *Stop* cancels the form's runs, History's *Resume* and the runs
+    ``continued`` after a review (in jobs mode also History's opens, which may follow a
+    running job), shows the run in ``progress`` "Stopped" and turns itself off. A run that
+    ends brings its answer card into view. Returns the events that run a run (the form's,
+    the card's, History's *Resume* and ``continued``)."""
     card, clarify_fn = clarify
     card_handlers = ClarifyHandlers(handlers.settings, clarify_fn, handlers.run, len(run_outputs))
     started = wire_clarify(
@@ -222,15 +226,79 @@ def _wire_run_events(
         [watch_state],
         [progress, form.resume_btn, watch_state],
         # in jobs mode History's open follows a running job: Stop cancels it too
-        cancels=[*started, resume_event, history.resume]
+        cancels=[*started, resume_event, history.resume, *continued]
         + (history.opens if handlers.backend is not None else []),
         queue=False,
         api_visibility="private",
     )
-    runs = [*started, resume_event, history.resume]
+    runs = [*started, resume_event, history.resume, *continued]
     _show_the_answer_when_done(runs)
     stop_event.then(stop_off, None, form.stop_btn, api_visibility="private")
     return runs
+
+
+def _wire_reviews(
+    handlers: ReviewHandlers, panel: ReviewPanel, run_outputs: list[Any]
+) -> list[Any]:
+    """The review panel's decisions: *Start search*, *Write report* and *One more search
+    round* store the decision (or show why not), then the run goes on into ``run_outputs``;
+    *Cancel* cancels the run at its review. Returns the events that continue a run."""
+    decided = [panel.status, panel.plan_box, panel.evidence_box, panel.decided]
+    evidence = [panel.waiting, panel.included, panel.reasons]
+    decisions = [
+        panel.start_btn.click(
+            handlers.start_search,
+            {panel.waiting, *panel.plan_inputs()},
+            decided,
+            api_visibility="private",
+        ),
+        panel.write_btn.click(handlers.write_report, evidence, decided, api_visibility="private"),
+        panel.more_btn.click(handlers.more_search, evidence, decided, api_visibility="private"),
+    ]
+    gr.on(
+        [panel.cancel_plan_btn.click, panel.cancel_evidence_btn.click],
+        handlers.cancel,
+        [panel.waiting],
+        [panel.status, panel.plan_box, panel.evidence_box, panel.waiting],
+        api_visibility="private",
+    )
+    return [
+        event.then(
+            handlers.continue_run,
+            [panel.decided, panel.waiting],
+            run_outputs,
+            api_visibility="private",
+        )
+        for event in decisions
+    ]
+
+
+def _show_reviews(
+    handlers: ReviewHandlers,
+    panel: ReviewPanel,
+    starts: list[Any],
+    runs: list[Any],
+    history: HistoryTab,
+    watch_state: gr.State,
+) -> list[Any]:
+    """The review panel hidden when a run starts (``starts``), and after each run of
+    ``runs`` (its view in ``watch_state``) or History's opens showing the review the run
+    waits for, if any. Returns the steps after the runs: the follow-up panel's step follows
+    them, so that each run has one step after it (two steps after one run, side by side,
+    kept Gradio's front end from running one of them: found by the browser tests)."""
+    outputs = panel.outputs()
+    gr.on(starts, hidden_review, None, outputs, queue=False, api_visibility="private")
+    for event in history.opens:
+        event.then(handlers.review_after_open, [history.run_id], outputs, api_visibility="private")
+    return [
+        event.then(
+            handlers.review_after_run,
+            [watch_state, panel.waiting],
+            outputs,
+            api_visibility="private",
+        )
+        for event in runs
+    ]
 
 
 def _wire_follow_ups(
@@ -314,6 +382,7 @@ def _page(
     card = clarify_card(settings)
     options = settings_panel(settings, handlers.corpus_exists)
     progress = gr.HTML(progress_html(ProgressView()), elem_id="dc-progress")
+    review = review_panel()
     with gr.Tabs():
         tabs = run_tabs()
         outputs = [notice, progress, *tabs.outputs()]
@@ -330,16 +399,29 @@ def _page(
             tabs.follow_up,
         )
         watches_tab(settings, access, tabs.versions.run_id)
+    reviews = ReviewHandlers(settings, access, handlers.backend, handlers.streams, review)
+    continued = _wire_reviews(reviews, review, run_outputs)
     runs = _wire_run_events(
-        handlers, form, options, watch_state, progress, run_outputs, history, (card, clarify_fn)
+        handlers,
+        form,
+        options,
+        watch_state,
+        progress,
+        run_outputs,
+        history,
+        (card, clarify_fn),
+        continued,
     )
     starts = [form.run_btn.click, form.question.submit, form.resume_btn.click]
     starts += [card.go.click, card.skip.click]
+    reviewed = _show_reviews(
+        reviews, review, [*starts, history.resume_btn.click], runs, history, watch_state
+    )
     after_runs = _wire_follow_ups(
         FollowUpHandlers(store_opener, settings, access, ask_fn),
         tabs.follow_up,
         [*starts, history.resume_btn.click],
-        runs,
+        reviewed,
         watch_state,
     )
     _wire_versions(

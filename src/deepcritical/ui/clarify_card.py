@@ -218,14 +218,17 @@ class ClarifyHandlers:
         orchestrator: str,
         request: gr.Request | None = None,
         profile: gr.OAuthProfile | None = None,
+        review_plan: bool = False,
+        review_evidence: bool = False,
     ) -> AsyncIterator[RunOutputs]:
         """After :meth:`clarify`: the run, unless the card is waiting for the visitor's answer
-        (then nothing changes)."""
+        (then nothing changes). The review toggles come after the injected ``request`` and
+        ``profile``, as in the form's run handler."""
         if _pending(pending) is not None:
             yield tuple(gr.skip() for _ in range(self.outputs))
             return
         args = (question, context, llm, api_key, sources, max_rounds, max_sources, orchestrator)
-        async for out in self.run(*args, request, profile):
+        async for out in self.run(*args, request, profile, review_plan, review_evidence):
             yield out
 
     def answer_clarification(

@@ -34,6 +34,7 @@ from deepcritical.state import (
 __all__ = [
     "HEADERS",
     "SHORT_ID",
+    "WAITING_STATUS",
     "RunHistory",
     "StoreOpener",
     "export_of",
@@ -113,8 +114,14 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+WAITING_STATUS = "waiting for review"
+"""How History names a run that waits for the user's review (``awaiting_review``)."""
+
+
 def _status(record: RunRecord) -> str:
     status = str(record.status)
+    if status == "awaiting_review":
+        return WAITING_STATUS
     return f"{status} (interrupted)" if getattr(record, "interrupted", False) else status
 
 

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from deepcritical.config import Settings
 from deepcritical.models import FollowUp, RunResult
 from deepcritical.state import RunNotFoundError, RunRecord
+from deepcritical.state.run_store import AWAITING_REVIEW
 from deepcritical.ui import history as hist
 from deepcritical.ui.auth import Access, SignInRequired
 from deepcritical.ui.downloads import DownloadShelf, export_html
@@ -178,6 +179,8 @@ class _HistoryHandlers:
             return
         if result is None:
             more = "No report yet: Resume continues it." if record.resumable else "No report."
+            if record.status == AWAITING_REVIEW:
+                more = "It waits for your review: decide it below the progress panel."
             yield (*skip, line(more), "", "", *skipped_panel())
             return
         last: tuple[Any, ...] = ()
@@ -236,6 +239,8 @@ class HistoryTab:
     resume: Any
     opens: list[Any]
     resume_btn: gr.Button
+    run_id: gr.Textbox
+    """The selected run's id (what the opens opened)."""
 
 
 def history_tab(
@@ -293,4 +298,4 @@ def history_tab(
     typed = run_id.submit(handlers.open_run, run_id, open_outputs, api_visibility="private")
     export_btn.click(handlers.export, run_id, exported, api_visibility="private")
     resumed = resume_btn.click(resume_run, run_id, run_outputs, api_visibility="private")
-    return HistoryTab(resume=resumed, opens=[opened, typed], resume_btn=resume_btn)
+    return HistoryTab(resume=resumed, opens=[opened, typed], resume_btn=resume_btn, run_id=run_id)

@@ -31,8 +31,10 @@ __all__ = [
     "FOLLOWERS",
     "FOLLOW_POLL_SECONDS",
     "JOB_KEY_REFUSED",
+    "REVIEW_PICKUP_SECONDS",
     "DbosJobs",
     "JobBackend",
+    "continued_events",
     "follow_events",
     "job_research",
     "reattach_events",
@@ -53,6 +55,9 @@ JOB_KEY_REFUSED = (
 )
 """Why a session's own API key is refused in jobs mode: secrets are never stored with a run,
 so a worker could not use it."""
+REVIEW_PICKUP_SECONDS = 120.0
+"""How long a page waits, after a review's decision, for a worker to continue the job (its
+status leaves ``awaiting_review`` or its log grows) before it follows the log anyway."""
 
 
 class JobBackend(Protocol):
@@ -83,6 +88,12 @@ class JobBackend(Protocol):
         """
         ...
 
+    def wake(self, run_id: str, number: int, settings: Settings) -> None:
+        """Wake the workflow waiting for review ``number`` of job ``run_id`` (its decision is
+        stored); never raises (a workflow not woken reads the decision when it starts or at
+        its timeout)."""
+        ...
+
 
 class DbosJobs:
     """The job engine of :mod:`deepcritical.jobs` (DBOS over the run database)."""
@@ -107,6 +118,11 @@ class DbosJobs:
         from deepcritical.jobs import cancel_run
 
         return cancel_run(run_id, settings, owner=owner)
+
+    def wake(self, run_id: str, number: int, settings: Settings) -> None:
+        from deepcritical.jobs import wake_review
+
+        wake_review(settings, run_id, number)
 
 
 def submitted_event(run_id: str) -> ResearchEvent:
@@ -139,6 +155,68 @@ async def reattach_events(
         message=f"Following run {run_id} ({status})",
         data=StartedData(run_id=run_id, job=True),
     )
+    async for event in follow_events(backend, run_id, settings, owner):
+        yield event
+
+
+def _moved(settings: Settings, run_id: str, last_seq: int) -> bool:
+    """Whether the run ``run_id`` (full id) left ``awaiting_review`` or logged an event
+    numbered above ``last_seq``."""
+    from deepcritical.state.run_store import AWAITING_REVIEW, RunStore
+
+    store = RunStore.open(settings)
+    try:
+        record = store.job_record(run_id)
+        return (
+            record is None
+            or record.status != AWAITING_REVIEW
+            or bool(store.events(run_id, last_seq))
+        )
+    finally:
+        store.close()
+
+
+def _last_seq(settings: Settings, run_id: str) -> int:
+    """The number of the last event in the log of run ``run_id`` (full id); 0 when none."""
+    from deepcritical.state.run_store import RunStore
+
+    store = RunStore.open(settings)
+    try:
+        seq = 0
+        while batch := store.events(run_id, seq):
+            seq = batch[-1].seq
+        return seq
+    finally:
+        store.close()
+
+
+async def continued_events(
+    backend: JobBackend,
+    run_id: str,
+    number: int,
+    settings: Settings,
+    owner: str | None,
+    *,
+    pickup_seconds: float = REVIEW_PICKUP_SECONDS,
+) -> AsyncIterator[ResearchEvent]:
+    """The job ``run_id`` (full id) after its review ``number`` was decided: its waiting
+    workflow is woken (:meth:`JobBackend.wake`), an event names the run, and once a worker
+    has taken it up again (its status left ``awaiting_review`` or its log grew; at most
+    ``pickup_seconds``) its event log is followed from the first event
+    (:func:`follow_events`) until the run ends or stops at its next review."""
+    last_seq = await asyncio.to_thread(_last_seq, settings, run_id)
+    await asyncio.to_thread(backend.wake, run_id, number, settings)
+    yield ResearchEvent(
+        type="started",
+        message=f"Run {run_id} goes on after its review on a worker",
+        data=StartedData(run_id=run_id, job=True),
+    )
+    waited = 0.0
+    while waited < pickup_seconds:
+        if await asyncio.to_thread(_moved, settings, run_id, last_seq):
+            break
+        await asyncio.sleep(FOLLOW_POLL_SECONDS)
+        waited += FOLLOW_POLL_SECONDS
     async for event in follow_events(backend, run_id, settings, owner):
         yield event
 

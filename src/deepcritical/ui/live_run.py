@@ -54,6 +54,8 @@ carrying its rows for sorting and filtering
 RunOutputs = tuple[Any, ...]
 """:data:`Outputs`, then the run's :class:`ProgressView` (session state, for *Stop*), the
 update of the *Resume* button and that of the *Stop* button (enabled while the run runs)."""
+RUN_OUTPUT_COUNT = 13
+"""Values in :data:`RunOutputs` (the 10 of :data:`Outputs`, the view, *Resume*, *Stop*)."""
 Watcher = Callable[
     [AsyncIterator[ResearchEvent], Settings, str | None, gr.Request | None],
     AsyncIterator[RunOutputs],

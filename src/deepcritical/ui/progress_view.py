@@ -14,9 +14,11 @@ from deepcritical.events import (
     DoneData,
     ErrorData,
     EvidenceAddedData,
+    EvidenceReadyData,
     HypothesisData,
     JudgeAssessmentData,
     PlanningData,
+    PlanReadyData,
     ResearchEvent,
     SearchingData,
     StartedData,
@@ -69,7 +71,9 @@ class ProgressView(BaseModel):
     ``checklist``: item key -> status (``unsatisfied``, ``partial``, ``satisfied``).
     ``hypotheses``: the current set (each round re-emits the whole set, which replaces the
     previous round's). ``stopped``: the user stopped the run (not a failure: no error; the
-    run id stays, so the run can be resumed).
+    run id stays, so the run can be resumed). ``awaiting``: the review the run stopped
+    for (``"plan"``, ``"evidence"``; ``""`` when none): such a run is ``finished`` for this
+    page's stream (not failed) and waits for the user's decision.
     """
 
     run_id: str | None = None
@@ -91,6 +95,7 @@ class ProgressView(BaseModel):
     finished: bool = False
     failed: bool = False
     stopped: bool = False
+    awaiting: str = ""
     error: str | None = None
     events: int = 0
 
@@ -160,6 +165,10 @@ def _apply(v: ProgressView, event: ResearchEvent) -> None:
             v.judge_reason = data.reason
         case WarningData():
             v.warnings = [*v.warnings, event.message][-MAX_LOG:]
+        case PlanReadyData():
+            v.finished, v.awaiting = True, "plan"
+        case EvidenceReadyData():
+            v.finished, v.awaiting = True, "evidence"
         case DoneData():
             _done(v, event.result)
         case ErrorData():
@@ -177,6 +186,8 @@ def fold(view: ProgressView, event: ResearchEvent) -> ProgressView:
     """
     v = view.model_copy(deep=True)
     v.events += 1
+    if v.awaiting:  # the run goes on after its review
+        v.finished, v.awaiting = False, ""
     v.stage = STAGES.get(event.type, v.stage)
     v.round = max(v.round, event.round)
     if event.type != "report_section":

@@ -404,7 +404,7 @@ def progress_html(view: ProgressView) -> str:
     """The progress panel: stage, round, run id, and what was done (record counts, coverage
     bar, per-source counts, checklist, hypotheses, the latest messages); all escaped. Once
     the report is ready, what was done folds into a closed "How this was found" panel, so
-    the answer below comes first."""
+    the answer below comes first; a run waiting for a review says so."""
     e = html.escape
     rounds = f"{view.round}" + (f" / {view.max_rounds}" if view.max_rounds else "")
     head = [
@@ -418,8 +418,14 @@ def progress_html(view: ProgressView) -> str:
         head.append(f'<p class="dc-run-id">Run id: <code>{e(view.run_id)}</code></p>')
     if view.error:
         head.append(f'<p class="dc-error"><strong>Error:</strong> {e(view.error)}</p>')
+    if view.awaiting:
+        what = "plan" if view.awaiting == "plan" else "screened evidence"
+        head.append(
+            f'<p class="dc-awaiting" role="status">The run waits for your review of the '
+            f"{what}: decide below the progress panel.</p>"
+        )
     body = _progress_body(view)
-    if view.finished and not view.failed and not view.stopped:
+    if view.finished and not view.failed and not view.stopped and not view.awaiting:
         body = [
             '<details class="dc-how"><summary>How this was found</summary>',
             *body,

@@ -46,6 +46,7 @@ def _choice(
     max_rounds: float | None,
     max_sources: float | None,
     orchestrator: str | None,
+    reviews: Sequence[bool] = (False, False),
 ) -> SessionChoice:
     orch: Literal["iterative", "magentic"] | None = (
         "magentic" if orchestrator == "magentic" else "iterative" if orchestrator else None
@@ -57,6 +58,8 @@ def _choice(
         max_rounds=int(max_rounds) if max_rounds else None,
         max_sources=int(max_sources) if max_sources else None,
         orchestrator=orch,
+        review_plan=bool(reviews[0]),
+        review_evidence=bool(reviews[1]),
     )
 
 
@@ -134,15 +137,21 @@ class RunHandlers:
         orchestrator: str,
         request: gr.Request | None = None,
         profile: gr.OAuthProfile | None = None,
+        review_plan: bool = False,
+        review_evidence: bool = False,
     ) -> AsyncIterator[RunOutputs]:
-        """*Research*: the caller's run of ``question`` with the session's choices, streamed;
-        a refused choice or a missing sign-in is shown as the run's error. ``context`` is
-        ``None`` when it comes from the clarify card's state and the card gave none (a call
-        of this handler through the API, whose state inputs are the session's)."""
+        """*Research*: the caller's run of ``question`` with the session's choices, streamed
+        (with ``review_plan`` / ``review_evidence`` it stops at ``plan_ready`` /
+        ``evidence_ready`` for the review panel; Gradio gives them after the injected
+        ``request`` and ``profile``); a refused choice or a missing sign-in is shown as the
+        run's error. ``context`` is ``None`` when it comes from the clarify card's state and
+        the card gave none (a call of this handler through the API, whose state inputs are
+        the session's)."""
         try:
             owner = self.access.owner(request, profile)
             _check_job_key(self.backend, api_key)
-            choice = _choice(llm, api_key, sources, max_rounds, max_sources, orchestrator)
+            reviews = (review_plan, review_evidence)
+            choice = _choice(llm, api_key, sources, max_rounds, max_sources, orchestrator, reviews)
             per_run = await visitor_settings(self.settings, choice)
             del api_key, choice  # the key lives on only inside per_run, as a SecretStr
         except (SettingsError, SignInRequired) as exc:

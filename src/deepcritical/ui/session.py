@@ -55,7 +55,9 @@ class SessionChoice(BaseModel):
     ``openai-compatible:MODEL@BASE_URL``); empty means the server's default. ``api_key``:
     the key for that model's provider, or ``None`` to use the server's (environment
     variables / Space secrets). ``max_rounds``: search rounds; ``max_sources``: evidence items
-    that end gathering.
+    that end gathering. ``review_plan`` / ``review_evidence``: stop the run for the user's
+    review of its plan (before the search) / its screened evidence (before the writing);
+    both need recorded runs (``Settings.persist_runs``); ``None``: the server's setting.
     """
 
     llm: str = ""
@@ -64,6 +66,13 @@ class SessionChoice(BaseModel):
     max_rounds: int | None = None
     max_sources: int | None = None
     orchestrator: Literal["iterative", "magentic"] | None = None
+    review_plan: bool | None = None
+    review_evidence: bool | None = None
+
+
+REVIEW_NEEDS_RECORDS = (
+    "Reviews need recorded runs, and this server does not record them (persist_runs is off)."
+)
 
 
 def run_settings(base: Settings, choice: SessionChoice) -> Settings:
@@ -74,9 +83,14 @@ def run_settings(base: Settings, choice: SessionChoice) -> Settings:
 
     Raises:
         SettingsError: an unparsable model spec, a visitor's model URL without the visitor's
-            key, unknown sources or out-of-range limits.
+            key, unknown sources, out-of-range limits, or a review asked for on a server that
+            does not record runs.
     """
     update: dict[str, object] = {}
+    reviews = {"review_plan": choice.review_plan, "review_evidence": choice.review_evidence}
+    update.update({name: wanted for name, wanted in reviews.items() if wanted is not None})
+    if (choice.review_plan or choice.review_evidence) and not base.persist_runs:
+        raise SettingsError(REVIEW_NEEDS_RECORDS)
     llm = choice.llm.strip()
     if llm:
         update.update(model_update(base, llm, choice.api_key))

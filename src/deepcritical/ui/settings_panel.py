@@ -35,10 +35,13 @@ class SettingsPanel:
     """The note on the sources that cannot work (set at page load)."""
     max_rounds: gr.Slider
     max_sources: gr.Slider
+    review_plan: gr.Checkbox
+    review_evidence: gr.Checkbox
 
     def run_inputs(self) -> list[gr.components.Component]:
         """The choices in the order *Research*'s handler takes them after the question and
-        its context: model, key, sources, max rounds, max sources, orchestrator."""
+        its context: model, key, sources, max rounds, max sources, orchestrator, then the
+        two review toggles."""
         return [
             self.llm,
             self.api_key,
@@ -46,13 +49,36 @@ class SettingsPanel:
             self.max_rounds,
             self.max_sources,
             self.orchestrator,
+            self.review_plan,
+            self.review_evidence,
         ]
+
+
+def _review_toggles(settings: Settings) -> tuple[gr.Checkbox, gr.Checkbox]:
+    """The two review toggles, outside the accordion (seen before a run starts): off unless
+    the server's settings ask for the reviews (a run then goes straight to its report)."""
+    with gr.Row(elem_id="dc-review-toggles"):
+        plan = gr.Checkbox(
+            value=settings.review_plan,
+            label="Review the plan before searching",
+            info="The run stops after planning; edit the plan, then Start search.",
+            elem_id="dc-review-plan-toggle",
+        )
+        evidence = gr.Checkbox(
+            value=settings.review_evidence,
+            label="Review the evidence before writing",
+            info="The run stops after screening; include or exclude records, then Write report.",
+            elem_id="dc-review-evidence-toggle",
+        )
+    return plan, evidence
 
 
 def settings_panel(settings: Settings, corpus_exists: bool) -> SettingsPanel:
     """Build the accordion inside the current Blocks, its values the server's ``settings``
     (the model spec redacted; the sources ticked those that can work before the page load's
-    check answers: the local corpus when ``corpus_exists``)."""
+    check answers: the local corpus when ``corpus_exists``), and above it the two review
+    toggles (:func:`_review_toggles`)."""
+    review_plan, review_evidence = _review_toggles(settings)
     with gr.Accordion("Settings", open=False):
         with gr.Row():
             llm = gr.Dropdown(
@@ -97,4 +123,14 @@ def settings_panel(settings: Settings, corpus_exists: bool) -> SettingsPanel:
                 label="Max sources",
                 elem_id="dc-max-sources",
             )
-    return SettingsPanel(llm, api_key, orchestrator, sources, sources_info, max_rounds, max_sources)
+    return SettingsPanel(
+        llm,
+        api_key,
+        orchestrator,
+        sources,
+        sources_info,
+        max_rounds,
+        max_sources,
+        review_plan,
+        review_evidence,
+    )
