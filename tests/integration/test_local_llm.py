@@ -43,7 +43,9 @@ from tests.integration.test_cli_research import user_env
 
 RECORDS = 12  # the gold abstract of the question plus others
 QUESTION_INDEX = 1  # "Should general practitioners call patients by their first names?"
-RUN_TIMEOUT = 560  # seconds per run: ~35 completion tokens/s and ~120 prompt tokens/s here
+RUN_TIMEOUT = 840  # seconds per run: ~35 completion tokens/s and ~120 prompt tokens/s here
+# on a quiet machine; the run takes up to its time budget, then writes; with `make test`'s
+# other pytest worker on the second core its report can take minutes more to write
 TIME_BUDGET = "400"  # seconds: the run's --time-budget (its report is written after it)
 
 
