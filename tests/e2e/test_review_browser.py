@@ -3,13 +3,16 @@ edited on its card (a checklist item removed, a query added, a date range set) a
 report's methodology states the edited plan; a record excluded at the evidence review is
 counted in the flow ("Excluded by the reviewer: 1") and is absent from the references;
 invalid edits show their error and change nothing. In jobs mode a run waiting for its plan
-review survives an app restart and is approved from a new page.
+review survives a SIGKILL of its worker and a restart of the app, is approved from a new
+page and finishes on another worker (the search calls not repeated is the stub-API test's,
+tests/integration/test_jobs_reviews.py).
 
 Screenshots go to ``tests/e2e/artifacts/``.
 """
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,6 +170,43 @@ def test_a_record_excluded_at_the_evidence_review_is_counted_and_not_cited(
     show_tab(page, "Report")
 
 
+def start_worker(server: AppServer, root: Path, worker_id: str) -> subprocess.Popen[bytes]:
+    """Another ``deepcritical worker`` (``worker_id``) on ``server``'s data directory and
+    environment (jobs mode)."""
+    env = server_env(
+        llm=f"openai-compatible:scripted@{server.stub.base_url}",
+        sources='["local"]',
+        max_rounds="2",
+        results_per_query="3",
+        llm_retries="0",
+        llm_timeout_seconds="30",
+        jobs="1",
+    )
+    command = [*cli_command(), "--data-dir", str(server.data_dir), "worker"]
+    with (root / f"worker-{worker_id}.log").open("wb") as log:
+        return subprocess.Popen(
+            [*command, "--worker-id", worker_id],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=root,
+        )
+
+
+def _age_dead_heartbeat(data_dir: Path, run_id: str) -> None:
+    """Age run ``run_id``'s heartbeat past the stale limit, as a dead worker's is after
+    ``STALE_AFTER_SECONDS`` (the test does not wait them out)."""
+    from deepcritical.config import Settings
+    from deepcritical.state import RunStore
+    from tests.integration.test_jobs import _age_heartbeat
+
+    store = RunStore.open(Settings(data_dir=data_dir, _env_file=None))
+    try:
+        _age_heartbeat(store, run_id, 120)
+    finally:
+        store.close()
+
+
 def restart_app(server: AppServer, root: Path) -> subprocess.Popen[bytes]:
     """Stop ``server``'s app process (its worker goes on) and start ``serve`` again on the
     same port, data directory and environment (jobs mode)."""
@@ -195,7 +235,7 @@ def restart_app(server: AppServer, root: Path) -> subprocess.Popen[bytes]:
     return process
 
 
-def test_jobs_mode_a_waiting_plan_survives_an_app_restart(
+def test_jobs_mode_a_waiting_plan_survives_its_worker_and_an_app_restart(
     browser: Browser, app_data: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     from tests.e2e.conftest import _wait_until_up
@@ -219,8 +259,12 @@ def test_jobs_mode_a_waiting_plan_survives_an_app_restart(
             assert waiting.status == "awaiting_review", server.log()
             assert waiting.worker == "e2e-w1"
             page.close()
+            server.workers[0].send_signal(signal.SIGKILL)  # the waiting job's worker dies
+            server.workers[0].wait(timeout=30)
             restarted = restart_app(server, root)
             _wait_until_up(server)
+            server.workers.append(start_worker(server, root, "e2e-w2"))  # stopped by the fixture
+            _age_dead_heartbeat(server.data_dir, run_id)  # e2e-w1's heartbeat, now stale
             page = open_app(ctx, server)  # the same visitor (its cookie), the new app
             show_tab(page, "History")
             page.wait_for_function(
@@ -239,6 +283,7 @@ def test_jobs_mode_a_waiting_plan_survives_an_app_restart(
             finished = record(run_id)
             assert finished is not None
             assert finished.status in {"completed", "max_iterations"}, finished.error
+            assert finished.worker == "e2e-w2", server.log()  # another worker finished it
             report = page.locator("#dc-report").inner_text()
             assert "The plan was reviewed and approved unchanged by the user" in report
         finally:
