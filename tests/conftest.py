@@ -27,8 +27,17 @@ API_FIXTURES = SHARED / "fixtures" / "api"
 JATS_FIXTURES = SHARED / "fixtures" / "fulltext" / "pmc_oa_jats"
 
 
+LONGEST_FIRST = ("tests/integration/test_local_llm.py",)
+"""Files collected first: under ``make test``'s two pytest workers (``--dist loadfile``
+hands out files in collection order) the real-model file, the longest by minutes, starts at
+once on one worker while the other runs the rest, instead of running alone at the end."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip tests marked ``live`` unless DEEPCRITICAL_LIVE=1."""
+    """Put the files of :data:`LONGEST_FIRST` first (each file's order kept); skip tests
+    marked ``live`` unless DEEPCRITICAL_LIVE=1."""
+    root = config.rootpath
+    items.sort(key=lambda item: item.path.relative_to(root).as_posix() not in LONGEST_FIRST)
     if os.environ.get("DEEPCRITICAL_LIVE") == "1":
         return
     skip = pytest.mark.skip(reason="needs the internet; set DEEPCRITICAL_LIVE=1")
