@@ -127,6 +127,30 @@ class PlanningData(_Data):
     """A plan the user reviewed (``reviewed``) is announced again by a second ``planning``
     event, with the sources it keeps (empty: all) and what the user changed."""
 
+    @classmethod
+    def of_plan(
+        cls, plan: ResearchPlan, *, reviewed: bool = False, changes: list[str] | None = None
+    ) -> PlanningData:
+        """The event data of ``plan`` (a copy: later changes to the plan do not reach it);
+        ``reviewed`` and ``changes`` for the plan the user reviewed."""
+        return cls(
+            refined_question=plan.refined_question,
+            question_type=plan.question_type.value if plan.question_type else "",
+            pico=plan.pico.model_copy(deep=True),
+            checklist=[c.model_copy(deep=True) for c in plan.checklist],
+            queries=list(plan.queries),
+            scope_in=list(plan.scope_in),
+            scope_out=list(plan.scope_out),
+            mesh_terms=list(plan.mesh_terms),
+            sub_questions=[q.model_copy(deep=True) for q in plan.sub_questions],
+            preferences=plan.preferences.model_copy(),
+            filters=plan.filters,
+            source_queries={k: list(v) for k, v in plan.source_queries.items()},
+            sources=list(plan.sources) if reviewed else [],
+            reviewed=reviewed,
+            changes=list(changes or []),
+        )
+
 
 class PlanReadyData(_Data):
     """``plan_ready``: the run stopped after planning and waits for the user's review

@@ -296,20 +296,7 @@ class ResearchRun:
             ResearchEvent(
                 type="planning",
                 message=f"Plan: {len(plan.checklist)} checklist items",
-                data=PlanningData(
-                    refined_question=plan.refined_question,
-                    question_type=plan.question_type.value if plan.question_type else "",
-                    pico=plan.pico.model_copy(deep=True),
-                    checklist=[c.model_copy(deep=True) for c in plan.checklist],
-                    queries=list(plan.queries),
-                    scope_in=list(plan.scope_in),
-                    scope_out=list(plan.scope_out),
-                    mesh_terms=list(plan.mesh_terms),
-                    sub_questions=[q.model_copy(deep=True) for q in plan.sub_questions],
-                    preferences=plan.preferences.model_copy(),
-                    filters=plan.filters,
-                    source_queries={k: list(v) for k, v in plan.source_queries.items()},
-                ),
+                data=PlanningData.of_plan(plan),
             )
         )
         return plan
