@@ -251,6 +251,64 @@ def test_effect_patterns_are_read_with_their_span(
     assert_proven(e, record)
 
 
+@pytest.mark.parametrize(
+    ("text", "value", "low", "high"),
+    [
+        # the Lancet's middle-dot decimal point
+        (
+            "RESULTS: Death fell (hazard ratio 0\u00b775, 95% CI 0\u00b762\u20130\u00b791).",
+            "0\u00b775",
+            "0\u00b762",
+            "0\u00b791",
+        ),
+        # Unicode hyphens between the bounds (PubMed XML keeps U+2010 and U+2011)
+        ("RESULTS: Risk rose (odds ratio 1.52, 95% CI 1.21\u20101.90).", "1.52", "1.21", "1.90"),
+        ("RESULTS: Risk rose (odds ratio 1.52, 95% CI 1.21\u20111.90).", "1.52", "1.21", "1.90"),
+        ("RESULTS: Risk rose (OR 1.52, 95%-CI 1.21-1.90).", "1.52", "1.21", "1.90"),
+        ("RESULTS: Risk rose (OR 1.7, CI95 1.2-2.4).", "1.7", "1.2", "2.4"),
+        (
+            "RESULTS: The estimate was 0.30 (95% credible interval 0.10 to 0.50).",
+            "0.30",
+            "0.10",
+            "0.50",
+        ),
+        (
+            "RESULTS: Risk rose (odds ratio 2.0, 95% confidence interval from 1.3 to 3.1).",
+            "2.0",
+            "1.3",
+            "3.1",
+        ),
+        (
+            "RESULTS: Risk rose (odds ratio 1.52, 95% CI between 1.21 and 1.90).",
+            "1.52",
+            "1.21",
+            "1.90",
+        ),
+        (
+            "RESULTS: The odds ratio was 1.52, with a 95% CI ranging from 1.21 to 1.90.",
+            "1.52",
+            "1.21",
+            "1.90",
+        ),
+        # a p value before the CI
+        ("RESULTS: The odds ratio was 1.52 (p = 0.01; 95% CI 1.21-1.90).", "1.52", "1.21", "1.90"),
+        # a rate with its denominator before its CI
+        ("RESULTS: The rate was 3.2 per 1000 person-years (95% CI 2.8-3.7).", "3.2", "2.8", "3.7"),
+        # "(95% CI)" after a summary's name, and "; 95% CI" after bare bounds
+        ("RESULTS: The mean (95% CI) was 3.4 (2.1-4.7).", "3.4", "2.1", "4.7"),
+        ("RESULTS: The pooled RR was 0.85 (0.76-0.95; 95% CI).", "0.85", "0.76", "0.95"),
+    ],
+)
+def test_common_reporting_forms_give_the_estimate_with_its_ci(
+    text: str, value: str, low: str, high: str
+) -> None:
+    e = item(text)
+    record = extract_study(e)
+    found = [(x.value, x.ci_low, x.ci_high) for x in record.effects]
+    assert (value, low, high) in found, (text, found)
+    assert_proven(e, record)
+
+
 def test_a_change_names_what_it_changes_as_its_outcome() -> None:
     record = extract_study(
         item(

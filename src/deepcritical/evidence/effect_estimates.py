@@ -23,6 +23,12 @@ Forms read (:func:`find_effects`), every value as written:
   shortly before it in the sentence, else ``estimate``;
 - a named measure without a CI ("sensitivity 92%", "OR = 2.3").
 
+Every form also takes the reporting variants common in journals: the middle-dot decimal point
+("0·75 (0·62–0·91)"), Unicode hyphens between the bounds, "95%-CI", "CI95", credible intervals
+("95% CrI"), "from a to b", "between a and b", a p value before the CI ("(p = 0.01; 95% CI
+..."), a rate's denominator ("3.2 per 1000 person-years (95% CI ..."), "The mean (95% CI) was
+3.4 (2.1-4.7)" and bare bounds followed by "; 95% CI".
+
 The measure is normalised to a short code (``OR``, ``HR``, ``RR``, ``IRR``, ``PR``, ``MD``,
 ``SMD``, ``RD``, ``beta``, ``AUC``, ``sensitivity``, ``specificity``, ``PPV``, ``NPV``,
 ``accuracy``, ``estimate``). The **outcome** of each estimate is the phrase of its sentence
@@ -47,7 +53,7 @@ from deepcritical.text.abstract_sections import sentence_around
 
 __all__ = ["EffectSpan", "find_effects", "inside_ci", "measure_named_in", "outcome_of"]
 
-_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
+_NUM = r"\d{1,3}(?:,\d{3})+(?:[.·]\d+)?|\d+(?:[.·]\d+)?|\.\d+"
 _CUR = r"(?:[£$€¥]\s?|US\$\s?)?"
 _VAL = rf"[-−–]?{_CUR}(?:{_NUM})%?"
 _UNIT = (
@@ -55,13 +61,14 @@ _UNIT = (
     r"|percentage\s+points?)\b|%|°)"
 )
 _CI_INTRO = (
-    r"(?:(?:95|90|99)\s*(?:%|percent|per\s+cent)\s*)?"
-    r"(?:CIs?\b|CI(?=\s*(?:95|90|99)\s*%|[-−–]?\d)|C\.I\.|(?i:confidence\s+(?:intervals?|limits?)))"
+    r"(?:(?:95|90|99)\s*(?:%|percent|per\s+cent)\s*-?\s*)?"
+    r"(?:CI95\b|CIs?\b|CI(?=\s*(?:95|90|99)\s*%|[-−–]?\d)|C\.I\.|CrIs?\b"
+    r"|(?i:(?:confidence|credible)\s+(?:intervals?|limits?)))"
     r"(?:\s*[\[(](?:95\s*%\s*)?CI[\])]|\s+CIs?\b|\s*(?:95|90|99)\s*%)?"
 )
 _CI = (
-    rf"{_CI_INTRO}\s*(?:of\s+(?:a?ORs?|a?HRs?|a?RRs?|IRRs?)\s*)?(?:[:=,]|of|was)?\s*[\[(]?\s*"
-    rf"(?P<lo>{_VAL})(?:\s*{_UNIT})?\s*(?:to|-|–|—|,|;|and)\s*"
+    rf"{_CI_INTRO}\s*(?:of\s+(?:a?ORs?|a?HRs?|a?RRs?|IRRs?)\s*)?(?:[:=,]|of|was|(?:ranging\s+)?from|between)?\s*[\[(]?\s*"
+    rf"(?P<lo>{_VAL})(?:\s*{_UNIT})?\s*(?:to|-|‐|‑|–|—|,|;|and)\s*"
     rf"(?P<hi>{_VAL})(?:\s*{_UNIT})?\s*[\])]?"
 )
 _P = r"(?:\s*[;,]\s*(?:[pP]|[pP][\s-]value)\s*(?P<pop>[=<>≤≥])\s*(?P<p>[-−]?\d*\.?\d+))?"
@@ -83,17 +90,21 @@ _LINK = (
     r"(?:\s*[\[(][A-Za-z ]{1,12}[\])]|\s+(?:a?ORs?|a?HRs?|a?RRs?|IRR|AUC)(?![A-Za-z]))?"
     r"\s*(?:[,:=]|\bof\b|\bwas\b|\bwere\b|\bis\b)?\s*[=:]?\s*"
 )
+_PER = r"(?:\s+per\s+(?:\d{1,3}(?:,\d{3})+|\d+)(?:\s+[A-Za-z][\w-]*){0,2})"
+"""A rate's denominator after its value: "3.2 per 1000 person-years", "12 per 100 000"."""
 _TAIL = (
-    rf"(?:\s*{_UNIT})?(?:\s*(?:±|\+/-|\+-)\s*{_VAL})?[^\d;()\[\]\n]{{0,30}}?"
+    rf"(?:\s*{_UNIT})?{_PER}?(?:\s*(?:±|\+/-|\+-)\s*{_VAL})?[^\d;()\[\]\n]{{0,30}}?"
     r"(?:\s*[(\[]|\s*[;,]|\s+(?=(?:(?:95|90|99)\s*%\s*)?CI\b))\s*"
+    r"(?:[pP]\s*[=<>≤]\s*0?\.\d+\s*[;,]\s*)?"
 )
 _EFFECT_NAMED = re.compile(rf"{_MEASURE}{_LINK}(?P<v>{_VAL})(?:{_TAIL}{_CI}{_P})?")
 _EFFECT_NAMED_BARE_CI = re.compile(
     rf"{_MEASURE}{_LINK}(?P<v>{_VAL})\s*(?:[(\[](?:\s*(?:95|90|99)\s*%)?|;)\s*(?P<lo>{_VAL})"
-    rf"\s*(?:to|-|–|—|,)\s*(?P<hi>{_VAL})\s*[)\]]"
+    rf"\s*(?:to|-|‐|‑|–|—|,)\s*(?P<hi>{_VAL})\s*(?:;\s*(?:95|90|99)\s*%\s*CI\s*)?[)\]]"
 )
-"""A named measure's CI in brackets without the words, or with its level only: "HR 6 (1.2 to
-34.2)", "(PR0.90[95% 0.82-0.98]p<0.001)"."""
+"""A named measure's CI in brackets without the words (or with "; 95% CI" after the bounds),
+or with its level only: "HR 6 (1.2 to 34.2)", "(PR0.90[95% 0.82-0.98]p<0.001)", "RR 0.85
+(0.76-0.95; 95% CI)"."""
 _EFFECT_TIMES = re.compile(
     rf"(?<![\w.,])(?P<v>{_NUM})\s+times\b[^\d;()\[\]\n]{{0,80}}?[(\[]\s*{_CI}{_P}"
 )
@@ -115,15 +126,19 @@ what it changes (group ``o``)."""
 _EFFECT_CI_FIRST = re.compile(rf"[(\[]\s*{_CI}\s*,\s*{_MEASURE}\s*[=:]?\s*(?P<v>{_VAL})")
 _EFFECT_BARE = re.compile(rf"(?<![\w.,])(?P<v>{_VAL}){_TAIL}{_CI}{_P}")
 _HEADER = re.compile(
-    rf"{_MEASURE}\s*[\[(]\s*(?:95\s*%\s*)?(?:CI|confidence\s+intervals?)\s*[\])]", re.I
+    rf"(?:{_MEASURE}|\b(?P<g>(?:mean|median|prevalence|incidence|rate|proportion|difference"
+    r"|change|estimate)s?))\s*[\[(]\s*(?:95\s*%\s*)?(?:CI|confidence\s+intervals?)\s*[\])]",
+    re.I,
 )
+"""A measure named once with its CI's place: "risk ratio [95% CI]", "OR (95% CI)", or a
+summary named so ("The mean (95% CI) was 3.4 (2.1-4.7)")."""
 _LISTED = re.compile(
-    rf"(?<![\w.,])(?P<v>{_VAL})\s*[(\[]\s*(?P<lo>{_VAL})\s*(?:to|-|–|—|,)\s*(?P<hi>{_VAL})\s*[)\]]"
+    rf"(?<![\w.,])(?P<v>{_VAL})\s*[(\[]\s*(?P<lo>{_VAL})\s*(?:to|-|‐|‑|–|—|,)\s*(?P<hi>{_VAL})\s*[)\]]"
 )
 _MIRRORED = {
     (opener, inner): re.compile(
         rf"{re.escape(opener)}\s*(?P<v>{_VAL})\s*{re.escape(inner)}\s*(?P<lo>{_VAL})\s*"
-        rf"(?:to|-|–|—|,)\s*(?P<hi>{_VAL})\s*{re.escape(close)}\s*{re.escape(outer_close)}"
+        rf"(?:to|-|‐|‑|–|—|,)\s*(?P<hi>{_VAL})\s*{re.escape(close)}\s*{re.escape(outer_close)}"
     )
     for opener, outer_close, inner, close in (("(", ")", "[", "]"), ("[", "]", "(", ")"))
 }
@@ -131,14 +146,14 @@ _MIRRORED = {
 [1.14-1.37])", keyed by the outer and inner opening brackets."""
 _SHAPED = re.compile(
     rf"[(\[](?:[^()\[\]\n]{{0,60}}?:\s*)?(?P<v>{_VAL})[^\d;()\[\]\n]{{0,20}}?\s*;\s*"
-    rf"(?P<lo>{_VAL})\s*(?P<sep>to|-|–|—)\s*(?P<hi>{_VAL})\s*[)\]]"
+    rf"(?P<lo>{_VAL})\s*(?P<sep>to|-|‐|‑|–|—)\s*(?P<hi>{_VAL})\s*[)\]]"
 )
 """A bracket holding a value, ";" and its two bounds: "(2.8 U/ml; 2.1 to 3.6)", "(for>or =3
 drinks per day: 0.98; 0.49-1.96)"; read only after an estimate written the same way with its CI
 named (:data:`_SHAPE_SET`)."""
 _SHAPE_SET = re.compile(
     rf"[^\d;()\[\]\n]{{0,30}}?;\s*{_CI_INTRO}\s*[:=]?\s*{_VAL}(?:\s*{_UNIT})?\s*"
-    rf"(?P<sep>to|-|–|—)"
+    rf"(?P<sep>to|-|‐|‑|–|—)"
 )
 """After an estimate's value: ";", its CI named, the low bound and the word or dash that joins
 the bounds ("8.3 U/ml; 95% confidence interval 2.4 to ...")."""
@@ -205,6 +220,7 @@ def _bare(raw: str | None) -> str | None:
 
 
 _CURRENCY = re.compile(r"US\$|[£$€¥]")
+_DECIMAL = re.compile(r"[.·]")
 
 
 def _number(raw: str | None) -> float | None:
@@ -216,7 +232,7 @@ def _plausible(m: re.Match[str]) -> bool:
     with a CI must lie within it (one outside was misread, or is a typo in the source: not
     shown either way)."""
     value = _number(m.group("v"))
-    if value is None or (1900 <= abs(value) <= 2030 and "." not in m.group("v")):
+    if value is None or (1900 <= abs(value) <= 2030 and not _DECIMAL.search(m.group("v"))):
         return False
     lo, hi = m.groupdict().get("lo"), m.groupdict().get("hi")
     if lo is None:
@@ -244,7 +260,7 @@ def _clear_without_ci(text: str, m: re.Match[str]) -> bool:
     is a percentage ("OR = 2.3", "sensitivity 92%"; not "OR 3" of a score, "β1" or "AUC0-24"),
     and no range or time follows it."""
     value = m.group("v")
-    if "." not in value and "%" not in value and "%" not in text[m.end() : m.end() + 2]:
+    if not _DECIMAL.search(value) and "%" not in value and "%" not in text[m.end() : m.end() + 2]:
         return False
     return _SUBSCRIPT_AFTER.match(text, m.end("v")) is None
 
@@ -287,11 +303,12 @@ def _listed_under_headers(text: str) -> list[tuple[re.Match[str], str]]:
     [1.14-1.37])")."""
     out = []
     for header in _HEADER.finditer(text):
-        code = _measure_code(header.group("m"))
+        name = header.group("m") or header.group("g")
+        code = _measure_code(name)
         _, stop = sentence_around(text, header.start())
         stop = stop if stop > header.end() else len(text)
         found = list(_LISTED.finditer(text, header.end(), stop))
-        inner = header.group(0)[len(header.group("m")) :].lstrip()[:1]
+        inner = header.group(0)[len(name) :].lstrip()[:1]
         mirrored = _MIRRORED.get((text[header.start() - 1 : header.start()], inner))
         if mirrored is not None:
             found += mirrored.finditer(text, stop, _paragraph_end(text, stop))

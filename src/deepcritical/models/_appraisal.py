@@ -381,9 +381,12 @@ def _words_number(text: str) -> int | None:
 
 def parse_number(text: str) -> float | None:
     """A number as written in a paper as a float: ``"1,024"`` and ``"12 537"`` (thousands
-    separators), ``"0.45"``, ``"92%"`` (92.0), ``"−0.3"`` (Unicode minus), ``"One hundred and
-    twenty-two"`` (122.0); ``None`` when it is not one."""
+    separators), ``"0.45"``, ``"0·45"`` (a middle dot as the decimal point), ``"92%"``
+    (92.0), ``"−0.3"`` (Unicode minus), ``"One hundred and twenty-two"`` (122.0); ``None``
+    when it is not one."""
     clean = text.strip().rstrip("%").strip()
+    if re.fullmatch(r"[-−–]?\d*·\d+", clean):
+        clean = clean.replace("·", ".")  # the Lancet's decimal point: "0·62"
     if not clean:
         return None
     if _DIGITS.match(clean):
