@@ -60,6 +60,8 @@ _UNIT = (
     r"(?:(?:mm\s?Hg|mg/dL|mmol/L|kg/m2|kg|g|cm|mm|ml|days?|weeks?|months?|years?|points?"
     r"|percentage\s+points?)\b|%|°)"
 )
+_TO = r"to|-|‐|‑|–|—"
+"""What joins a CI's two bounds: "to" or a dash (hyphen-minus, U+2010, U+2011, en or em dash)."""
 _CI_INTRO = (
     r"(?:(?:95|90|99)\s*(?:%|percent|per\s+cent)\s*-?\s*)?"
     r"(?:CI95\b|CIs?\b|CI(?=\s*(?:95|90|99)\s*%|[-−–]?\d)|C\.I\.|CrIs?\b"
@@ -68,7 +70,7 @@ _CI_INTRO = (
 )
 _CI = (
     rf"{_CI_INTRO}\s*(?:of\s+(?:a?ORs?|a?HRs?|a?RRs?|IRRs?)\s*)?(?:[:=,]|of|was|(?:ranging\s+)?from|between)?\s*[\[(]?\s*"
-    rf"(?P<lo>{_VAL})(?:\s*{_UNIT})?\s*(?:to|-|‐|‑|–|—|,|;|and)\s*"
+    rf"(?P<lo>{_VAL})(?:\s*{_UNIT})?\s*(?:{_TO}|,|;|and)\s*"
     rf"(?P<hi>{_VAL})(?:\s*{_UNIT})?\s*[\])]?"
 )
 _P = r"(?:\s*[;,]\s*(?:[pP]|[pP][\s-]value)\s*(?P<pop>[=<>≤≥])\s*(?P<p>[-−]?\d*\.?\d+))?"
@@ -100,7 +102,7 @@ _TAIL = (
 _EFFECT_NAMED = re.compile(rf"{_MEASURE}{_LINK}(?P<v>{_VAL})(?:{_TAIL}{_CI}{_P})?")
 _EFFECT_NAMED_BARE_CI = re.compile(
     rf"{_MEASURE}{_LINK}(?P<v>{_VAL})\s*(?:[(\[](?:\s*(?:95|90|99)\s*%)?|;)\s*(?P<lo>{_VAL})"
-    rf"\s*(?:to|-|‐|‑|–|—|,)\s*(?P<hi>{_VAL})\s*(?:;\s*(?:95|90|99)\s*%\s*CI\s*)?[)\]]"
+    rf"\s*(?:{_TO}|,)\s*(?P<hi>{_VAL})\s*(?:;\s*(?:95|90|99)\s*%\s*CI\s*)?[)\]]"
 )
 """A named measure's CI in brackets without the words (or with "; 95% CI" after the bounds),
 or with its level only: "HR 6 (1.2 to 34.2)", "(PR0.90[95% 0.82-0.98]p<0.001)", "RR 0.85
@@ -133,12 +135,12 @@ _HEADER = re.compile(
 """A measure named once with its CI's place: "risk ratio [95% CI]", "OR (95% CI)", or a
 summary named so ("The mean (95% CI) was 3.4 (2.1-4.7)")."""
 _LISTED = re.compile(
-    rf"(?<![\w.,])(?P<v>{_VAL})\s*[(\[]\s*(?P<lo>{_VAL})\s*(?:to|-|‐|‑|–|—|,)\s*(?P<hi>{_VAL})\s*[)\]]"
+    rf"(?<![\w.,])(?P<v>{_VAL})\s*[(\[]\s*(?P<lo>{_VAL})\s*(?:{_TO}|,)\s*(?P<hi>{_VAL})\s*[)\]]"
 )
 _MIRRORED = {
     (opener, inner): re.compile(
         rf"{re.escape(opener)}\s*(?P<v>{_VAL})\s*{re.escape(inner)}\s*(?P<lo>{_VAL})\s*"
-        rf"(?:to|-|‐|‑|–|—|,)\s*(?P<hi>{_VAL})\s*{re.escape(close)}\s*{re.escape(outer_close)}"
+        rf"(?:{_TO}|,)\s*(?P<hi>{_VAL})\s*{re.escape(close)}\s*{re.escape(outer_close)}"
     )
     for opener, outer_close, inner, close in (("(", ")", "[", "]"), ("[", "]", "(", ")"))
 }
@@ -146,14 +148,14 @@ _MIRRORED = {
 [1.14-1.37])", keyed by the outer and inner opening brackets."""
 _SHAPED = re.compile(
     rf"[(\[](?:[^()\[\]\n]{{0,60}}?:\s*)?(?P<v>{_VAL})[^\d;()\[\]\n]{{0,20}}?\s*;\s*"
-    rf"(?P<lo>{_VAL})\s*(?P<sep>to|-|‐|‑|–|—)\s*(?P<hi>{_VAL})\s*[)\]]"
+    rf"(?P<lo>{_VAL})\s*(?P<sep>{_TO})\s*(?P<hi>{_VAL})\s*[)\]]"
 )
 """A bracket holding a value, ";" and its two bounds: "(2.8 U/ml; 2.1 to 3.6)", "(for>or =3
 drinks per day: 0.98; 0.49-1.96)"; read only after an estimate written the same way with its CI
 named (:data:`_SHAPE_SET`)."""
 _SHAPE_SET = re.compile(
     rf"[^\d;()\[\]\n]{{0,30}}?;\s*{_CI_INTRO}\s*[:=]?\s*{_VAL}(?:\s*{_UNIT})?\s*"
-    rf"(?P<sep>to|-|‐|‑|–|—)"
+    rf"(?P<sep>{_TO})"
 )
 """After an estimate's value: ";", its CI named, the low bound and the word or dash that joins
 the bounds ("8.3 U/ml; 95% confidence interval 2.4 to ...")."""
