@@ -42,7 +42,8 @@ RESULT_PACKAGES: tuple[str, ...] = (
     "transformers",
     "sentence-transformers",  # the embedder under the 'torch' backend, and the fallback
     "pysbd",  # sentence boundaries: key sentences, the extractive writer, grounding
-    "chromadb",  # the local corpus: dense index
+    "faiss-cpu",  # the local corpus: dense index
+    "chromadb",  # the dense index of a shared corpus (a Chroma server) and of older ones
     "bm25s",  # a full text's passages: lexical ranking
     "PyStemmer",  # the stemmer of that ranking
     "pydantic-ai-slim",  # the LLM roles and writers

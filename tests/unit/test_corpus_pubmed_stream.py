@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from deepcritical.cli.main import app
 from deepcritical.config import Settings
 from deepcritical.corpus import lexical
+from deepcritical.corpus.chroma_index import ChromaIndex
 from deepcritical.corpus.corpus_errors import CorpusFormatError, CorpusMismatchError
-from deepcritical.corpus.dense import DenseIndex
 from deepcritical.corpus.index import LocalCorpus
 from deepcritical.corpus.readers import corpus_files, read_pubmed_updates
 from deepcritical.formats.pubmed_xml import (
@@ -284,7 +284,7 @@ def test_the_corpus_url_and_its_token_are_never_shown(monkeypatch: pytest.Monkey
     assert settings.corpus_url.get_secret_value().endswith("@127.0.0.1:8000")
     assert "tok3n-secret" not in repr(settings) + str(settings.public_dict())
     with pytest.raises(ValueError, match="must be http") as error:
-        DenseIndex(Path("unused"), server_url="ftp://:tok3n-secret@host")
+        ChromaIndex(Path("unused"), server_url="ftp://:tok3n-secret@host")
     assert "tok3n-secret" not in str(error.value)
 
 

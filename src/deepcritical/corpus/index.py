@@ -5,8 +5,10 @@ Layout of a corpus directory::
     <directory>/corpus.sqlite3   records (PubmedArticle JSON) by PMID, their BM25 index (FTS5),
                                  imported-file manifest, import checkpoints, metadata
                                  (embedding model, generation)   -- documents.py, lexical.py
-    <directory>/chroma/          one dense vector per row (Chroma, cosine)  -- see dense.py
-                                 (on a ``chroma run`` server instead when a server URL is given)
+    <directory>/dense/           one dense vector per row: FAISS (exact, then IVF-SQ8) over a
+                                 SQLite vector log  -- see dense.py, ivf_index.py
+    <directory>/chroma/          instead, in a corpus made before that: Chroma (cosine), or on
+                                 a ``chroma run`` server when a server URL is given
 
 The SQLite database is the source of truth. A corpus made before FTS5, with a ``bm25/``
 directory, gets its FTS5 table built once when opened. Opening a corpus embeds nothing;
@@ -40,6 +42,7 @@ from pathlib import Path
 from types import TracebackType
 
 from deepcritical.config import MAX_RECORD_CHARS
+from deepcritical.corpus.chroma_index import COLLECTION
 from deepcritical.corpus.corpus_errors import (
     CorpusError,
     CorpusFormatError,
@@ -47,7 +50,7 @@ from deepcritical.corpus.corpus_errors import (
     CorpusNotFoundError,
     EmptyCorpusError,
 )
-from deepcritical.corpus.dense import COLLECTION, DenseIndex
+from deepcritical.corpus.dense import DenseIndex, DenseKind, open_dense_index
 from deepcritical.corpus.documents import DB_NAME, DocumentStore, ImportedFile, count_documents
 from deepcritical.corpus.hybrid import HybridSearch, ScoredDocument, SearchMode
 from deepcritical.corpus.ingest import (
@@ -114,6 +117,7 @@ class LocalCorpus:
         try:
             self._check_model(embedder_name(embedder))
             self._collection = self._check_location()
+            self._kind = self._check_kind()
         except CorpusMismatchError:
             self._docs.close()
             raise
@@ -164,6 +168,31 @@ class LocalCorpus:
             self._docs.set_meta("dense_collection", name)
             self._docs.set_meta("dense_location", where)
         return name
+
+    def _check_kind(self) -> DenseKind:
+        """The dense index of this corpus (``meta.dense_index``): Chroma on a server and in an
+        embedded corpus made before the compressed index, FAISS IVF-SQ8 in a new embedded
+        one; an empty corpus takes the one its location gives."""
+        stored = self._docs.meta("dense_index")
+        kind: DenseKind
+        if self._docs.count() == 0:
+            kind = "chroma" if self._server_url else "faiss-ivf-sq8"
+        elif stored is None or stored == "chroma":
+            kind = "chroma"
+        elif stored == "faiss-ivf-sq8":
+            kind = "faiss-ivf-sq8"
+        else:
+            raise CorpusMismatchError(
+                f"the corpus in {self.directory} has a dense index of an unknown kind {stored!r}"
+            )
+        if stored != kind:
+            self._docs.set_meta("dense_index", kind)
+        return kind
+
+    @property
+    def dense_kind(self) -> DenseKind:
+        """The dense index this corpus's vectors are in (``"faiss-ivf-sq8"`` or ``"chroma"``)."""
+        return self._kind
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -298,8 +327,8 @@ class LocalCorpus:
 
     def _dense_index(self) -> DenseIndex:
         if self._dense is None:
-            self._dense = DenseIndex(
-                self.directory / "chroma", server_url=self._server_url, collection=self._collection
+            self._dense = open_dense_index(
+                self._kind, self.directory, server_url=self._server_url, collection=self._collection
             )
         return self._dense
 
