@@ -269,6 +269,7 @@ def test_corpus_add_twice_adds_the_subset_once(corpus_setup: CorpusSetup) -> Non
     assert f"{SUBSET_SIZE} documents" in second.output
     assert info.returncode == 0, info.describe()
     assert f"{SUBSET_SIZE} documents" in squash(info.stdout), info.describe()
+    assert "dense index faiss-ivf-sq8" in squash(info.stdout), info.describe()
 
 
 BAD_LINES: dict[str, str] = {

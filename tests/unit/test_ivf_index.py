@@ -119,6 +119,12 @@ def test_past_the_training_size_it_is_ivf_sq8_with_high_recall_and_reopens_as_iv
     assert reopened._is_ivf()
     assert reopened.count() == 6_000
     assert reopened.query(x[123], 1)[0][0] == ids(6_000)[123]
+    reopened.delete([ids(6_000)[123]])  # through the IVF's hash table
+    reopened.upsert([ids(6_000)[5]], -x[5:6])  # a replacement removes the old vector too
+    assert ids(6_000)[123] not in [p for p, _ in reopened.query(x[123], 10)]
+    assert reopened.query(-x[5], 1)[0][0] == ids(6_000)[5]
+    assert ids(6_000)[5] not in [p for p, _ in reopened.query(x[5], 10)]
+    assert reopened._index.ntotal == 5_999
     reopened.close()
 
 

@@ -153,8 +153,9 @@ def _report(path: Path, result: ImportResult, max_record_chars: int) -> None:
 
 @corpus_app.command("info")
 def corpus_info(corpus: CorpusDir = None) -> None:
-    """Show how many documents the local corpus holds, the embedding path it was built with
-    and the embedding rate its last import measured."""
+    """Show how many documents the local corpus holds, its dense index, the embedding path it
+    was built with and the embedding rate its last import measured."""
+    from deepcritical.corpus.dense import DENSE_KINDS
     from deepcritical.corpus.embedding import describe_corpus_embedding
     from deepcritical.corpus.index import LocalCorpus
 
@@ -162,7 +163,9 @@ def corpus_info(corpus: CorpusDir = None) -> None:
     directory = settings.resolved_corpus_dir
     if not LocalCorpus.exists(directory):
         raise fail(f"no corpus in {directory}: run `deepcritical corpus add FILE` first")
-    out_console.print(f"{directory}: {_open_corpus(settings).count()} documents")
+    with _open_corpus(settings) as local:
+        out_console.print(f"{directory}: {local.count()} documents")
+        out_console.print(f"dense index {local.dense_kind} ({DENSE_KINDS[local.dense_kind]})")
     out_console.print(describe_corpus_embedding(directory))
 
 

@@ -24,6 +24,13 @@ DenseKind = Literal["faiss-ivf-sq8", "chroma"]
 """The dense index a corpus was built with (``meta.dense_index``)."""
 
 
+DENSE_KINDS: dict[DenseKind, str] = {
+    "faiss-ivf-sq8": "FAISS: exact below 100,000 vectors, IVF-SQ8 above",
+    "chroma": "Chroma HNSW",
+}
+"""What each kind is, for ``corpus info``."""
+
+
 class DenseIndex(Protocol):
     """Index id (a PMID, or ``"<pmid>#<n>"`` for a full text's passage) -> vector, with
     nearest-neighbour search."""

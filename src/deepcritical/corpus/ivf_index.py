@@ -56,8 +56,10 @@ NPROBE = 64
 SAMPLES_PER_CELL = 64
 """Training vectors per IVF cell (k-means), read evenly from the log."""
 SAVE_EVERY = 200_000
-"""Vectors added or removed since the last save after which the index file is written again
-(also on close, after training, and at least every quarter of the index's size)."""
+"""Vectors added or removed since the last save after which the index file is written again,
+or a quarter of the index's size when that is more (so the files written total a few times
+the final one); also on close and after training. A killed process's unsaved vectors are
+read back from the log when the index is next opened."""
 _CHUNK = 50_000  # log rows read per step when catching up or rebuilding
 _SQL_VARS = 500  # ids per IN (...) clause
 
@@ -155,8 +157,8 @@ class IvfIndex:
         temporary = target.with_suffix(".faiss.tmp")
         faiss.write_index(self._index, str(temporary))
         os.replace(temporary, target)
-        for _, path in self._files():
-            if path != target:
+        for through, path in self._files():
+            if through < self._through:  # a newer file (another process's) is kept
                 path.unlink(missing_ok=True)
         with self._conn:
             self._conn.execute("DELETE FROM removed WHERE key <= ?", (self._through,))
@@ -180,21 +182,23 @@ class IvfIndex:
         faiss = _faiss()
         return faiss.IndexIDMap(faiss.IndexFlatIP(dimension))
 
-    def _log_rows(self, after: int) -> Iterator[tuple[NDArray[np.int64], NDArray[np.float32]]]:
-        """(keys, float32 vectors) of the log's rows with key > ``after``, in key order, in
-        chunks of :data:`_CHUNK`."""
+    def _log_rows(
+        self, after: int
+    ) -> Iterator[tuple[NDArray[np.int64], list[str], NDArray[np.float32]]]:
+        """(keys, ids, float32 vectors) of the log's rows with key > ``after``, in key order,
+        in chunks of :data:`_CHUNK`."""
         last = after
         while True:
             rows = self._conn.execute(
-                "SELECT key, vector FROM vectors WHERE key > ? ORDER BY key LIMIT ?",
+                "SELECT key, id, vector FROM vectors WHERE key > ? ORDER BY key LIMIT ?",
                 (last, _CHUNK),
             ).fetchall()
             if not rows:
                 return
             keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            vectors = np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows])
+            vectors = np.stack([np.frombuffer(r[2], dtype=np.float16) for r in rows])
             last = int(keys[-1])
-            yield keys, vectors.astype(np.float32)
+            yield keys, [str(r[1]) for r in rows], vectors.astype(np.float32)
 
     def _catch_up(self) -> None:
         """Add the log's vectors past :attr:`_through` (other processes' writes, or this
@@ -203,7 +207,7 @@ class IvfIndex:
         if self._needs_training(int(count)):
             self._train(int(count))
             return
-        for keys, vectors in self._log_rows(self._through):
+        for keys, _, vectors in self._log_rows(self._through):
             self._add(keys, vectors)
 
     def _needs_training(self, count: int) -> bool:
@@ -229,6 +233,7 @@ class IvfIndex:
             )
         ]
         train = np.stack(sample).astype(np.float32)
+        cells = min(cells, max(1, len(train) // 39))  # k-means wants >= 39 points a cell
         dimension = int(train.shape[1])
         self._index = None  # the old index's memory goes before the new one fills
         quantizer = faiss.IndexFlatIP(dimension)
@@ -241,7 +246,7 @@ class IvfIndex:
         del train, sample
         self._index, self._dimension, self._through = index, dimension, 0
         self._direct_map()
-        for keys, vectors in self._log_rows(0):
+        for keys, _, vectors in self._log_rows(0):
             self._add(keys, vectors)
         with self._conn:
             self._conn.execute(
@@ -257,9 +262,15 @@ class IvfIndex:
         self._through = max(self._through, int(keys.max()))
 
     def _remove_keys(self, keys: Sequence[int]) -> None:
+        """Remove ``keys`` from the index: through the IVF's hash table (which takes an
+        ``IDSelectorArray`` only), or by one pass over the exact index (``IDSelectorBatch``)."""
         if self._index is not None and keys:
             faiss = _faiss()
-            self._index.remove_ids(faiss.IDSelectorBatch(np.asarray(keys, dtype=np.int64)))
+            array = np.asarray(keys, dtype=np.int64)
+            if self._is_ivf():
+                self._index.remove_ids(faiss.IDSelectorArray(len(array), faiss.swig_ptr(array)))
+            else:
+                self._index.remove_ids(faiss.IDSelectorBatch(array))
 
     def _meta(self, key: str) -> str | None:
         row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -270,7 +281,7 @@ class IvfIndex:
         size = int(self._index.ntotal) if self._index is not None else 0
         if self._needs_training(size):
             self._train(size)
-        elif self._unsaved >= min(SAVE_EVERY, max(size // 4, 10_000)):
+        elif self._unsaved >= max(SAVE_EVERY, size // 4):
             self._save()
 
     # ----------------------------------------------------------------------- the interface
@@ -343,7 +354,7 @@ class IvfIndex:
     def _catch_up_to(self, key: int) -> None:
         """Add other writers' log rows up to ``key`` (none when this process is the only one)."""
         if key > self._through:
-            for keys, vectors in self._log_rows(self._through):
+            for keys, _, vectors in self._log_rows(self._through):
                 keep = keys <= key
                 if keep.any():
                     self._add(keys[keep], vectors[keep])
@@ -395,6 +406,12 @@ class IvfIndex:
             self._load()
         else:
             self._catch_up_to(newest)
+
+    def stored(self) -> Iterator[tuple[list[str], NDArray[np.float32]]]:
+        """Every stored vector from the log, as ``(ids, float32 array (len(ids), d))`` chunks
+        of up to 50,000 in the order they were written (an exact search's input, a rebuild)."""
+        for _, ids, vectors in self._log_rows(0):
+            yield ids, vectors
 
     def _ids_of(self, keys: list[int]) -> dict[int, str]:
         out: dict[int, str] = {}
