@@ -32,7 +32,6 @@ looked up. One process writes at a time (the corpus's rule).
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import sqlite3
@@ -43,7 +42,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-logger = logging.getLogger(__name__)
+from deepcritical.logs import get_logger
+
+log = get_logger(__name__)
 
 LOG_NAME = "vectors.sqlite3"
 TRAIN_AT = 100_000
@@ -137,7 +138,7 @@ class IvfIndex:
             try:
                 index = faiss.read_index(str(path))
             except RuntimeError:
-                logger.warning("dense index file %s is unreadable; using an older one", path)
+                log.warning("dense index file unreadable; using an older one", file=path.name)
                 continue
             self._index, self._dimension, self._through = index, int(index.d), through
             self._direct_map()
@@ -224,7 +225,7 @@ class IvfIndex:
         faiss = _faiss()
         cells = ivf_cells(count)
         step = max(1, count // (SAMPLES_PER_CELL * cells))
-        logger.info("training the dense IVF index: %d vectors, %d cells", count, cells)
+        log.info("training the dense IVF index", vectors=count, cells=cells)
         sample = [
             np.frombuffer(blob, dtype=np.float16)
             for (blob,) in self._conn.execute(
