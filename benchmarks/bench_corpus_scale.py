@@ -52,11 +52,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from benchmarks.bench_dense_index import exact_top10
 from benchmarks.offline import use_offline_environment
 from benchmarks.pubmedqa_data import DEFAULT_DATA, pubmedqa_files
 from deepcritical.corpus.documents import DB_NAME, count_documents
 from deepcritical.corpus.index import LocalCorpus
-from deepcritical.corpus.ivf_index import IvfIndex
 from deepcritical.corpus.readers import read_jsonl
 from deepcritical.corpus.text import index_text
 from deepcritical.formats.pubmed_xml import AbstractSection, PubmedArticle
@@ -219,7 +219,8 @@ def query_step(job: dict[str, Any], results: Any) -> None:
         embed_ms.append((time.perf_counter() - started) * 1000)
     dense = [[h.article.pmid for h in corpus.search(q, 10, mode="dense")] for q, _ in questions]
     corpus.close()
-    exact = exact_dense_top10(Path(job["directory"]), cached.embed([q for q, _ in questions]))
+    vectors = cached.embed([q for q, _ in questions])
+    exact = exact_top10(Path(job["directory"]) / "dense", vectors)
     total = [a + b for a, b in zip(index_ms, embed_ms, strict=True)]
     results.put(
         {
@@ -231,24 +232,6 @@ def query_step(job: dict[str, Any], results: Any) -> None:
             / (10 * len(questions)),
         }
     )
-
-
-def exact_dense_top10(directory: Path, queries: NDArray[np.float32]) -> list[list[str]]:
-    """Each query's exact top 10 ids by cosine over every vector the dense index stores (its
-    float16 log, read chunk by chunk)."""
-    index = IvfIndex(directory / "dense")
-    best_s = np.full((len(queries), 10), -np.inf, dtype=np.float32)
-    best_i = np.full((len(queries), 10), "", dtype=object)
-    for ids, vectors in index.stored():
-        scores = np.concatenate([best_s, queries @ vectors.T], axis=1)
-        names = np.concatenate(
-            [best_i, np.broadcast_to(np.array(ids, dtype=object), (len(queries), len(ids)))], axis=1
-        )
-        order = np.argsort(-scores, axis=1)[:, :10]
-        best_s = np.take_along_axis(scores, order, axis=1)
-        best_i = np.take_along_axis(names, order, axis=1)
-    index.close()
-    return [[str(x) for x in row] for row in best_i]
 
 
 def _percentiles(values: list[float]) -> tuple[float, float]:

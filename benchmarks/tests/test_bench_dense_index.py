@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_corpus_scale import exact_dense_top10
-from benchmarks.bench_dense_index import build, search, synthetic
+from benchmarks.bench_dense_index import build, exact_top10, search, synthetic
 from deepcritical.corpus.ivf_index import IvfIndex
 
 
@@ -59,14 +58,14 @@ def test_an_exact_index_scores_recall_one_and_a_damaged_one_less(tmp_path: Path)
     assert results.get()["recall"] == 0.0
 
 
-def test_the_scale_benchmarks_exact_top_10_is_brute_force_over_the_log(tmp_path: Path) -> None:
+def test_the_exact_top_10_read_from_the_log_is_brute_force(tmp_path: Path) -> None:
     x = synthetic(_sources(), 0, 1_200, 0.05)
     ids = [str(i) for i in range(1_200)]
     index = IvfIndex(tmp_path / "dense")
     index.upsert(ids, x)
     index.close()
     q = _sources(3)
-    exact = exact_dense_top10(tmp_path, q)
+    exact = exact_top10(tmp_path / "dense", q)
     half = x.astype(np.float16).astype(np.float32)
     for row, got in zip(q, exact, strict=True):
         assert got == [ids[i] for i in np.argsort(-(half @ row))[:10]]

@@ -191,3 +191,18 @@ def test_a_new_corpus_uses_the_compressed_index_and_an_older_one_keeps_chroma(
         assert old.dense_kind == "chroma"
         assert old.search("aspirin stroke", 1, mode="dense")[0].article.pmid == "2"
     assert not (tmp_path / "old" / "dense").exists()
+
+
+def test_the_training_sample_is_random_so_a_period_in_the_import_order_does_not_show(
+    tmp_path: Path,
+) -> None:
+    """Four vectors in turn: a stride of 4 (or any multiple) would sample one of them only."""
+    four = clustered(4, seed=3)
+    index = IvfIndex(tmp_path / "dense")
+    index.upsert(ids(4_000), four[np.arange(4_000) % 4])
+    index.delete(ids(400))  # gaps in the keys
+    sample = index._sample(800)
+    assert len(sample) == 800
+    nearest = np.argmax(sample @ four.T, axis=1)
+    assert np.bincount(nearest, minlength=4).min() >= 150
+    index.close()

@@ -20,7 +20,9 @@ The index (cosine similarity as the inner product of unit vectors):
 * below :data:`TRAIN_AT` vectors, ``IndexFlatIP`` under an id map: exact search;
 * from :data:`TRAIN_AT` on, ``IndexIVFScalarQuantizer`` (``QT_8bit``, 384 bytes a vector at
   384 dimensions, a quarter of float32): ``nlist`` (a power of two near 4 sqrt(n)) k-means
-  cells trained on up to 64 log vectors per cell; :data:`NPROBE` cells scanned per query.
+  cells trained on up to 64 log vectors per cell, drawn at random; :data:`NPROBE` cells
+  scanned per query, and the best few hundred re-ranked by their float16 vectors from the
+  log.
   Retrained from the log once it has grown :data:`RETRAIN_GROWTH` times past the size it was
   trained at, so the cells keep up with the corpus. Measured on 10^6 synthetic vectors
   (``benchmarks/bench_dense_index.py``): recall@10 against exact search 0.98.
@@ -54,8 +56,12 @@ RETRAIN_GROWTH = 8
 """The IVF cells are retrained when the log holds this many times the vectors trained on."""
 NPROBE = 64
 """IVF cells scanned per query."""
+REFINE = 4
+REFINE_MIN = 100
+"""Under IVF a query re-ranks the index's top ``max(REFINE * k, REFINE_MIN)`` by their float16
+vectors (exact order among near neighbours)."""
 SAMPLES_PER_CELL = 64
-"""Training vectors per IVF cell (k-means), read evenly from the log."""
+"""Training vectors per IVF cell (k-means), drawn at random from the log."""
 SAVE_EVERY = 200_000
 """Vectors added or removed since the last save after which the index file is written again,
 or a quarter of the index's size when that is more (so the files written total a few times
@@ -220,20 +226,12 @@ class IvfIndex:
         return count >= RETRAIN_GROWTH * trained
 
     def _train(self, count: int) -> None:
-        """Train a new IVF-SQ8 index on an even sample of the log and fill it from the log;
+        """Train a new IVF-SQ8 index on a random sample of the log and fill it from the log;
         then save it."""
         faiss = _faiss()
         cells = ivf_cells(count)
-        step = max(1, count // (SAMPLES_PER_CELL * cells))
         log.info("training the dense IVF index", vectors=count, cells=cells)
-        sample = [
-            np.frombuffer(blob, dtype=np.float16)
-            for (blob,) in self._conn.execute(
-                "SELECT vector FROM vectors WHERE key % ? = 0 LIMIT ?",
-                (step, SAMPLES_PER_CELL * cells),
-            )
-        ]
-        train = np.stack(sample).astype(np.float32)
+        train = self._sample(SAMPLES_PER_CELL * cells)
         cells = min(cells, max(1, len(train) // 39))  # k-means wants >= 39 points a cell
         dimension = int(train.shape[1])
         self._index = None  # the old index's memory goes before the new one fills
@@ -244,7 +242,7 @@ class IvfIndex:
         index.cp.niter = 10
         index.cp.max_points_per_centroid = SAMPLES_PER_CELL
         index.train(train)
-        del train, sample
+        del train
         self._index, self._dimension, self._through = index, dimension, 0
         self._direct_map()
         for keys, _, vectors in self._log_rows(0):
@@ -255,6 +253,26 @@ class IvfIndex:
             )
         self._unsaved = 1
         self._save()
+
+    def _sample(self, n: int) -> NDArray[np.float32]:
+        """Up to ``n`` log vectors drawn at random (seeded), float32 ``(m, d)``: keys drawn
+        uniformly up to the highest, so no period in the import order (a file sorted by
+        journal, synthetic copies in turn) shows in the sample as a stride would make it."""
+        (top,) = self._conn.execute("SELECT max(key) FROM vectors").fetchone()
+        rng = np.random.default_rng(0)
+        wanted = rng.choice(int(top), size=min(int(top), n + n // 4), replace=False) + 1
+        rows: list[NDArray[np.float16]] = []
+        for start in range(0, len(wanted), _SQL_VARS):
+            chunk = [int(k) for k in wanted[start : start + _SQL_VARS]]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT vector FROM vectors WHERE key IN ({marks})"
+            rows += [
+                np.frombuffer(blob, dtype=np.float16)
+                for (blob,) in self._conn.execute(query, chunk)
+            ]
+            if len(rows) >= n:
+                break
+        return np.stack(rows[:n]).astype(np.float32)
 
     def _add(self, keys: NDArray[np.int64], vectors: NDArray[np.float32]) -> None:
         if self._index is None:
@@ -373,25 +391,46 @@ class IvfIndex:
             self._after_write(len(old))
 
     def query(self, vector: NDArray[np.float32], k: int) -> list[tuple[str, float]]:
-        """Up to ``k`` ``(id, cosine similarity)`` pairs nearest to ``vector``, best first
-        (the similarity as the index scores it: 8-bit quantised vectors under IVF)."""
+        """Up to ``k`` ``(id, cosine similarity)`` pairs nearest to ``vector``, best first.
+
+        Under IVF the index's top ``max(REFINE * k, REFINE_MIN)`` (8-bit scores) are re-ranked
+        by their float16 vectors from the log, so the order among near neighbours is exact
+        (8-bit scores cannot tell apart near-copies whose cosines differ by ~0.002)."""
         self._refresh()
         if self._index is None or k <= 0 or self._index.ntotal == 0:
             return []
-        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(query))
         if norm > 0:
             query = query / norm
-        want = min(k + 10, int(self._index.ntotal))
+        total = int(self._index.ntotal)
+        want = min(max(REFINE * k, REFINE_MIN) if self._is_ivf() else k + 10, total)
         while True:
-            scores, keys = self._index.search(query, want)
-            found = [(int(key), float(s)) for key, s in zip(keys[0], scores[0], strict=True)]
-            found = [(key, s) for key, s in found if key >= 0]
-            ids = self._ids_of([key for key, _ in found])
-            hits = [(ids[key], s) for key, s in found if key in ids]
-            if len(hits) >= k or want >= self._index.ntotal:
+            _, keys = self._index.search(query.reshape(1, -1), want)
+            found = [int(key) for key in keys[0] if key >= 0]
+            hits = self._rescored(found, query)
+            if len(hits) >= k or want >= total:
                 return hits[:k]
-            want = min(2 * want, int(self._index.ntotal))
+            want = min(2 * want, total)
+
+    def _rescored(self, keys: list[int], query: NDArray[np.float32]) -> list[tuple[str, float]]:
+        """``(id, cosine)`` of the log's rows among ``keys`` (a key no longer in the log is
+        dropped), best first, by their float16 vectors."""
+        ids: list[str] = []
+        rows: list[NDArray[np.float16]] = []
+        for start in range(0, len(keys), _SQL_VARS):
+            chunk = keys[start : start + _SQL_VARS]
+            marks = ",".join("?" * len(chunk))
+            for index_id, blob in self._conn.execute(
+                f"SELECT id, vector FROM vectors WHERE key IN ({marks})", chunk
+            ):
+                ids.append(str(index_id))
+                rows.append(np.frombuffer(blob, dtype=np.float16))
+        if not ids:
+            return []
+        scores = np.stack(rows).astype(np.float32) @ query
+        order = np.argsort(-scores, kind="stable")
+        return [(ids[i], float(scores[i])) for i in order]
 
     def _refresh(self) -> None:
         """Bring the index up to the log before a query: another process's new vectors are
@@ -413,14 +452,3 @@ class IvfIndex:
         of up to 50,000 in the order they were written (an exact search's input, a rebuild)."""
         for _, ids, vectors in self._log_rows(0):
             yield ids, vectors
-
-    def _ids_of(self, keys: list[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for start in range(0, len(keys), _SQL_VARS):
-            chunk = keys[start : start + _SQL_VARS]
-            marks = ",".join("?" * len(chunk))
-            for key, index_id in self._conn.execute(
-                f"SELECT key, id FROM vectors WHERE key IN ({marks})", chunk
-            ):
-                out[int(key)] = str(index_id)
-        return out
