@@ -24,8 +24,9 @@ The index (cosine similarity as the inner product of unit vectors):
   scanned per query, and the best few hundred re-ranked by their float16 vectors from the
   log.
   Retrained from the log once it has grown :data:`RETRAIN_GROWTH` times past the size it was
-  trained at, so the cells keep up with the corpus. Measured on 10^6 synthetic vectors
-  (``benchmarks/bench_dense_index.py``): recall@10 against exact search 0.98.
+  trained at, so the cells keep up with the corpus. Measured on synthetic vectors
+  (``benchmarks/bench_dense_index.py``, 2 cores): recall@10 against exact search 1.000 at
+  10^6 and 10^7, query p95 2.8 and 22.5 ms, peak RSS of the import 1.7 and 6.6 GB.
 
 Other processes that opened the same corpus see new vectors at their next query (the log is
 read past their highest key); a key removed while they held it is dropped when its id is
