@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import random
 import re
 import resource
@@ -52,7 +51,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.bench_dense_index import exact_top10
+from benchmarks.bench_dense_index import exact_top10, run_child
 from benchmarks.offline import use_offline_environment
 from benchmarks.pubmedqa_data import DEFAULT_DATA, pubmedqa_files
 from deepcritical.corpus.documents import DB_NAME, count_documents
@@ -240,18 +239,6 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[min(n - 1, int(n * 0.95))]
 
 
-def _child(target: Any, job: dict[str, Any]) -> dict[str, Any]:
-    context = mp.get_context("spawn")
-    results = context.Queue()
-    process = context.Process(target=target, args=(job, results))
-    process.start()
-    out: dict[str, Any] = results.get()
-    process.join()
-    if process.exitcode != 0:
-        raise RuntimeError(f"{target.__name__} exited with {process.exitcode}")
-    return out
-
-
 def source_vectors(sources: list[PubmedArticle], path: Path) -> None:
     """Embed the real abstracts with the real model once and save them (``.npy``)."""
     model = _load_model()
@@ -351,9 +338,9 @@ def main(argv: list[str] | None = None) -> int:
                 "start": done,
                 "stop": size,
             }
-            grown = _child(import_step, job)
+            grown = run_child(import_step, job)
             done = grown["count"]
-            queried = _child(query_step, {**common, "questions": questions})
+            queried = run_child(query_step, {**common, "questions": questions})
             report(size, grown, queried, directory_mb(directory))
     return 0
 

@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 
 from benchmarks.offline import use_offline_environment
 from benchmarks.pubmedqa_data import DEFAULT_DATA, pubmedqa_files
+from deepcritical.evidence.embedding_paths import parse_cpuinfo
 
 DEFAULT_SIZES = "1000000,10000000"
 BATCH = 2_000  # the importer's records per batch in bench_corpus_scale
@@ -179,7 +180,12 @@ def search(job: dict[str, Any], results: Any) -> None:
     )
 
 
-def _child(target: Any, job: dict[str, Any]) -> dict[str, Any]:
+def run_child(target: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Run ``target(job, queue)`` in a spawned process (its peak RSS its own); what it put.
+
+    Raises:
+        RuntimeError: the process exited with a non-zero code.
+    """
     context = mp.get_context("spawn")
     results = context.Queue()
     process = context.Process(target=target, args=(job, results))
@@ -189,13 +195,6 @@ def _child(target: Any, job: dict[str, Any]) -> dict[str, Any]:
     if process.exitcode != 0:
         raise RuntimeError(f"{target.__name__} exited with {process.exitcode}")
     return out
-
-
-def _cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def _verdict(ok: bool, applies: bool) -> str:
@@ -220,8 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = [json.loads(line) for line in questions_file.read_text(encoding="utf-8").splitlines()]
     questions = [str(r["question"]) for r in rows if r][: args.questions]
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+    cpu = parse_cpuinfo(Path("/proc/cpuinfo").read_text(encoding="utf-8"))[0]
+    cpu = cpu or platform.processor() or "unknown"
     print(
-        f"CPU: {_cpu_model()}, {mp.cpu_count()} cores\nSYNTHETIC VECTORS: the 1,000 real "
+        f"CPU: {cpu}, {mp.cpu_count()} cores\nSYNTHETIC VECTORS: the 1,000 real "
         "PubMedQA abstract vectors (all-MiniLM-L6-v2), then near-copies (source + Gaussian "
         f"noise, sigma {args.sigma}/dimension, renormalised); {len(questions)} real dev "
         "questions as queries. Index: corpus/ivf_index.py with its defaults."
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         root.mkdir(parents=True, exist_ok=True)
         vectors = args.vectors or root / "sources.npy"
         queries = root / "queries.npy"
-        _child(
+        run_child(
             embed_inputs,
             {
                 "vectors": str(vectors),
@@ -252,10 +253,10 @@ def main(argv: list[str] | None = None) -> int:
             }
             if stored_count(directory) == size:
                 print(f"  (the index in {directory} is reused; its exact top 10 read from its log)")
-                built = {**_child(reuse, job), "seconds": None, "rss": None}
+                built = {**run_child(reuse, job), "seconds": None, "rss": None}
             else:
-                built = _child(build, job)
-            found = _child(search, {**job, "exact": built["exact"]})
+                built = run_child(build, job)
+            found = run_child(search, {**job, "exact": built["exact"]})
             disk = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
             at = size >= 10_000_000
             print(
