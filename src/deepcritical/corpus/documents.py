@@ -148,6 +148,16 @@ def count_documents(db_path: Path) -> int | None:
     return None if row is None else int(row[0])
 
 
+def rows_in(
+    conn: sqlite3.Connection, query: str, keys: Sequence[str] | Sequence[int]
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``query`` (whose ``IN ({marks})`` takes the keys) for ``keys``, asked
+    in chunks of at most 500 host parameters, lazily (a caller may stop early)."""
+    for start in range(0, len(keys), _CHUNK):
+        chunk = list(keys[start : start + _CHUNK])
+        yield from conn.execute(query.format(marks=",".join("?" * len(chunk))), chunk)
+
+
 class DocumentStore:
     """Records, manifest and metadata in one SQLite file (created when missing).
 
@@ -228,11 +238,7 @@ class DocumentStore:
         return int(self._conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
 
     def _rows_in(self, query: str, keys: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        """The rows of ``query`` (whose ``IN ({marks})`` takes the keys) for ``keys``, asked
-        in chunks of at most 500 host parameters."""
-        for start in range(0, len(keys), _CHUNK):
-            chunk = list(keys[start : start + _CHUNK])
-            yield from self._conn.execute(query.format(marks=",".join("?" * len(chunk))), chunk)
+        return rows_in(self._conn, query, keys)
 
     def existing(self, pmids: Sequence[str]) -> set[str]:
         """The subset of ``pmids`` already stored."""

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from deepcritical.corpus.documents import rows_in
 from deepcritical.logs import get_logger
 
 log = get_logger(__name__)
@@ -69,7 +70,6 @@ or a quarter of the index's size when that is more (so the files written total a
 the final one); also on close and after training. A killed process's unsaved vectors are
 read back from the log when the index is next opened."""
 _CHUNK = 50_000  # log rows read per step when catching up or rebuilding
-_SQL_VARS = 500  # ids per IN (...) clause
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -118,7 +118,6 @@ class IvfIndex:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.executescript(_SCHEMA)
         self._index: Any = None
-        self._dimension = 0
         self._through = 0  # the highest log key the in-memory index has seen
         self._unsaved = 0  # vectors added or removed since the last save, by this process
         self._load()
@@ -147,7 +146,7 @@ class IvfIndex:
             except RuntimeError:
                 log.warning("dense index file unreadable; using an older one", file=path.name)
                 continue
-            self._index, self._dimension, self._through = index, int(index.d), through
+            self._index, self._through = index, through
             self._direct_map()
             break
         removed = [k for (k,) in self._conn.execute("SELECT key FROM removed")]
@@ -191,15 +190,17 @@ class IvfIndex:
         return faiss.IndexIDMap(faiss.IndexFlatIP(dimension))
 
     def _log_rows(
-        self, after: int
+        self, after: int, upto: int | None = None
     ) -> Iterator[tuple[NDArray[np.int64], list[str], NDArray[np.float32]]]:
-        """(keys, ids, float32 vectors) of the log's rows with key > ``after``, in key order,
-        in chunks of :data:`_CHUNK`."""
+        """(keys, ids, float32 vectors) of the log's rows with ``after < key <= upto`` (no
+        upper bound when ``None``), in key order, in chunks of :data:`_CHUNK`."""
         last = after
+        bound = -1 if upto is None else upto
         while True:
             rows = self._conn.execute(
-                "SELECT key, id, vector FROM vectors WHERE key > ? ORDER BY key LIMIT ?",
-                (last, _CHUNK),
+                "SELECT key, id, vector FROM vectors WHERE key > ? AND (? < 0 OR key <= ?) "
+                "ORDER BY key LIMIT ?",
+                (last, bound, bound, _CHUNK),
             ).fetchall()
             if not rows:
                 return
@@ -244,7 +245,7 @@ class IvfIndex:
         index.cp.max_points_per_centroid = SAMPLES_PER_CELL
         index.train(train)
         del train
-        self._index, self._dimension, self._through = index, dimension, 0
+        self._index, self._through = index, 0
         self._direct_map()
         for keys, _, vectors in self._log_rows(0):
             self._add(keys, vectors)
@@ -263,21 +264,16 @@ class IvfIndex:
         rng = np.random.default_rng(0)
         wanted = rng.choice(int(top), size=min(int(top), n + n // 4), replace=False) + 1
         rows: list[NDArray[np.float16]] = []
-        for start in range(0, len(wanted), _SQL_VARS):
-            chunk = [int(k) for k in wanted[start : start + _SQL_VARS]]
-            marks = ",".join("?" * len(chunk))
-            query = f"SELECT vector FROM vectors WHERE key IN ({marks})"
-            rows += [
-                np.frombuffer(blob, dtype=np.float16)
-                for (blob,) in self._conn.execute(query, chunk)
-            ]
+        sql = "SELECT vector FROM vectors WHERE key IN ({marks})"
+        for (blob,) in rows_in(self._conn, sql, [int(k) for k in wanted]):
+            rows.append(np.frombuffer(blob, dtype=np.float16))
             if len(rows) >= n:
                 break
         return np.stack(rows[:n]).astype(np.float32)
 
     def _add(self, keys: NDArray[np.int64], vectors: NDArray[np.float32]) -> None:
         if self._index is None:
-            self._index, self._dimension = self._new_exact(int(vectors.shape[1])), vectors.shape[1]
+            self._index = self._new_exact(int(vectors.shape[1]))
         self._index.add_with_ids(np.ascontiguousarray(vectors), keys)
         self._through = max(self._through, int(keys.max()))
 
@@ -312,17 +308,8 @@ class IvfIndex:
         return int(n)
 
     def _keys_of(self, ids: Sequence[str]) -> list[int]:
-        keys: list[int] = []
-        for start in range(0, len(ids), _SQL_VARS):
-            chunk = list(ids[start : start + _SQL_VARS])
-            marks = ",".join("?" * len(chunk))
-            keys += [
-                k
-                for (k,) in self._conn.execute(
-                    f"SELECT key FROM vectors WHERE id IN ({marks})", chunk
-                )
-            ]
-        return keys
+        sql = "SELECT key FROM vectors WHERE id IN ({marks})"
+        return [int(k) for (k,) in rows_in(self._conn, sql, ids)]
 
     def upsert(self, pmids: Sequence[str], vectors: NDArray[np.float32]) -> None:
         """Store one vector per id (replacing any vector already stored under that id; of an
@@ -336,8 +323,8 @@ class IvfIndex:
             raise ValueError(f"expected {len(pmids)} vectors, got shape {vectors.shape}")
         if not len(pmids):
             return
-        if self._dimension and vectors.shape[1] != self._dimension:
-            raise ValueError(f"expected {self._dimension}-dimensional vectors")
+        if self._index is not None and vectors.shape[1] != self._index.d:
+            raise ValueError(f"expected {self._index.d}-dimensional vectors")
         last = {pmid: i for i, pmid in enumerate(pmids)}
         order = list(last.values())
         unit = np.asarray(vectors[order], dtype=np.float32)
@@ -365,19 +352,14 @@ class IvfIndex:
 
     def _log_removal(self, keys: list[int]) -> None:
         """Inside the caller's transaction: delete the log rows of ``keys`` and note them."""
-        for start in range(0, len(keys), _SQL_VARS):
-            chunk = keys[start : start + _SQL_VARS]
-            marks = ",".join("?" * len(chunk))
-            self._conn.execute(f"DELETE FROM vectors WHERE key IN ({marks})", chunk)
+        self._conn.executemany("DELETE FROM vectors WHERE key = ?", ((k,) for k in keys))
         self._conn.executemany("INSERT OR IGNORE INTO removed VALUES (?)", ((k,) for k in keys))
 
     def _catch_up_to(self, key: int) -> None:
         """Add other writers' log rows up to ``key`` (none when this process is the only one)."""
         if key > self._through:
-            for keys, _, vectors in self._log_rows(self._through):
-                keep = keys <= key
-                if keep.any():
-                    self._add(keys[keep], vectors[keep])
+            for keys, _, vectors in self._log_rows(self._through, key):
+                self._add(keys, vectors)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove the vectors of ``ids`` (ids not stored are ignored)."""
@@ -419,14 +401,10 @@ class IvfIndex:
         dropped), best first, by their float16 vectors."""
         ids: list[str] = []
         rows: list[NDArray[np.float16]] = []
-        for start in range(0, len(keys), _SQL_VARS):
-            chunk = keys[start : start + _SQL_VARS]
-            marks = ",".join("?" * len(chunk))
-            for index_id, blob in self._conn.execute(
-                f"SELECT id, vector FROM vectors WHERE key IN ({marks})", chunk
-            ):
-                ids.append(str(index_id))
-                rows.append(np.frombuffer(blob, dtype=np.float16))
+        sql = "SELECT id, vector FROM vectors WHERE key IN ({marks})"
+        for index_id, blob in rows_in(self._conn, sql, keys):
+            ids.append(str(index_id))
+            rows.append(np.frombuffer(blob, dtype=np.float16))
         if not ids:
             return []
         scores = np.stack(rows).astype(np.float32) @ query
@@ -443,7 +421,7 @@ class IvfIndex:
             return
         held = int(self._index.ntotal) if self._index is not None else 0
         if self._needs_training(held + newest - self._through):
-            self._index, self._dimension, self._through = None, 0, 0
+            self._index, self._through = None, 0
             self._load()
         else:
             self._catch_up_to(newest)
