@@ -78,23 +78,40 @@ def embed_inputs(job: dict[str, Any], results: Any) -> None:
     results.put({})
 
 
+class ExactTop10:
+    """Each query's exact top 10 ids by inner product, kept while vectors stream past in
+    chunks (:meth:`add`), so no more than one chunk is in memory."""
+
+    def __init__(self, queries: NDArray[np.float32]) -> None:
+        self._queries = queries
+        self._scores = np.full((len(queries), 10), -np.inf, dtype=np.float32)
+        self._ids = np.full((len(queries), 10), "", dtype=object)
+
+    def add(self, ids: list[str], vectors: NDArray[np.float32]) -> None:
+        """Take a chunk of ``vectors`` (``(len(ids), d)``) under ``ids``."""
+        scores = np.concatenate([self._scores, self._queries @ vectors.T], axis=1)
+        names = np.broadcast_to(np.array(ids, dtype=object), (len(self._queries), len(ids)))
+        labels = np.concatenate([self._ids, names], axis=1)
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :10]
+        self._scores = np.take_along_axis(scores, order, axis=1)
+        self._ids = np.take_along_axis(labels, order, axis=1)
+
+    def ids(self) -> list[list[str]]:
+        """The top 10 ids of each query, best first."""
+        return [[str(x) for x in row] for row in self._ids]
+
+
 def exact_top10(directory: Path, queries: NDArray[np.float32]) -> list[list[str]]:
     """Each query's exact top 10 ids by inner product over every vector the dense index in
     ``directory`` stores (:meth:`IvfIndex.stored`, its float16 log, chunk by chunk)."""
     from deepcritical.corpus.ivf_index import IvfIndex
 
     index = IvfIndex(directory)
-    best_s = np.full((len(queries), 10), -np.inf, dtype=np.float32)
-    best_i = np.full((len(queries), 10), "", dtype=object)
+    top = ExactTop10(queries)
     for ids, vectors in index.stored():
-        scores = np.concatenate([best_s, queries @ vectors.T], axis=1)
-        names = np.array(ids, dtype=object)
-        labels = np.concatenate([best_i, np.broadcast_to(names, (len(queries), len(ids)))], 1)
-        order = np.argsort(-scores, axis=1, kind="stable")[:, :10]
-        best_s = np.take_along_axis(scores, order, axis=1)
-        best_i = np.take_along_axis(labels, order, axis=1)
+        top.add(ids, vectors)
     index.close()
-    return [[str(x) for x in row] for row in best_i]
+    return top.ids()
 
 
 def stored_count(directory: Path) -> int:
@@ -121,33 +138,25 @@ def build(job: dict[str, Any], results: Any) -> None:
     sources = np.load(job["vectors"]).astype(np.float32)
     queries = np.load(job["queries"]).astype(np.float32)
     index = IvfIndex(Path(job["directory"]))
-    best_s = np.full((len(queries), 10), -np.inf, dtype=np.float32)
-    best_k = np.zeros((len(queries), 10), dtype=np.int64)
+    top = ExactTop10(queries)
     index_seconds = 0.0
     for start in range(0, job["size"], CHUNK):
         stop = min(job["size"], start + CHUNK)
         x = synthetic(sources, start, stop, job["sigma"])
         half = x.astype(np.float16).astype(np.float32)  # the values the index holds
+        ids = [str(100_000_000 + i) for i in range(start, stop)]
         began = time.perf_counter()
-        for b in range(start, stop, BATCH):
-            e = min(stop, b + BATCH)
-            index.upsert([str(100_000_000 + i) for i in range(b, e)], x[b - start : e - start])
+        for b in range(0, stop - start, BATCH):
+            index.upsert(ids[b : b + BATCH], x[b : b + BATCH])
         index_seconds += time.perf_counter() - began
-        scores = queries @ half.T
-        all_s = np.concatenate([best_s, scores], axis=1)
-        keys = np.broadcast_to(np.arange(start, stop), scores.shape)
-        all_k = np.concatenate([best_k, keys], axis=1)
-        order = np.argsort(-all_s, axis=1)[:, :10]
-        best_s = np.take_along_axis(all_s, order, axis=1)
-        best_k = np.take_along_axis(all_k, order, axis=1)
+        top.add(ids, half)
         if stop % 1_000_000 == 0 or stop == job["size"]:
             print(f"    {stop:>12,} vectors written, {index_seconds:.0f} s", flush=True)
     began = time.perf_counter()
     index.close()
     index_seconds += time.perf_counter() - began
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
-    exact = [[str(100_000_000 + int(k)) for k in row] for row in best_k]
-    results.put({"seconds": index_seconds, "rss": rss, "exact": exact})
+    results.put({"seconds": index_seconds, "rss": rss, "exact": top.ids()})
 
 
 def search(job: dict[str, Any], results: Any) -> None:
