@@ -272,10 +272,13 @@ def report(size: int, grown: dict[str, Any], queried: dict[str, Any], disk_mb: f
         "MET" if dense >= TARGET_DENSE_RECALL else "MISSED"
     )
     print(f"\n== {size:,} documents ({grown['count']:,} in the corpus)")
-    print(
-        f"  import rate        {rate:10,.0f} docs/s  ({grown['added']:,} added in "
-        f"{grown['seconds']:.0f} s; synthetic vectors = source vector + noise, no model)"
-    )
+    if not grown["added"]:  # --keep: the corpus was grown to this size by an earlier run
+        print("  import             none: the kept corpus holds these already (no rate, no RSS)")
+    else:
+        print(
+            f"  import rate        {rate:10,.0f} docs/s  ({grown['added']:,} added in "
+            f"{grown['seconds']:.0f} s; synthetic vectors = source vector + noise, no model)"
+        )
     print(f"  hybrid query p50   {p50:10.1f} ms      (index {i50:.1f} + MiniLM query {e50:.1f})")
     print(f"  hybrid query p95   {p95:10.1f} ms      {p95_target}")
     print(f"    index part p95   {i95:10.1f} ms      (FTS5 BM25 + dense index + RRF + fetch)")
@@ -288,7 +291,8 @@ def report(size: int, grown: dict[str, Any], queried: dict[str, Any], disk_mb: f
         f"  index size on disk {disk_mb:10,.0f} MB      "
         f"({disk_mb * 1e6 / max(grown['count'], 1):,.0f} bytes per document)"
     )
-    print(f"  peak RSS (import)  {grown['rss']:10,.0f} MB      {rss_target}")
+    if grown["added"]:
+        print(f"  peak RSS (import)  {grown['rss']:10,.0f} MB      {rss_target}")
 
 
 def main(argv: list[str] | None = None) -> int:

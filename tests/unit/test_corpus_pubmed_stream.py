@@ -252,12 +252,43 @@ def test_frequent_words_are_left_out_past_the_postings_budget(tmp_path: Path) ->
     with sqlite3.connect(tmp_path / "c" / "corpus.sqlite3") as conn:
         words = lexical.query_words("Patients with a hydatidiform mole need a study?")
         assert words == ["patients", "hydatidiform", "mole", "need", "study"]
-        assert lexical.selective_words(conn, words, budget=1000) == words  # exact: all fit
-        assert lexical.selective_words(conn, words, budget=10) == ["hydatidiform", "mole", "need"]
-        assert lexical.selective_words(conn, ["patients"], budget=10) == ["patients"]  # one kept
+        assert lexical.word_rows(conn, '"patients"', 10) == 11  # counted up to the cap only
+        assert lexical.word_rows(conn, '"mole"', 10) == 1
+        every = '"patients" OR "hydatidiform" OR "mole" OR "need" OR "study"'
+        exact = lexical.LexicalQuery(every, None)
+        assert lexical.selective_query(conn, words, budget=1000) == exact  # all fit
+        rarest = lexical.LexicalQuery('"hydatidiform" OR "mole" OR "need"', None)
+        assert lexical.selective_query(conn, words, budget=10) == rarest
         hits = lexical.search(conn, "patients hydatidiform mole", 5, budget=10)
         assert [i for i, _ in hits] == ["7"]
         assert len(lexical.search(conn, "patients hydatidiform mole", 50, budget=1000)) == 30
+    conn.close()
+
+
+def test_words_each_past_the_budget_rank_the_first_words_newest_rows(tmp_path: Path) -> None:
+    """Every word in more rows than the budget: BM25 ranks the first word's newest rows only
+    (the budget's worth), not every row it is in."""
+    corpus = LocalCorpus(tmp_path / "c", HashingEmbedder())
+    corpus.add_articles(
+        [
+            PubmedArticle(
+                pmid=str(n),
+                title=f"Patients in a {'cohort' if n % 2 else 'trial'}",
+                abstract_sections=[AbstractSection(text="Patients were followed" + " up" * n)],
+            )
+            for n in range(1, 31)
+        ]
+    )
+    corpus.close()
+    with sqlite3.connect(tmp_path / "c" / "corpus.sqlite3") as conn:
+        words = ["patients", "cohort"]  # 30 and 15 rows
+        newest = lexical.LexicalQuery('"patients"', 10)
+        assert lexical.selective_query(conn, words, budget=10) == newest
+        hits = lexical.search(conn, "patients cohort", 50, budget=10)
+        assert sorted(int(i) for i, _ in hits) == list(range(21, 31))  # the last 10 imported
+        shortest_first = [int(i) for i, _ in hits]  # BM25 among them: shorter rows first
+        assert shortest_first == list(range(21, 31))
+        assert len(lexical.search(conn, "patients cohort", 50, budget=100)) == 30  # exact
     conn.close()
 
 

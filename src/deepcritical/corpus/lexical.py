@@ -18,13 +18,19 @@ word, so the list never enters a stored corpus), each word quoted as an FTS5 str
 are plain words or dropped, never syntax) and the words joined by ``OR``: a document matching
 any word is ranked.
 
-FTS5 scores every row that matches (about 5 µs a row here), so the cost of a query grows with
-the rows its words occur in. When they occur in more than :data:`POSTINGS_BUDGET` rows
+FTS5 scores every row that matches (about 3-5 µs a row here), so the cost of a query grows
+with the rows its words occur in. When they occur in more than :data:`POSTINGS_BUDGET` rows
 together, the most frequent words (the lowest IDF: "patients", "study") are left out of the
-query, rarest first kept, until the rest fit (at least one word is kept): exact BM25 on a
-corpus of up to ~10^4 abstracts, a bounded query time on 10^6. Document frequencies come from
-an ``fts5vocab`` table (``lexical_vocab``) looked up by each word's Porter stem (PyStemmer);
-a word whose stem is not found there is kept.
+query, rarest first kept, until the rest fit: exact BM25 on a corpus of up to ~10^4
+abstracts, a bounded query time beyond. When every word alone occurs in more rows than that
+(common on 10^7 abstracts: "hippocampal", "atrophy"), the first word of the query is ranked
+alone over its newest :data:`POSTINGS_BUDGET` rows (the highest rowids: the records imported
+last), since FTS5 scores every row it matches and an ``AND`` of such words costs more still
+(it merges their whole posting lists): BM25 is then approximate, and the dense index carries
+the rest of the question. Each word's rows are counted by FTS5 itself, up to the budget and
+no further (``SELECT count(*) FROM (... MATCH ... LIMIT budget + 1)``), so the counting, too,
+costs the same on 10^4 and 10^7 documents (an ``fts5vocab`` table counts a word by reading
+its whole posting list: 170 ms a question at 10^7).
 """
 
 from __future__ import annotations
@@ -32,8 +38,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable
-
-import Stemmer
+from typing import NamedTuple
 
 from deepcritical.text.stopwords import STOPWORDS
 
@@ -45,7 +50,6 @@ CREATE TABLE IF NOT EXISTS lexical_rows (rowid INTEGER PRIMARY KEY, id TEXT NOT 
 CREATE VIRTUAL TABLE IF NOT EXISTS lexical USING fts5(
     text, content='', tokenize='porter unicode61 remove_diacritics 2'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS lexical_vocab USING fts5vocab(lexical, 'row');
 """
 
 POSTINGS_BUDGET = 40_000
@@ -75,28 +79,40 @@ def fts_query(query: str | list[str]) -> str | None:
     return " OR ".join(f'"{w}"' for w in words)  # \w+ holds no quote to escape
 
 
-_stemmer = Stemmer.Stemmer("porter")
+def word_rows(conn: sqlite3.Connection, expression: str, cap: int) -> int:
+    """Rows matching the FTS5 ``expression``, counted up to ``cap + 1`` (a count of ``cap +
+    1`` means "more than ``cap``"); costs at most ``cap`` rows of the posting lists read."""
+    (n,) = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM lexical WHERE lexical MATCH ? LIMIT ?)",
+        (expression, cap + 1),
+    ).fetchone()
+    return int(n)
 
 
-def selective_words(conn: sqlite3.Connection, words: list[str], budget: int) -> list[str]:
-    """``words`` without the most frequent ones when together they occur in more than
-    ``budget`` rows (see the module docs); the order of ``words`` is kept."""
-    stems = [_stemmer.stemWord(w) for w in words]
-    marks = ",".join("?" * len(stems))
-    frequency = dict(
-        conn.execute(f"SELECT term, doc FROM lexical_vocab WHERE term IN ({marks})", stems)
-    )
-    counts = [int(frequency.get(s, 0)) for s in stems]
-    if sum(counts) <= budget:
-        return words
+class LexicalQuery(NamedTuple):
+    """An FTS5 MATCH expression and how many of its rows to score: ``None``: every row
+    (exact BM25 over its words); else only the newest ``scan`` rows (highest rowid)."""
+
+    expression: str
+    scan: int | None
+
+
+def selective_query(conn: sqlite3.Connection, words: list[str], budget: int) -> LexicalQuery:
+    """The query for ``words`` (non-empty) that scores at most ``budget`` rows (see the module
+    docs): all the words joined by ``OR`` when their rows fit; else the rarest that fit
+    together; else the first word alone, its newest ``budget`` rows. The order of ``words``
+    is kept within the expression."""
+    counts = [word_rows(conn, f'"{w}"', budget) for w in words]
     kept: set[int] = set()
     total = 0
     for i in sorted(range(len(words)), key=lambda i: counts[i]):
-        if kept and total + counts[i] > budget:
+        if total + counts[i] > budget:
             break
         kept.add(i)
         total += counts[i]
-    return [w for i, w in enumerate(words) if i in kept]
+    if not kept:
+        return LexicalQuery(f'"{words[0]}"', budget)
+    return LexicalQuery(" OR ".join(f'"{w}"' for i, w in enumerate(words) if i in kept), None)
 
 
 def add_rows(conn: sqlite3.Connection, rows: Iterable[tuple[str, str]]) -> None:
@@ -131,17 +147,27 @@ def search(
 ) -> list[tuple[str, float]]:
     """Up to ``k`` ``(id, BM25 score)`` pairs for ``query``, best first (score > 0: FTS5's
     ``bm25()`` negated); only rows sharing at least one (stemmed, non-stopword) word with it,
-    its most frequent words left out past ``budget`` rows (module docs). Ties keep index
-    order."""
+    its most frequent words left out past ``budget`` rows, or its first word's newest
+    ``budget`` rows ranked (module docs). Ties keep index order."""
     words = query_words(query)
     if k <= 0 or not words:
         return []
-    expression = fts_query(selective_words(conn, words, budget))
+    selected = selective_query(conn, words, budget)
+    if selected.scan is None:
+        matched = "SELECT rowid, bm25(lexical) AS score FROM lexical WHERE lexical MATCH ?"
+        ranked = f"{matched} ORDER BY score, rowid LIMIT ?"
+        parameters: tuple[str | int, ...] = (selected.expression, k)
+    else:  # FTS5 reads a posting list from either end: the newest rows first
+        newest = (
+            "SELECT rowid, bm25(lexical) AS score FROM lexical WHERE lexical MATCH ? "
+            "ORDER BY rowid DESC LIMIT ?"
+        )
+        ranked = f"SELECT * FROM ({newest}) ORDER BY score, rowid LIMIT ?"
+        parameters = (selected.expression, selected.scan, k)
     rows = conn.execute(
-        "SELECT r.id, -bm25(lexical) AS score FROM lexical "
-        "JOIN lexical_rows AS r ON r.rowid = lexical.rowid "
-        "WHERE lexical MATCH ? ORDER BY bm25(lexical), lexical.rowid LIMIT ?",
-        (expression, k),
+        f"SELECT r.id, -m.score FROM ({ranked}) AS m "  # no user text in the SQL
+        "JOIN lexical_rows AS r ON r.rowid = m.rowid ORDER BY m.score, m.rowid",
+        parameters,
     )
     return [(str(i), float(s)) for i, s in rows]
 
