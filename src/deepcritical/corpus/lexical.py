@@ -101,7 +101,11 @@ def selective_query(conn: sqlite3.Connection, words: list[str], budget: int) -> 
     """The query for ``words`` (non-empty) that scores at most ``budget`` rows (see the module
     docs): all the words joined by ``OR`` when their rows fit; else the rarest that fit
     together; else the first word alone, its newest ``budget`` rows. The order of ``words``
-    is kept within the expression."""
+    is kept within the expression.
+
+    Raises:
+        ValueError: ``words`` is empty.
+    """
     counts = [word_rows(conn, f'"{w}"', budget) for w in words]
     kept: set[int] = set()
     total = 0
@@ -110,9 +114,11 @@ def selective_query(conn: sqlite3.Connection, words: list[str], budget: int) -> 
             break
         kept.add(i)
         total += counts[i]
-    if not kept:
-        return LexicalQuery(f'"{words[0]}"', budget)
-    return LexicalQuery(" OR ".join(f'"{w}"' for i, w in enumerate(words) if i in kept), None)
+    chosen = [w for i, w in enumerate(words) if i in kept]
+    expression = fts_query(chosen or words[:1])
+    if expression is None:
+        raise ValueError("no query words")
+    return LexicalQuery(expression, None if chosen else budget)
 
 
 def add_rows(conn: sqlite3.Connection, rows: Iterable[tuple[str, str]]) -> None:
