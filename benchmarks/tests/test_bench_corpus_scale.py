@@ -18,12 +18,18 @@ QUERIED: dict[str, Any] = {
 }
 
 
+GROWN: dict[str, Any] = {"count": 10_000_000, "added": 9_000_000, "seconds": 3_000.0}
+
+
+def _printed(capsys: pytest.CaptureFixture[str], grown: dict[str, Any], **queried: Any) -> str:
+    report(10_000_000, {**GROWN, **grown}, {**QUERIED, **queried}, 64_000.0)
+    return capsys.readouterr().out
+
+
 def test_a_grown_size_reports_its_import_and_each_target(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    grown = {"count": 10_000_000, "added": 9_000_000, "seconds": 3_000.0, "rss": 6_900.0}
-    report(10_000_000, grown, QUERIED, 64_000.0)
-    out = capsys.readouterr().out
+    out = _printed(capsys, {"rss": 6_900.0})
     assert "3,000 docs/s" in out
     assert "target < 300 ms at 10^6 and 10^7: MET" in out
     assert "target < 8192 MB: MET" in out
@@ -31,10 +37,7 @@ def test_a_grown_size_reports_its_import_and_each_target(
 
 
 def test_a_missed_target_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    grown = {"count": 10_000_000, "added": 9_000_000, "seconds": 3_000.0, "rss": 9_000.0}
-    slow = {**QUERIED, "hybrid": (400.0, 750.0), "dense_recall10": 0.9}
-    report(10_000_000, grown, slow, 64_000.0)
-    out = capsys.readouterr().out
+    out = _printed(capsys, {"rss": 9_000.0}, hybrid=(400.0, 750.0), dense_recall10=0.9)
     assert "target < 300 ms at 10^6 and 10^7: MISSED" in out
     assert "target < 8192 MB: MISSED" in out
     assert "target >= 0.95: MISSED" in out
@@ -43,9 +46,7 @@ def test_a_missed_target_says_so(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_kept_corpus_already_at_the_size_claims_no_import(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    grown = {"count": 10_000_000, "added": 0, "seconds": 0.0, "rss": 75.0}
-    report(10_000_000, grown, QUERIED, 64_000.0)
-    out = capsys.readouterr().out
+    out = _printed(capsys, {"added": 0, "seconds": 0.0, "rss": 75.0})
     assert "import             none" in out
     assert "docs/s" not in out
     assert "peak RSS" not in out
