@@ -76,7 +76,12 @@ def fts_query(query: str | list[str]) -> str | None:
     words = query_words(query) if isinstance(query, str) else query
     if not words:
         return None
-    return " OR ".join(f'"{w}"' for w in words)  # \w+ holds no quote to escape
+    return " OR ".join(_phrase(w) for w in words)
+
+
+def _phrase(word: str) -> str:
+    """``word`` as an FTS5 string (a ``\\w+`` word holds no quote to escape)."""
+    return f'"{word}"'
 
 
 def word_rows(conn: sqlite3.Connection, expression: str, cap: int) -> int:
@@ -106,7 +111,7 @@ def selective_query(conn: sqlite3.Connection, words: list[str], budget: int) -> 
     Raises:
         ValueError: ``words`` is empty.
     """
-    counts = [word_rows(conn, f'"{w}"', budget) for w in words]
+    counts = [word_rows(conn, _phrase(w), budget) for w in words]
     kept: set[int] = set()
     total = 0
     for i in sorted(range(len(words)), key=lambda i: counts[i]):
@@ -159,15 +164,12 @@ def search(
     if k <= 0 or not words:
         return []
     selected = selective_query(conn, words, budget)
+    matched = "SELECT rowid, bm25(lexical) AS score FROM lexical WHERE lexical MATCH ?"
     if selected.scan is None:
-        matched = "SELECT rowid, bm25(lexical) AS score FROM lexical WHERE lexical MATCH ?"
         ranked = f"{matched} ORDER BY score, rowid LIMIT ?"
         parameters: tuple[str | int, ...] = (selected.expression, k)
     else:  # FTS5 reads a posting list from either end: the newest rows first
-        newest = (
-            "SELECT rowid, bm25(lexical) AS score FROM lexical WHERE lexical MATCH ? "
-            "ORDER BY rowid DESC LIMIT ?"
-        )
+        newest = f"{matched} ORDER BY rowid DESC LIMIT ?"
         ranked = f"SELECT * FROM ({newest}) ORDER BY score, rowid LIMIT ?"
         parameters = (selected.expression, selected.scan, k)
     rows = conn.execute(
